@@ -1,0 +1,1 @@
+"""Extraction pipelines: prompt + provider + parsing, the offline baseline, or a user's function."""

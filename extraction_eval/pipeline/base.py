@@ -1,0 +1,50 @@
+"""What the runner needs from any pipeline: one item in, one extraction (or an error) out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from extraction_eval.types import DatasetItem, Extraction, Usage
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The run's parameters, recorded with the run so it describes itself."""
+
+    model: str = "offline:baseline"  # "provider:model"
+    base_url: str | None = None
+    temperature: float = 0.0
+    prompt_name: str = "extraction"
+    prompt_label: str | None = None
+    prompt_version: int | None = None
+    pipeline: str | None = None  # "package.module:function" for a user's own pipeline
+    timeout_s: float = 60.0
+    max_attempts: int = 4
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def provider(self) -> str:
+        return self.model.split(":", 1)[0] if ":" in self.model else self.model
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split(":", 1)[1] if ":" in self.model else self.model
+
+
+@dataclass(frozen=True)
+class PipelineOutput:
+    extraction: Extraction
+    raw: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    attempts: int = 1
+    cache_hit: bool = False
+    model: str | None = None
+    prompt: Any = None  # the prompt object used (e.g. a LangFuse prompt client), for linking
+
+
+class Pipeline(Protocol):
+    """Async so many items overlap. Failures raise ``SchemaFailure`` or ``ProviderError``
+    carrying ``attempts`` (attribute) so the runner can record them on the item's row."""
+
+    async def extract(self, item: DatasetItem) -> PipelineOutput: ...
