@@ -37,16 +37,23 @@ class ProviderError(ExtractionEvalError):
     """A model call failed; ``retryable`` tells the shared retry policy what to do."""
 
     def __init__(
-        self, message: str, *, retryable: bool = False, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        attempts: int = 1,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.attempts = attempts  # model calls made before giving up (set by the retry policy)
 
 
 class SchemaFailure(ExtractionEvalError):
     """The model answered, but not with valid JSON in the extraction schema."""
 
-    def __init__(self, message: str, *, raw: str | None = None) -> None:
+    def __init__(self, message: str, *, raw: str | None = None, attempts: int = 1) -> None:
         super().__init__(message)
         self.raw = raw
+        self.attempts = attempts  # model calls made for the answer that failed to parse

@@ -1,0 +1,165 @@
+"""What every dataset backend offers, and the one mapping between items and stored payloads.
+
+The local store and LangFuse hold the same thing — an item's ``input`` ({text, schema}),
+``expected_output`` ({entities, relationships}) and metadata — so the mapping lives here once,
+and both backends (and exports) agree byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from extraction_eval.types import DatasetItem, Extraction, Schema
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A dataset's header. ``version`` is an int locally; LangFuse may use a timestamp string."""
+
+    name: str
+    description: str | None
+    metadata: dict[str, Any]
+    version: str | int | None
+    item_count: int
+    created_at: str | None
+    updated_at: str | None
+
+
+@dataclass(frozen=True)
+class UploadReport:
+    """What an upload changed, so the CLI can say it and a re-upload can be seen as a no-op."""
+
+    dataset: str
+    version: str | int | None
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    new_version: bool = False
+    dataset_created: bool = False
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def total(self) -> int:
+        return self.created + self.updated + self.unchanged
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One experiment run as stored: enough to re-score, compare and report without a model."""
+
+    id: int
+    name: str
+    dataset: str
+    dataset_version: int | str | None
+    backend: str
+    experiment_id: str | None
+    config: dict[str, Any]
+    status: str
+    started_at: str
+    ended_at: str | None
+    summary: dict[str, Any] | None
+
+
+@runtime_checkable
+class DatasetBackend(Protocol):
+    """Where datasets live: the local SQLite store, or LangFuse when keys are configured."""
+
+    def upload_items(
+        self,
+        dataset: str,
+        items: Sequence[DatasetItem],
+        *,
+        description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> UploadReport: ...
+
+    def list_datasets(self) -> list[DatasetInfo]: ...
+
+    def get_dataset(self, name: str) -> DatasetInfo: ...
+
+    def get_items(self, name: str, *, version: int | None = None) -> list[DatasetItem]: ...
+
+    def close(self) -> None: ...
+
+
+# --- item <-> payload mapping (shared by every backend) -------------------------------------
+
+
+def item_input(item: DatasetItem) -> dict[str, Any]:
+    """``{"text": ..., "schema": {...}}``; ``schema`` only when the item has one."""
+    out: dict[str, Any] = {"text": item.text}
+    if item.schema_ is not None:
+        out["schema"] = item.schema_.model_dump(mode="json")
+    return out
+
+
+def item_expected_output(item: DatasetItem) -> dict[str, Any]:
+    """``{"entities": [...], "relationships": [...]}`` without null / empty optional fields."""
+    return extraction_payload(item.expected)
+
+
+def extraction_payload(extraction: Extraction) -> dict[str, Any]:
+    """An extraction as compact JSON: absent offsets/evidence/attributes are left out."""
+    return {
+        "entities": [_compact(e.model_dump(mode="json")) for e in extraction.entities],
+        "relationships": [_compact(r.model_dump(mode="json")) for r in extraction.relationships],
+    }
+
+
+def _compact(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None and v != {}}
+
+
+def item_from_payload(
+    *,
+    id: str,
+    input: Any,
+    expected_output: Any,
+    metadata: Any = None,
+    source_trace_id: str | None = None,
+    source_observation_id: str | None = None,
+    status: str = "ACTIVE",
+) -> DatasetItem:
+    """The inverse of ``item_input`` / ``item_expected_output``; tolerant of a bare-text input."""
+    if isinstance(input, str):
+        text, schema = input, None
+    elif isinstance(input, dict):
+        text = str(input.get("text", ""))
+        schema = input.get("schema")
+    else:
+        text, schema = "", None
+    expected = expected_output if isinstance(expected_output, dict) else {}
+    return DatasetItem.model_validate(
+        {
+            "id": id,
+            "text": text,
+            "schema": Schema.model_validate(schema) if isinstance(schema, dict) else None,
+            "expected": Extraction.model_validate(expected),
+            "metadata": metadata if isinstance(metadata, dict) else {},
+            "source_trace_id": source_trace_id,
+            "source_observation_id": source_observation_id,
+            "status": status,
+        }
+    )
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept: equal content gives equal text (hashes, storage)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def item_content_hash(item: DatasetItem) -> str:
+    """Everything an upload can change about an item; equal hash means 'unchanged'."""
+    payload = {
+        "input": item_input(item),
+        "expected_output": item_expected_output(item),
+        "metadata": item.metadata,
+        "source_trace_id": item.source_trace_id,
+        "source_observation_id": item.source_observation_id,
+        "status": item.status,
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()

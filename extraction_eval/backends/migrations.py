@@ -1,0 +1,198 @@
+"""Named, append-only schema migrations for the local store (the simonw/llm pattern).
+
+Each migration is a function ``mNNN_description(conn)``; the names already applied live in
+``_migrations``. Never edit or reorder a released migration — add a new one at the end, so
+every existing ``store.db`` reaches the same schema as a fresh one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+Migration = Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` at the end of the list; its ``__name__`` is its permanent identity."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def _exec(conn: sqlite3.Connection, script: str) -> None:
+    # Statement by statement (not executescript, which would COMMIT mid-migration): a failed
+    # migration rolls back whole, together with its row in _migrations.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+@migration
+def m001_initial(conn: sqlite3.Connection) -> None:
+    """Datasets, their versions and items with full history (old versions stay readable)."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE datasets (
+            id          INTEGER PRIMARY KEY,
+            name        TEXT NOT NULL UNIQUE,
+            description TEXT,
+            metadata    TEXT NOT NULL DEFAULT '{}',
+            version     INTEGER NOT NULL DEFAULT 0,
+            created_at  TEXT NOT NULL,
+            updated_at  TEXT NOT NULL
+        );
+        CREATE TABLE dataset_versions (
+            dataset_id  INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            version     INTEGER NOT NULL,
+            created_at  TEXT NOT NULL,
+            created     INTEGER NOT NULL DEFAULT 0,
+            updated     INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (dataset_id, version)
+        );
+        -- Identity and stable (insertion) order of an item; its content is in item_versions.
+        CREATE TABLE items (
+            dataset_id  INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            id          TEXT NOT NULL,
+            position    INTEGER NOT NULL,
+            created_at  TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, id)
+        );
+        -- One row per change: the item as of dataset version `version` (until a later row).
+        CREATE TABLE item_versions (
+            dataset_id            INTEGER NOT NULL,
+            item_id               TEXT NOT NULL,
+            version               INTEGER NOT NULL,
+            input                 TEXT NOT NULL,
+            expected_output       TEXT NOT NULL,
+            metadata              TEXT NOT NULL DEFAULT '{}',
+            source_trace_id       TEXT,
+            source_observation_id TEXT,
+            status                TEXT NOT NULL DEFAULT 'ACTIVE'
+                                  CHECK (status IN ('ACTIVE', 'ARCHIVED')),
+            content_hash          TEXT NOT NULL,
+            created_at            TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, item_id, version),
+            FOREIGN KEY (dataset_id, item_id) REFERENCES items(dataset_id, id) ON DELETE CASCADE
+        )
+        """,
+    )
+
+
+@migration
+def m002_runs(conn: sqlite3.Connection) -> None:
+    """Runs, one result row per (run, item), and item- and run-level scores."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE runs (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            name            TEXT NOT NULL,
+            dataset         TEXT NOT NULL,      -- a name, not a FK: LangFuse datasets too
+            dataset_version TEXT,               -- JSON: int, str or null
+            backend         TEXT NOT NULL DEFAULT 'local',
+            experiment_id   TEXT,
+            config          TEXT NOT NULL DEFAULT '{}',
+            status          TEXT NOT NULL DEFAULT 'running',
+            started_at      TEXT NOT NULL,
+            ended_at        TEXT,
+            summary         TEXT,
+            UNIQUE (dataset, name)
+        );
+        CREATE INDEX runs_name ON runs(name);
+        CREATE TABLE results (
+            run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id     TEXT NOT NULL,
+            output      TEXT,                   -- JSON extraction, null on error
+            error       TEXT,
+            error_kind  TEXT,
+            raw_output  TEXT,
+            attempts    INTEGER NOT NULL DEFAULT 0,
+            latency_ms  REAL,
+            tokens_in   INTEGER,
+            tokens_out  INTEGER,
+            cost_usd    REAL,
+            cache_hit   INTEGER NOT NULL DEFAULT 0,
+            trace_id    TEXT,
+            finished_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, item_id)
+        );
+        CREATE TABLE scores (
+            id          INTEGER PRIMARY KEY,
+            run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id     TEXT,                   -- null: a run-level score
+            name        TEXT NOT NULL,
+            value_num   REAL,
+            value_str   TEXT,
+            data_type   TEXT NOT NULL DEFAULT 'NUMERIC',
+            comment     TEXT,
+            created_at  TEXT NOT NULL
+        );
+        CREATE INDEX scores_run_item ON scores(run_id, item_id)
+        """,
+    )
+
+
+@migration
+def m003_response_cache(conn: sqlite3.Connection) -> None:
+    """Completions by cache key, so re-running an unchanged config makes no model call."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE response_cache (
+            key         TEXT PRIMARY KEY,
+            text        TEXT NOT NULL,
+            model       TEXT NOT NULL,
+            usage       TEXT NOT NULL DEFAULT '{}',
+            created_at  TEXT NOT NULL
+        )
+        """,
+    )
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Names already applied, in the order they were applied."""
+    _ensure_table(conn)
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+
+
+def _ensure_table(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+
+
+def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
+    """Apply every migration not yet applied (up to and including ``upto``); return their names.
+
+    The connection must be in autocommit mode (``isolation_level=None``). All pending
+    migrations run in one ``BEGIN IMMEDIATE`` transaction, so two processes opening a fresh
+    store at once cannot both apply the same migration.
+    """
+    names = [m.__name__ for m in MIGRATIONS]
+    if upto is not None and upto not in names:
+        raise ValueError(f"unknown migration {upto!r}")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _ensure_table(conn)
+        done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+        newly: list[str] = []
+        for fn in MIGRATIONS:
+            name = fn.__name__
+            if name not in done:
+                fn(conn)
+                conn.execute(
+                    "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                    (name, datetime.now(UTC).isoformat(timespec="milliseconds")),
+                )
+                newly.append(name)
+            if name == upto:
+                break
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return newly

@@ -1,0 +1,95 @@
+"""``run-experiment`` / ``extraction-eval run``: parse options, call ``run_experiment``, render."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.experiments.config import RunConfig, parse_fail_under
+from extraction_eval.experiments.run import run_experiment
+from extraction_eval.pipeline.base import PipelineConfig
+from extraction_eval.views import RichProgress, render_run_summary
+
+
+@handle_errors
+def run_cmd(
+    dataset: Annotated[str, typer.Option(help="Dataset name.")] = "extraction-eval",
+    name: Annotated[
+        str | None, typer.Option(help="Run name (same name on the same dataset = same run).")
+    ] = None,
+    model: Annotated[
+        str,
+        typer.Option(help="provider:model, e.g. offline:baseline, openai:gpt-4o-mini, gemini:…"),
+    ] = "offline:baseline",
+    prompt_label: Annotated[
+        str | None, typer.Option(help="LangFuse prompt label (LangFuse mode).")
+    ] = None,
+    prompt_name: Annotated[str, typer.Option(help="Prompt name.")] = "extraction",
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
+    concurrency: Annotated[int, typer.Option(help="Items in flight at once.")] = 8,
+    limit: Annotated[int | None, typer.Option(help="Run only the first N items.")] = None,
+    pipeline: Annotated[
+        str | None, typer.Option(help="Your own pipeline: package.module:function.")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server (vLLM, Ollama, llama.cpp).")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the named run; skip finished items.")] = (
+        False
+    ),
+    retry_errors: Annotated[
+        bool, typer.Option(help="Re-run only the items of the named run that failed.")
+    ] = False,
+    fail_under: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (repeatable)."),
+    ] = None,
+    match: Annotated[str, typer.Option(help="Name matching: exact|casefold|fuzzy|span.")] = "fuzzy",
+    threshold: Annotated[float, typer.Option(help="Fuzzy name similarity threshold.")] = 0.85,
+    timeout: Annotated[float, typer.Option(help="Per-call timeout, seconds.")] = 60.0,
+    max_attempts: Annotated[int, typer.Option(help="Attempts per item, retries included.")] = 4,
+    backend: Annotated[
+        str, typer.Option(help="auto (LangFuse when keys are set) | local | langfuse.")
+    ] = "auto",
+    verify: Annotated[
+        bool, typer.Option(help="LangFuse mode: read back that every trace and score arrived.")
+    ] = True,
+) -> None:
+    """Run the extraction pipeline on every item of a dataset and score it."""
+    if backend not in ("auto", "local", "langfuse"):
+        fail(f"--backend must be auto, local or langfuse, got {backend!r}")
+    config = RunConfig(
+        dataset=dataset,
+        name=name,
+        pipeline=PipelineConfig(
+            model=model,
+            base_url=base_url,
+            temperature=temperature,
+            prompt_name=prompt_name,
+            prompt_label=prompt_label,
+            pipeline=pipeline,
+            timeout_s=timeout,
+            max_attempts=max_attempts,
+        ),
+        scoring=ScoringConfig(match=match, threshold=threshold),  # type: ignore[arg-type]
+        concurrency=concurrency,
+        limit=limit,
+        resume=resume,
+        retry_errors=retry_errors,
+        fail_under=parse_fail_under(fail_under or []),
+        backend=backend,  # type: ignore[arg-type]
+        verify=verify,
+    )
+    with RichProgress(err_console) as progress:
+        outcome = run_experiment(config, progress=progress)
+    render_run_summary(outcome, console)
+    for warning in outcome.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    below = outcome.failed_thresholds(config.fail_under)
+    for line in below:
+        err_console.print(f"[red]fail-under:[/] {line}", highlight=False)
+    if below:
+        raise typer.Exit(1)

@@ -1,0 +1,67 @@
+"""``runs list|show|export`` and ``compare``: views over the local store (mirror of every run)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.commands.common import console, fail, handle_errors
+from extraction_eval.experiments.reporting import compare_runs, export_run, get_run
+from extraction_eval.views import render_compare, render_run_items, render_runs
+
+runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
+
+DatasetOpt = Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")]
+
+
+@runs_app.command("list")
+@handle_errors
+def list_cmd(dataset: DatasetOpt = None) -> None:
+    """Every run, newest last."""
+    render_runs(LocalStore().list_runs(dataset), console)
+
+
+@runs_app.command("show")
+@handle_errors
+def show_cmd(name: str, dataset: DatasetOpt = None) -> None:
+    """A run's items, failing ones first."""
+    store = LocalStore()
+    run = get_run(store, name, dataset)
+    render_run_items(run, store.results(run.id), console)
+
+
+@runs_app.command("export")
+@handle_errors
+def export_cmd(
+    name: str,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl | csv")] = "jsonl",
+    out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+    dataset: DatasetOpt = None,
+) -> None:
+    """One line per item: output or error, attempts, latency and scores (byte-stable)."""
+    if fmt not in ("jsonl", "csv"):
+        fail(f"--format must be jsonl or csv, got {fmt!r}")
+    store = LocalStore()
+    run = get_run(store, name, dataset)
+    text = export_run(store.results(run.id), fmt)  # type: ignore[arg-type]
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+
+
+@handle_errors
+def compare_cmd(
+    run_a: str,
+    run_b: str,
+    top: Annotated[int, typer.Option(help="How many changed items to list.")] = 10,
+    dataset: DatasetOpt = None,
+) -> None:
+    """Run-level scores side by side, and the items whose entity F1 changed most."""
+    store = LocalStore()
+    a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
+    render_compare(compare_runs(store, a, b, top=top), console)

@@ -1,0 +1,122 @@
+"""Scoring configuration: one frozen value passed to every evaluator, so a run is reproducible
+from its config alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+MatchMode = Literal["exact", "casefold", "fuzzy", "span"]
+EvidenceMode = Literal["strict", "relaxed"]
+
+MATCH_MODES: tuple[str, ...] = get_args(MatchMode)
+EVIDENCE_MODES: tuple[str, ...] = get_args(EvidenceMode)
+
+DEFAULT_INVERSE_PAIRS: tuple[tuple[str, str], ...] = (
+    ("parent_of", "child_of"),
+    ("employs", "employed_by"),
+    ("contains", "contained_in"),
+    ("owns", "owned_by"),
+    ("manages", "managed_by"),
+    ("created", "created_by"),
+    ("supervises", "supervised_by"),
+    ("leads", "led_by"),
+    ("member_of", "has_member"),
+    ("located_in", "contains_location"),
+    ("lived_in", "was_residence_of"),
+    ("born_in", "birthplace_of"),
+    ("died_in", "deathplace_of"),
+    ("originated_from", "origin_of"),
+)
+
+DEFAULT_SYMMETRIC: frozenset[str] = frozenset(
+    {
+        "married_to",
+        "sibling_of",
+        "related_to",
+        "colleague_of",
+        "friend_of",
+        "neighbor_of",
+        "connected_to",
+        "associated_with",
+        "partnered_with",
+    }
+)
+
+
+def type_key(value: str) -> str:
+    """Types compare casefolded with whitespace collapsed, so 'Located_In' == 'located_in'."""
+    return " ".join(value.casefold().split())
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringConfig:
+    """How predictions are compared with gold. Defaults follow issue 2.
+
+    Relationship type names in ``inverse_pairs``/``symmetric`` are normalised with
+    :func:`type_key` on construction, so callers may pass any casing and any iterable.
+    """
+
+    match: MatchMode = "fuzzy"
+    threshold: float = 0.85
+    span_threshold: float = 0.5
+    evidence: EvidenceMode = "relaxed"
+    inverse_pairs: tuple[tuple[str, str], ...] = DEFAULT_INVERSE_PAIRS
+    symmetric: frozenset[str] = DEFAULT_SYMMETRIC
+    resamples: int = 10_000
+    seed: int = 42
+    confidence: float = 0.95
+    _inverse: dict[str, str] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.match not in MATCH_MODES:
+            raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {self.match!r}")
+        if self.evidence not in EVIDENCE_MODES:
+            raise ValueError(
+                f"evidence must be one of {', '.join(EVIDENCE_MODES)}, got {self.evidence!r}"
+            )
+        for name in ("threshold", "span_threshold"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must be between 0 and 1, got {self.confidence}")
+        if self.resamples < 0:
+            raise ValueError(f"resamples must be >= 0, got {self.resamples}")
+        pairs = _normalise_pairs(self.inverse_pairs)
+        object.__setattr__(self, "inverse_pairs", pairs)
+        object.__setattr__(self, "symmetric", frozenset(type_key(t) for t in self.symmetric))
+        inverse: dict[str, str] = {}
+        for a, b in pairs:
+            inverse[a] = b
+            inverse[b] = a
+        object.__setattr__(self, "_inverse", inverse)
+
+    def inverse_of(self, relation_type_key: str) -> str | None:
+        """The inverse of a (normalised) relationship type, if one is configured."""
+        return self._inverse.get(relation_type_key)
+
+    def to_json(self) -> dict[str, object]:
+        """The config as recorded in a report (sorted, so the report stays byte-stable)."""
+        return {
+            "match": self.match,
+            "threshold": self.threshold,
+            "span_threshold": self.span_threshold,
+            "evidence": self.evidence,
+            "inverse_pairs": [list(p) for p in self.inverse_pairs],
+            "symmetric": sorted(self.symmetric),
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "confidence": self.confidence,
+        }
+
+
+def _normalise_pairs(pairs: Iterable[Iterable[str]]) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for pair in pairs:
+        items = tuple(pair)
+        if len(items) != 2:
+            raise ValueError(f"an inverse pair needs exactly two types, got {items!r}")
+        out.append((type_key(items[0]), type_key(items[1])))
+    return tuple(out)

@@ -1,0 +1,122 @@
+"""A run's full configuration: what is recorded with the run so it describes itself."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from extraction_eval.errors import UsageError
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.pipeline.base import PipelineConfig
+
+Backend = Literal["auto", "local", "langfuse"]
+
+# Packages whose versions change results; recorded with every run.
+_TRACKED_PACKAGES = (
+    "extraction-eval",
+    "langfuse",
+    "openai",
+    "google-genai",
+    "rapidfuzz",
+    "scipy",
+    "numpy",
+    "pydantic",
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: str = "extraction-eval"
+    name: str | None = None  # run name; None -> "<model>-<timestamp>"
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    concurrency: int = 8
+    limit: int | None = None
+    resume: bool = False
+    retry_errors: bool = False
+    fail_under: dict[str, float] = field(default_factory=dict)
+    backend: Backend = "auto"
+    verify: bool = True  # LangFuse mode: read back what arrived
+    dataset_version: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise UsageError(f"--concurrency must be at least 1, got {self.concurrency}")
+        if self.limit is not None and self.limit < 0:
+            raise UsageError(f"--limit must be positive, got {self.limit}")
+
+
+def parse_fail_under(values: list[str]) -> dict[str, float]:
+    """``entity_f1=0.8`` strings -> {"entity_f1": 0.8}; a malformed one is a usage error."""
+    out: dict[str, float] = {}
+    for raw in values:
+        key, sep, val = raw.partition("=")
+        try:
+            if not sep or not key.strip():
+                raise ValueError
+            out[key.strip()] = float(val)
+        except ValueError:
+            raise UsageError(f"--fail-under expects NAME=NUMBER, got {raw!r}") from None
+    return out
+
+
+def package_versions() -> dict[str, str]:
+    versions: dict[str, str] = {}
+    for name in _TRACKED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def git_state(cwd: Path | None = None) -> dict[str, Any] | None:
+    """The commit and dirty flag of the working directory, when it is a git checkout."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
+    """The JSON-able record of a run's configuration (no secrets: keys never enter RunConfig)."""
+    pipeline = dataclasses.asdict(config.pipeline)
+    record: dict[str, Any] = {
+        "dataset": config.dataset,
+        "provider": config.pipeline.provider,
+        "model": config.pipeline.model,
+        "pipeline": pipeline,
+        "temperature": config.pipeline.temperature,
+        "concurrency": config.concurrency,
+        "limit": config.limit,
+        "scoring": _scoring_record(config.scoring),
+        "packages": package_versions(),
+        "git": git_state(),
+    }
+    record.update(extra)
+    return record
+
+
+def _scoring_record(scoring: ScoringConfig) -> dict[str, Any]:
+    raw = dataclasses.asdict(scoring)
+    return {k: (sorted(v) if isinstance(v, (set, frozenset)) else v) for k, v in raw.items()}

@@ -1,0 +1,110 @@
+"""Reading finished runs back from the store: exports and run-to-run comparison.
+
+These read only the store, never a model, so they work the same for local and LangFuse runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.errors import NotFoundError
+from extraction_eval.types import ItemResult, Score
+
+
+def get_run(store: LocalStore, name: str, dataset: str | None = None) -> RunRecord:
+    run = store.get_run(name, dataset)
+    if run is None:
+        known = ", ".join(sorted({r.name for r in store.list_runs(dataset)})) or "none"
+        raise NotFoundError(f"no run named {name!r}; known runs: {known}")
+    return run
+
+
+def _score_map(scores: Sequence[Score]) -> dict[str, Any]:
+    return {s.name: s.value for s in sorted(scores, key=lambda s: s.name)}
+
+
+def export_rows(results: Sequence[ItemResult]) -> list[dict[str, Any]]:
+    rows = []
+    for r in sorted(results, key=lambda r: r.item_id):
+        rows.append(
+            {
+                "item_id": r.item_id,
+                "output": r.output.model_dump(mode="json") if r.output is not None else None,
+                "error": r.error,
+                "error_kind": r.error_kind,
+                "attempts": r.attempts,
+                "latency_ms": r.latency_ms,
+                "tokens_in": r.usage.tokens_in,
+                "tokens_out": r.usage.tokens_out,
+                "cost_usd": r.usage.cost_usd,
+                "cache_hit": r.cache_hit,
+                "scores": _score_map(r.scores),
+            }
+        )
+    return rows
+
+
+def export_run(results: Sequence[ItemResult], fmt: Literal["jsonl", "csv"]) -> str:
+    """Byte-stable: rows sorted by item id, keys sorted, fixed CSV columns."""
+    rows = export_rows(results)
+    if fmt == "jsonl":
+        return "".join(
+            json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+            for row in rows
+        )
+    score_names = sorted({name for row in rows for name in row["scores"]})
+    base = [k for k in rows[0] if k != "scores"] if rows else ["item_id"]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*base, *(f"score.{n}" for n in score_names)])
+    for row in rows:
+        cells = []
+        for key in base:
+            value = row[key]
+            if isinstance(value, (dict, list)):
+                value = json.dumps(value, sort_keys=True, ensure_ascii=False)
+            cells.append("" if value is None else value)
+        cells.extend("" if row["scores"].get(n) is None else row["scores"][n] for n in score_names)
+        writer.writerow(cells)
+    return buf.getvalue()
+
+
+def _entity_f1(result: ItemResult) -> float | None:
+    for s in result.scores:
+        if s.name == "entity_f1" and isinstance(s.value, (int, float)):
+            return float(s.value)
+    return None
+
+
+def compare_runs(
+    store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10
+) -> dict[str, Any]:
+    """Run-level values side by side and the items whose entity F1 moved most."""
+    va = (a.summary or {}).get("values") or {}
+    vb = (b.summary or {}).get("values") or {}
+    run_level = []
+    for name in sorted(set(va) | set(vb)):
+        x, y = va.get(name), vb.get(name)
+        delta = y - x if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
+        run_level.append((name, x, y, delta))
+    ra = {r.item_id: r for r in store.results(a.id)}
+    rb = {r.item_id: r for r in store.results(b.id)}
+    moved = []
+    for item_id in sorted(set(ra) & set(rb)):
+        x, y = _entity_f1(ra[item_id]), _entity_f1(rb[item_id])
+        if x is not None and y is not None and x != y:
+            moved.append((item_id, x, y, y - x))
+    moved.sort(key=lambda row: (-abs(row[3]), row[0]))
+    return {
+        "a": a.name,
+        "b": b.name,
+        "run_level": run_level,
+        "items": moved[:top],
+        "only_in_a": sorted(set(ra) - set(rb)),
+        "only_in_b": sorted(set(rb) - set(ra)),
+    }

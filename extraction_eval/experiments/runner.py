@@ -1,0 +1,193 @@
+"""The experiment runner: every item through the pipeline, scored, and persisted as it finishes.
+
+Local mode and LangFuse mode share ``ItemRunner.run_item`` (pipeline call + error capture +
+scoring) and the ``LocalStore`` mirror; they differ only in who drives the loop (our bounded
+asyncio loop here, the SDK's ``run_experiment`` in LangFuse mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.errors import ProviderError, SchemaFailure, UsageError
+from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
+from extraction_eval.experiments.summary import RunSummary, summarize
+from extraction_eval.pipeline.base import Pipeline
+from extraction_eval.types import DatasetItem, ItemResult, Score
+
+log = logging.getLogger(__name__)
+
+OnResult = Callable[[ItemResult], None]
+
+
+def _error_kind(exc: BaseException) -> str:
+    if isinstance(exc, SchemaFailure):
+        return "schema"
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, ProviderError):
+        return "provider"
+    return "pipeline"
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    name = type(exc).__name__
+    return f"{name}: {msg}" if msg else name
+
+
+@dataclass
+class ItemRunner:
+    """Runs one item end to end and never raises for the item's own failures."""
+
+    pipeline: Pipeline
+    scoring: ScoringConfig
+    context_texts: Mapping[str, str] = field(default_factory=dict)
+
+    async def run_item(self, item: DatasetItem) -> ItemResult:
+        started = time.perf_counter()
+        try:
+            out = await self.pipeline.extract(item)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # every failure becomes a row, whatever raised it
+            latency = (time.perf_counter() - started) * 1000
+            message = _one_line(exc)
+            scored = self.score(item, None)
+            return ItemResult(
+                item_id=item.id,
+                error=message,
+                error_kind=_error_kind(exc),
+                raw_output=getattr(exc, "raw", None),
+                attempts=int(getattr(exc, "attempts", 1) or 1),
+                latency_ms=round(latency, 3),
+                scores=[
+                    *scored.scores(),
+                    Score(name="extraction_error", value=True, data_type="BOOLEAN", comment=message),
+                ],
+            )
+        latency = (time.perf_counter() - started) * 1000
+        scored = self.score(item, out.extraction)
+        return ItemResult(
+            item_id=item.id,
+            output=out.extraction,
+            raw_output=out.raw,
+            attempts=out.attempts,
+            latency_ms=round(latency, 3),
+            usage=out.usage,
+            cache_hit=out.cache_hit,
+            scores=[
+                *scored.scores(),
+                Score(name="extraction_error", value=False, data_type="BOOLEAN"),
+            ],
+        )
+
+    def score(self, item: DatasetItem, pred: Any) -> ItemScore:
+        return score_item(
+            item_id=item.id,
+            text=item.text,
+            gold=item.expected,
+            pred=pred,
+            config=self.scoring,
+            context_texts=self.context_texts,
+        )
+
+
+def select_items(
+    items: Sequence[DatasetItem],
+    done: Mapping[str, ItemResult],
+    *,
+    retry_errors: bool,
+) -> list[DatasetItem]:
+    """Items still to run: never finished ones, plus errored ones when asked to retry them."""
+    todo = []
+    for item in items:
+        prev = done.get(item.id)
+        if prev is None or (retry_errors and not prev.ok):
+            todo.append(item)
+    return todo
+
+
+async def run_bounded(
+    items: Sequence[DatasetItem],
+    run_item: Callable[[DatasetItem], Awaitable[ItemResult]],
+    *,
+    concurrency: int,
+    on_result: OnResult,
+) -> None:
+    """At most ``concurrency`` items in flight; each result is handed over as soon as it is ready.
+
+    A fixed pool of workers pulls from a queue, so thousands of items do not become thousands
+    of pending tasks, and ``on_result`` (persistence) runs on the loop thread one at a time.
+    """
+    queue: asyncio.Queue[DatasetItem] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while True:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            result = await run_item(item)
+            on_result(result)
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(items)) or 1)]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+
+
+@dataclass
+class RunOutcome:
+    """What a finished run hands back to the CLI or a notebook."""
+
+    run: RunRecord
+    results: list[ItemResult]
+    summary: RunSummary
+    ran: int  # items executed in this invocation (resume skips the rest)
+    warnings: list[str] = field(default_factory=list)
+    experiment_url: str | None = None
+
+    def failed_thresholds(self, fail_under: Mapping[str, float]) -> list[str]:
+        """Messages for each ``--fail-under`` threshold the run is below."""
+        out = []
+        for name, floor in sorted(fail_under.items()):
+            value = self.summary.values.get(name)
+            if value is None:
+                known = ", ".join(sorted(self.summary.values))
+                raise UsageError(f"--fail-under: unknown score {name!r}; known: {known}")
+            if value < floor:
+                out.append(f"{name}={value:.4f} is below {floor}")
+        return out
+
+
+def finalize(
+    store: LocalStore,
+    run: RunRecord,
+    items: Sequence[DatasetItem],
+    runner: ItemRunner,
+    *,
+    status: str = "finished",
+) -> tuple[list[ItemResult], RunSummary]:
+    """Re-score every stored result (cheap, pure) and record the run-level scores.
+
+    Reading back from the store, not from memory, makes resumed runs aggregate over all items,
+    including those finished by an earlier invocation.
+    """
+    stored = {r.item_id: r for r in store.results(run.id)}
+    by_id = {item.id: item for item in items}
+    results = [stored[i.id] for i in items if i.id in stored]
+    item_scores = [runner.score(by_id[r.item_id], r.output) for r in results]
+    summary = summarize(results, item_scores, runner.scoring, expected_items=len(items))
+    store.finish_run(run.id, status=status, run_scores=summary.run_scores, summary=summary.to_json())
+    return results, summary

@@ -1,0 +1,208 @@
+"""Rich views of runs: progress, the end-of-run summary, run lists, per-item tables, compare."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from extraction_eval.backends.local import RunRecord
+from extraction_eval.experiments.runner import RunOutcome
+from extraction_eval.types import ItemResult
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+class RichProgress:
+    """Progress bar with done / errors / ETA, on stderr so stdout stays clean for data."""
+
+    def __init__(self, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[errors]} errors"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self._task: TaskID | None = None
+        self._errors = 0
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._progress.stop()
+
+    def start(self, *, total: int, done: int) -> None:
+        self._task = self._progress.add_task("items", total=total, completed=done, errors=0)
+
+    def advance(self, result: ItemResult) -> None:
+        if self._task is None:
+            return
+        if not result.ok:
+            self._errors += 1
+        self._progress.update(self._task, advance=1, errors=self._errors)
+
+
+def _ci(report: dict[str, Any], key: str) -> str:
+    bounds = (report.get("ci") or {}).get(key)
+    if isinstance(bounds, dict) and "low" in bounds:
+        return f"[{bounds['low']:.3f}, {bounds['high']:.3f}]"
+    if isinstance(bounds, (list, tuple)) and len(bounds) == 2:
+        return f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
+    return ""
+
+
+def render_run_summary(outcome: RunOutcome, console: Console) -> None:
+    s = outcome.summary
+    run = outcome.run
+    report = s.report
+    title = f"run {run.name!r} on {run.dataset!r} — {run.config.get('model')}"
+    if str(run.config.get("model", "")).startswith("offline:"):
+        title += " (offline baseline, not an LLM)"
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("P", justify="right")
+    table.add_column("R", justify="right")
+    table.add_column("F1", justify="right")
+    table.add_column("F1 95% CI", justify="right")
+    for label, key, ci_key in (
+        ("entities (micro)", "entities", "entity_f1"),
+        ("entities typed", "entities_typed", "entity_typed_f1"),
+        ("relationships", "relationships", "relationship_f1"),
+    ):
+        block = report.get(key) or {}
+        table.add_row(
+            label,
+            _fmt(block.get("precision")),
+            _fmt(block.get("recall")),
+            _fmt(block.get("f1")),
+            _ci(report, ci_key),
+        )
+    console.print(table)
+
+    facts = Table(show_header=False, box=None)
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("items", f"{s.items} of {s.expected_items} ({outcome.ran} run now)")
+    facts.add_row("failures", f"{s.errors} ({s.schema_failures} schema failures)")
+    facts.add_row("schema_failure_rate", _fmt(s.values.get("schema_failure_rate")))
+    facts.add_row("type_accuracy", _fmt(report.get("type_accuracy")))
+    facts.add_row("relationship_accuracy", _fmt(report.get("relationship_accuracy")))
+    facts.add_row("latency p50 / p95 ms", f"{_fmt(s.latency_p50_ms, 1)} / {_fmt(s.latency_p95_ms, 1)}")
+    facts.add_row("tokens in / out", f"{s.tokens_in} / {s.tokens_out}")
+    facts.add_row("cost USD", _fmt(s.cost_usd, 6))
+    facts.add_row("cache hits", str(s.cache_hits))
+    if s.missing:
+        facts.add_row("[red]missing", f"[red]{s.missing} items have no result (interrupted run)")
+    console.print(facts)
+
+    means = Table(title="item score means", title_justify="left")
+    means.add_column("score")
+    means.add_column("mean", justify="right")
+    for name, value in s.score_means.items():
+        means.add_row(name, _fmt(value))
+    console.print(means)
+    if outcome.experiment_url:
+        console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
+
+
+def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
+    table = Table(title="runs")
+    for col in ("name", "dataset", "backend", "model", "status", "items", "errors", "entity_f1"):
+        table.add_column(col)
+    table.add_column("started")
+    for run in runs:
+        summary = run.summary or {}
+        values = summary.get("values") or {}
+        table.add_row(
+            run.name,
+            run.dataset,
+            run.backend,
+            str(run.config.get("model", "")),
+            run.status,
+            _fmt(summary.get("items")),
+            _fmt(summary.get("errors")),
+            _fmt(values.get("entity_f1")),
+            run.started_at,
+        )
+    console.print(table)
+
+
+def score_value(result: ItemResult, name: str) -> float | None:
+    for s in result.scores:
+        if s.name == name and isinstance(s.value, (int, float)):
+            return float(s.value)
+    return None
+
+
+def render_run_items(run: RunRecord, results: Sequence[ItemResult], console: Console) -> None:
+    """Per-item table, failing items first, then the weakest entity F1."""
+    ordered = sorted(
+        results,
+        key=lambda r: (r.ok, score_value(r, "entity_f1") or 0.0, r.item_id),
+    )
+    table = Table(title=f"run {run.name!r} on {run.dataset!r}: {len(results)} items")
+    for col in ("item", "entity_f1", "rel_f1", "type_acc", "attempts", "latency ms", "error"):
+        table.add_column(col)
+    for r in ordered:
+        table.add_row(
+            r.item_id,
+            _fmt(score_value(r, "entity_f1"), 3),
+            _fmt(score_value(r, "relationship_f1"), 3),
+            _fmt(score_value(r, "type_accuracy"), 3),
+            str(r.attempts),
+            _fmt(r.latency_ms, 1),
+            f"[red]{r.error}" if r.error else "",
+        )
+    console.print(table)
+
+
+def render_compare(comparison: dict[str, Any], console: Console) -> None:
+    a, b = comparison["a"], comparison["b"]
+    table = Table(title=f"compare {a!r} → {b!r}", title_justify="left")
+    table.add_column("run-level")
+    table.add_column(a, justify="right")
+    table.add_column(b, justify="right")
+    table.add_column("Δ", justify="right")
+    for name, va, vb, delta in comparison["run_level"]:
+        colour = "" if delta is None or delta == 0 else ("green" if delta > 0 else "red")
+        shown = _fmt(delta) if delta is not None else "—"
+        table.add_row(name, _fmt(va), _fmt(vb), f"[{colour}]{shown}" if colour else shown)
+    console.print(table)
+    items = Table(title="items whose entity F1 changed most", title_justify="left")
+    for col in ("item", a, b, "Δ"):
+        items.add_column(col)
+    for item_id, va, vb, delta in comparison["items"]:
+        items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
+    console.print(items)
