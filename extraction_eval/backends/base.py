@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from extraction_eval.types import DatasetItem, Extraction, Schema
@@ -40,7 +40,6 @@ class UploadReport:
     unchanged: int = 0
     new_version: bool = False
     dataset_created: bool = False
-    warnings: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def total(self) -> int:

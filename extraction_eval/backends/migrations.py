@@ -24,10 +24,16 @@ def migration(fn: Migration) -> Migration:
 
 def _exec(conn: sqlite3.Connection, script: str) -> None:
     # Statement by statement (not executescript, which would COMMIT mid-migration): a failed
-    # migration rolls back whole, together with its row in _migrations.
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    # migration rolls back whole, together with its row in _migrations. complete_statement
+    # keeps a ';' inside a comment or string literal from splitting a statement.
+    buffer = ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            conn.execute(buffer)
+            buffer = ""
+    if buffer.strip(" \n;"):
+        raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:60]!r}")
 
 
 @migration

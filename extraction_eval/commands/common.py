@@ -8,6 +8,7 @@ from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from extraction_eval.errors import ExtractionEvalError
 
@@ -19,7 +20,7 @@ R = TypeVar("R")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

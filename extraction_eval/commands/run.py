@@ -61,6 +61,10 @@ def run_cmd(
     """Run the extraction pipeline on every item of a dataset and score it."""
     if backend not in ("auto", "local", "langfuse"):
         fail(f"--backend must be auto, local or langfuse, got {backend!r}")
+    try:
+        scoring = ScoringConfig(match=match, threshold=threshold)  # type: ignore[arg-type]
+    except ValueError as exc:
+        fail(str(exc))
     config = RunConfig(
         dataset=dataset,
         name=name,
@@ -74,7 +78,7 @@ def run_cmd(
             timeout_s=timeout,
             max_attempts=max_attempts,
         ),
-        scoring=ScoringConfig(match=match, threshold=threshold),  # type: ignore[arg-type]
+        scoring=scoring,
         concurrency=concurrency,
         limit=limit,
         resume=resume,

@@ -118,5 +118,14 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
 
 
 def _scoring_record(scoring: ScoringConfig) -> dict[str, Any]:
-    raw = dataclasses.asdict(scoring)
-    return {k: (sorted(v) if isinstance(v, (set, frozenset)) else v) for k, v in raw.items()}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(scoring):
+        if f.name.startswith("_"):
+            continue
+        value = getattr(scoring, f.name)
+        if isinstance(value, (set, frozenset)):
+            value = sorted(value)
+        elif isinstance(value, tuple):
+            value = [list(v) if isinstance(v, tuple) else v for v in value]
+        out[f.name] = value
+    return out

@@ -96,9 +96,7 @@ def _run(lf: Any, config: RunConfig, store: LocalStore, progress: ProgressHook) 
 
     warnings: list[str] = []
     if config.pipeline.prompt_label is not None:
-        prompt = fetch_prompt(
-            lf, config.pipeline.prompt_name, label=config.pipeline.prompt_label
-        )
+        prompt = fetch_prompt(lf, config.pipeline.prompt_name, label=config.pipeline.prompt_label)
         if prompt.source == "fallback":
             warnings.append(
                 f"could not fetch prompt {config.pipeline.prompt_name!r} with label "

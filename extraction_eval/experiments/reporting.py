@@ -81,9 +81,7 @@ def _entity_f1(result: ItemResult) -> float | None:
     return None
 
 
-def compare_runs(
-    store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10
-) -> dict[str, Any]:
+def compare_runs(store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10) -> dict[str, Any]:
     """Run-level values side by side and the items whose entity F1 moved most."""
     va = (a.summary or {}).get("values") or {}
     vb = (b.summary or {}).get("values") or {}

@@ -69,7 +69,9 @@ class ItemRunner:
                 latency_ms=round(latency, 3),
                 scores=[
                     *scored.scores(),
-                    Score(name="extraction_error", value=True, data_type="BOOLEAN", comment=message),
+                    Score(
+                        name="extraction_error", value=True, data_type="BOOLEAN", comment=message
+                    ),
                 ],
             )
         latency = (time.perf_counter() - started) * 1000
@@ -189,5 +191,7 @@ def finalize(
     results = [stored[i.id] for i in items if i.id in stored]
     item_scores = [runner.score(by_id[r.item_id], r.output) for r in results]
     summary = summarize(results, item_scores, runner.scoring, expected_items=len(items))
-    store.finish_run(run.id, status=status, run_scores=summary.run_scores, summary=summary.to_json())
+    store.finish_run(
+        run.id, status=status, run_scores=summary.run_scores, summary=summary.to_json()
+    )
     return results, summary

@@ -1,0 +1,40 @@
+"""Shared fixtures. Every test gets its own store home and no real-service credentials."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Variables that would make a test talk to a real service; tests that need one set it.
+_SERVICE_ENV = (
+    "LANGFUSE_PUBLIC_KEY",
+    "LANGFUSE_SECRET_KEY",
+    "LANGFUSE_BASE_URL",
+    "LANGFUSE_HOST",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point EXTRACTION_EVAL_HOME at a fresh temp dir and drop service credentials."""
+    home = tmp_path / "ee-home"
+    monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(home))
+    for name in _SERVICE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    yield home
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data (or $EXTRACTION_EVAL_SHARED_DATA); the test is skipped when absent."""
+    env = os.environ.get("EXTRACTION_EVAL_SHARED_DATA")
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not path.is_dir():
+        pytest.skip(f"shared gold data not found at {path}")
+    return path

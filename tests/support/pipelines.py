@@ -1,0 +1,37 @@
+"""User pipelines for end-to-end tests, loaded with ``--pipeline tests.support.pipelines:NAME``.
+
+Behaviour is steered by environment variables so a subprocess run can be controlled:
+``E2E_CALL_LOG`` (append each called item id), ``E2E_DELAY`` (seconds per call) and
+``E2E_FAIL`` (comma-separated item ids that raise).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+
+def _log(item_id: str) -> None:
+    path = os.environ.get("E2E_CALL_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as fp:
+            fp.write(item_id + "\n")
+            fp.flush()
+            os.fsync(fp.fileno())
+
+
+def first_entity(*, text: str, item: Any, **_: Any) -> dict[str, Any]:
+    """Returns the first gold entity only (so recall is imperfect), or fails on request."""
+    _log(item.id)
+    delay = float(os.environ.get("E2E_DELAY", "0"))
+    if delay:
+        time.sleep(delay)
+    if item.id in os.environ.get("E2E_FAIL", "").split(","):
+        raise RuntimeError(f"scripted failure for {item.id}")
+    ents = item.expected.entities[:1]
+    return {"entities": [e.model_dump() for e in ents], "relationships": []}
+
+
+async def async_empty(**_: Any) -> dict[str, Any]:
+    return {"entities": [], "relationships": []}

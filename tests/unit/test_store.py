@@ -1,0 +1,494 @@
+"""The local SQLite store: migrations, dataset versions, runs/results/scores, cache."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from extraction_eval.backends import DatasetBackend, get_dataset_backend
+from extraction_eval.backends.local import (
+    SAMPLE_DATASET,
+    LocalStore,
+    default_home,
+    default_store_path,
+)
+from extraction_eval.backends.migrations import MIGRATIONS, applied_migrations, migrate
+from extraction_eval.errors import BackendError, NotFoundError, UsageError
+from extraction_eval.llm.base import Completion, ResponseCache
+from extraction_eval.types import (
+    DatasetItem,
+    Entity,
+    Extraction,
+    ItemResult,
+    Relationship,
+    Schema,
+    Score,
+    Usage,
+)
+
+ALL = [m.__name__ for m in MIGRATIONS]
+
+
+def _item(i: int, text: str | None = None, **kw: object) -> DatasetItem:
+    return DatasetItem.model_validate(
+        {
+            "id": f"it-{i}",
+            "text": text or f"Ann Lee {i} works for Acme.",
+            "schema": Schema(entity_types=["person", "organization"]),
+            "expected": Extraction(
+                entities=[
+                    Entity(name="Ann Lee", type="person", start=0, end=7, evidence="Ann Lee"),
+                    Entity(name="Acme", type="organization"),
+                ],
+                relationships=[Relationship(source="Ann Lee", type="employed_by", target="Acme")],
+            ),
+            "metadata": {"n": i},
+            **kw,
+        }
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[LocalStore]:
+    s = LocalStore(tmp_path / "s.db", seed=False)
+    yield s
+    s.close()
+
+
+def _tables(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+# --- location and migrations --------------------------------------------------------------
+
+
+def test_default_path_follows_env(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert default_home() == isolated_home
+    assert default_store_path() == isolated_home / "store.db"
+    store = LocalStore()
+    assert store.path == isolated_home / "store.db" and store.path.exists()
+    store.close()
+    monkeypatch.delenv("EXTRACTION_EVAL_HOME")
+    assert default_home() == Path.home() / ".extraction-eval"
+
+
+def test_migrations_are_named_in_order_and_append_only() -> None:
+    assert ALL[0] == "m001_initial"
+    assert sorted(ALL) == ALL and len(set(ALL)) == len(ALL)
+    assert all(name[:4] == f"m{i:03d}" for i, name in enumerate(ALL, start=1))
+
+
+def test_migrate_from_blank_creates_everything_and_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "blank.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn) == ALL
+    assert migrate(conn) == []
+    assert applied_migrations(conn) == ALL
+    conn.close()
+    assert {"datasets", "items", "item_versions", "runs", "results", "scores"} <= _tables(path)
+    assert "response_cache" in _tables(path)
+    LocalStore(path, seed=False).close()  # opening again applies nothing and does not fail
+    with sqlite3.connect(path) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM _migrations")] == ALL
+
+
+def test_migrate_from_first_schema_keeps_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, upto="m001_initial") == ["m001_initial"]
+    assert "runs" not in _tables(path)
+    conn.execute(
+        "INSERT INTO datasets (name, description, metadata, version, created_at, updated_at)"
+        " VALUES ('old', 'from m001', '{}', 1, 't', 't')"
+    )
+    conn.execute("INSERT INTO items VALUES (1, 'a', 0, 't')")
+    conn.execute(
+        "INSERT INTO item_versions (dataset_id, item_id, version, input, expected_output,"
+        " metadata, status, content_hash, created_at)"
+        """ VALUES (1, 'a', 1, '{"text": "hi"}', '{"entities": [{"name": "hi", "type": "x"}]}',"""
+        " '{}', 'ACTIVE', 'h', 't')"
+    )
+    conn.close()
+
+    store = LocalStore(path)
+    with sqlite3.connect(path) as check:
+        assert [r[0] for r in check.execute("SELECT name FROM _migrations")] == ALL
+    info = store.get_dataset("old")
+    assert (info.description, info.version, info.item_count) == ("from m001", 1, 1)
+    [item] = store.get_items("old")
+    assert item.text == "hi" and item.expected.entities[0].name == "hi"
+    run = store.create_run(name="r", dataset="old", dataset_version=1, config={})
+    assert store.get_run("r") == run
+    store.close()
+
+
+def test_failed_migration_rolls_back_with_its_name(tmp_path: Path) -> None:
+    def m999_broken(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("boom")
+
+    MIGRATIONS.append(m999_broken)
+    try:
+        conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        with pytest.raises(RuntimeError):
+            migrate(conn)
+        assert applied_migrations(conn) == []
+        assert "datasets" not in _tables(tmp_path / "x.db")
+        conn.close()
+    finally:
+        MIGRATIONS.remove(m999_broken)
+
+
+def test_pragmas_wal_and_foreign_keys(store: LocalStore) -> None:
+    conn = store._conn
+    assert conn is not None
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_unopenable_file_is_a_backend_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a sqlite database at all" * 100)
+    with pytest.raises(BackendError, match="cannot open local store"):
+        LocalStore(bad)
+
+
+def test_closed_store_raises_backend_error(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "c.db", seed=False)
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(BackendError, match="closed"):
+        store.list_datasets()
+
+
+# --- datasets -------------------------------------------------------------------------------
+
+
+def test_sample_dataset_is_present_on_a_fresh_store_and_seeded_once() -> None:
+    store = LocalStore()
+    info = store.get_dataset(SAMPLE_DATASET)
+    assert info.version == 1 and 40 <= info.item_count <= 50
+    items = store.get_items(SAMPLE_DATASET)
+    assert len(items) == info.item_count and items[0].id == "sample-001"
+    store.close()
+    store = LocalStore()  # second open: still version 1, nothing re-uploaded
+    assert store.get_dataset(SAMPLE_DATASET).version == 1
+    store.close()
+
+
+def test_user_dataset_named_like_the_sample_is_never_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "u.db"
+    with LocalStore(path, seed=False) as store:
+        store.upload_items(SAMPLE_DATASET, [_item(1)], description="mine")
+    with LocalStore(path) as store:
+        info = store.get_dataset(SAMPLE_DATASET)
+        assert (info.description, info.item_count) == ("mine", 1)
+
+
+def test_store_satisfies_dataset_backend_protocol(store: LocalStore) -> None:
+    assert isinstance(store, DatasetBackend)
+    backend = get_dataset_backend()
+    assert isinstance(backend, LocalStore) and backend.path == default_store_path()
+    backend.close()
+
+
+def test_upload_creates_dataset_and_round_trips_items(store: LocalStore) -> None:
+    items = [_item(i) for i in range(3)]
+    report = store.upload_items("d", items, description="desc", metadata={"k": "v"})
+    assert (report.created, report.updated, report.unchanged) == (3, 0, 0)
+    assert report.new_version and report.dataset_created and report.version == 1
+    assert store.get_items("d") == items
+    info = store.get_dataset("d")
+    assert (info.name, info.description, info.metadata) == ("d", "desc", {"k": "v"})
+    assert (info.version, info.item_count) == (1, 3)
+    assert info.created_at and info.created_at.endswith("+00:00")
+
+
+def test_item_fields_survive_storage(store: LocalStore) -> None:
+    item = _item(
+        7,
+        source_trace_id="tr-1",
+        source_observation_id="ob-1",
+    ).model_copy(update={"schema_": None})
+    store.upload_items("d", [item])
+    assert store.get_items("d") == [item]
+
+
+def test_reupload_same_content_is_a_no_op(store: LocalStore) -> None:
+    items = [_item(i) for i in range(3)]
+    store.upload_items("d", items)
+    before = store.get_dataset("d")
+    report = store.upload_items("d", items)
+    assert (report.created, report.updated, report.unchanged) == (0, 0, 3)
+    assert not report.new_version and report.version == 1
+    assert store.get_dataset("d").version == 1
+    assert store.get_dataset("d").updated_at == before.updated_at
+
+
+def test_reupload_updates_in_place_and_old_version_stays_readable(store: LocalStore) -> None:
+    v1 = [_item(i) for i in range(3)]
+    store.upload_items("d", v1)
+    changed = _item(1, text="Bo Chen 1 works for Acme.")
+    report = store.upload_items("d", [changed, _item(3), v1[2]])
+    assert (report.created, report.updated, report.unchanged) == (1, 1, 1)
+    assert report.version == 2 and report.new_version
+
+    latest = store.get_items("d")
+    # updated in place: same position, new content; the new item is appended
+    assert [i.id for i in latest] == ["it-0", "it-1", "it-2", "it-3"]
+    assert latest[1].text == "Bo Chen 1 works for Acme."
+    assert store.get_items("d", version=1) == v1
+    assert store.get_items("d", version=2) == latest
+    assert store.get_dataset("d").item_count == 4
+
+
+def test_archived_items_are_hidden_from_later_versions_only(store: LocalStore) -> None:
+    store.upload_items("d", [_item(0), _item(1)])
+    store.upload_items("d", [_item(1, status="ARCHIVED")])
+    assert [i.id for i in store.get_items("d")] == ["it-0"]
+    assert [i.id for i in store.get_items("d", version=1)] == ["it-0", "it-1"]
+    assert store.get_dataset("d").item_count == 1
+
+
+def test_description_update_without_new_items_keeps_version(store: LocalStore) -> None:
+    store.upload_items("d", [_item(0)], description="a")
+    report = store.upload_items("d", [_item(0)], description="b")
+    assert not report.new_version
+    assert store.get_dataset("d").description == "b"
+    store.upload_items("d", [_item(0)])  # None leaves it alone
+    assert store.get_dataset("d").description == "b"
+
+
+def test_unknown_dataset_and_version_errors_name_what_exists(store: LocalStore) -> None:
+    store.upload_items("alpha", [_item(0)])
+    store.upload_items("beta", [_item(0)])
+    with pytest.raises(NotFoundError) as exc:
+        store.get_dataset("gamma")
+    assert str(exc.value) == "dataset 'gamma' not found (known: alpha, beta)"
+    with pytest.raises(NotFoundError, match="known: alpha, beta"):
+        store.get_items("gamma")
+    with pytest.raises(NotFoundError, match=r"no version 5 \(versions 1\.\.1\)"):
+        store.get_items("alpha", version=5)
+    with pytest.raises(NotFoundError):
+        store.get_items("alpha", version=0)
+
+
+def test_duplicate_ids_in_one_upload_are_rejected_atomically(store: LocalStore) -> None:
+    with pytest.raises(UsageError, match="twice"):
+        store.upload_items("d", [_item(0), _item(0)])
+    assert store.list_datasets() == []
+
+
+def test_list_datasets_sorted_with_counts(store: LocalStore) -> None:
+    store.upload_items("b", [_item(0), _item(1)])
+    store.upload_items("a", [_item(0)])
+    assert [(d.name, d.item_count, d.version) for d in store.list_datasets()] == [
+        ("a", 1, 1),
+        ("b", 2, 1),
+    ]
+
+
+# --- runs, results, scores ------------------------------------------------------------------
+
+
+def _result(item_id: str, *, ok: bool = True, f1: float = 0.5) -> ItemResult:
+    if ok:
+        return ItemResult(
+            item_id=item_id,
+            output=Extraction(
+                entities=[Entity(name="Ann Lee", type="person", evidence="Ann Lee")],
+                relationships=[Relationship(source="Ann Lee", type="employed_by", target="X")],
+            ),
+            raw_output='{"entities": []}',
+            attempts=2,
+            latency_ms=12.5,
+            usage=Usage(tokens_in=10, tokens_out=5, cost_usd=0.0001),
+            cache_hit=True,
+            trace_id="trace-" + item_id,
+            scores=[
+                Score(name="entity_f1", value=f1),
+                Score(name="extraction_error", value=False, data_type="BOOLEAN"),
+                Score(name="category", value="ok", data_type="CATEGORICAL", comment="fine"),
+            ],
+        )
+    return ItemResult(
+        item_id=item_id,
+        error="HTTP 500 from provider",
+        error_kind="provider",
+        attempts=4,
+        scores=[
+            Score(
+                name="extraction_error",
+                value=True,
+                data_type="BOOLEAN",
+                comment="HTTP 500 from provider",
+            )
+        ],
+    )
+
+
+def test_run_create_get_list_update(store: LocalStore) -> None:
+    config = {"provider": "openai", "model": "gpt-x", "temperature": 0.0, "git": None}
+    run = store.create_run(name="r1", dataset="d", dataset_version=2, config=config)
+    assert (run.name, run.dataset, run.dataset_version, run.backend) == ("r1", "d", 2, "local")
+    assert run.status == "running" and run.ended_at is None and run.summary is None
+    assert run.config == config and run.started_at.endswith("+00:00")
+    with pytest.raises(UsageError, match="already exists"):
+        store.create_run(name="r1", dataset="d", dataset_version=2, config={})
+    other = store.create_run(
+        name="r1",
+        dataset="e",
+        dataset_version="2024-01-01T00:00:00Z",
+        config={},
+        backend="langfuse",
+        experiment_id="exp-1",
+    )
+    assert other.dataset_version == "2024-01-01T00:00:00Z" and other.experiment_id == "exp-1"
+    assert store.get_run("r1", "d") == run
+    assert store.get_run("nope") is None
+    with pytest.raises(UsageError, match="several datasets"):
+        store.get_run("r1")
+    assert [r.id for r in store.list_runs()] == [run.id, other.id]
+    assert store.list_runs("e") == [other]
+
+    store.update_run(run.id, config={"model": "m2"}, experiment_id="x", status="interrupted")
+    got = store.get_run("r1", "d")
+    assert got is not None
+    assert (got.config, got.experiment_id, got.status) == ({"model": "m2"}, "x", "interrupted")
+    with pytest.raises(UsageError, match="backend"):
+        store.create_run(name="z", dataset="d", dataset_version=None, config={}, backend="x")
+    with pytest.raises(NotFoundError):
+        store.update_run(9999, status="x")
+
+
+def test_results_and_scores_round_trip(store: LocalStore) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    ok, bad = _result("a"), _result("b", ok=False)
+    store.record_result(run.id, ok)
+    store.record_result(run.id, bad)
+    assert store.results(run.id) == [ok, bad]
+    got = store.results(run.id)[0].scores
+    assert got[1].value is False and isinstance(got[0].value, float)
+
+    run_scores = [
+        Score(name="entity_f1", value=0.61, comment="micro"),
+        Score(name="schema_failure_rate", value=0.0),
+        Score(name="undefined", value=math.nan),
+    ]
+    store.finish_run(run.id, status="finished", run_scores=run_scores, summary={"n": 2})
+    got_scores = store.run_scores(run.id)
+    assert got_scores[:2] == run_scores[:2]
+    assert math.isnan(float(got_scores[2].value))  # SQLite keeps NaN as NULL; we read NaN
+    done = store.get_run("r")
+    assert done is not None and done.status == "finished" and done.summary == {"n": 2}
+    assert done.ended_at is not None and done.ended_at >= done.started_at
+    # run-level scores are not item scores, and finishing again replaces them
+    assert all(len(r.scores) <= 3 for r in store.results(run.id))
+    store.finish_run(run.id, status="finished", run_scores=run_scores[:1], summary={})
+    assert store.run_scores(run.id) == run_scores[:1]
+    # resuming clears the end time
+    store.update_run(run.id, status="running")
+    resumed = store.get_run("r")
+    assert resumed is not None and resumed.ended_at is None
+
+
+def test_record_result_upserts_row_and_replaces_item_scores(store: LocalStore) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    store.record_result(run.id, _result("a", ok=False))
+    store.record_result(run.id, _result("b"))
+    retried = _result("a", f1=0.9)
+    store.record_result(run.id, retried)
+    results = store.results(run.id)
+    assert [r.item_id for r in results] == ["a", "b"]  # one row per item, original order
+    assert results[0] == retried and results[0].ok
+    assert [s.name for s in results[0].scores] == ["entity_f1", "extraction_error", "category"]
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM scores WHERE item_id='a'").fetchone()[0] == 3
+
+
+def test_each_result_is_committed_and_visible_to_another_connection(store: LocalStore) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    reader = sqlite3.connect(store.path)
+    try:
+        for i in range(3):
+            store.record_result(run.id, _result(f"i{i}"))
+            n = reader.execute("SELECT COUNT(*) FROM results WHERE run_id=?", (run.id,))
+            assert n.fetchone()[0] == i + 1
+        other = LocalStore(store.path, seed=False)
+        assert [r.item_id for r in other.results(run.id)] == ["i0", "i1", "i2"]
+        other.close()
+    finally:
+        reader.close()
+
+
+def test_result_for_unknown_run_is_not_found(store: LocalStore) -> None:
+    with pytest.raises(NotFoundError, match="run id 42"):
+        store.record_result(42, _result("a"))
+    with pytest.raises(NotFoundError):
+        store.results(42)
+
+
+def test_concurrent_record_result_from_threads(store: LocalStore) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+
+    def work(k: int) -> None:
+        for i in range(25):
+            store.record_result(run.id, _result(f"{k}-{i}"))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    results = store.results(run.id)
+    assert len(results) == 200 and all(len(r.scores) == 3 for r in results)
+
+
+# --- response cache -------------------------------------------------------------------------
+
+
+def test_cache_get_put(store: LocalStore) -> None:
+    cache: ResponseCache = store.cache()
+    assert cache.get("k") is None
+    comp = Completion(text='{"entities": []}', model="gpt-x", usage=Usage(tokens_in=3))
+    cache.put("k", comp)
+    assert cache.get("k") == comp
+    newer = Completion(text="{}", model="gpt-y")
+    cache.put("k", newer)
+    assert cache.get("k") == newer
+    with LocalStore(store.path, seed=False) as other:  # persisted
+        assert other.cache().get("k") == newer
+
+
+def test_processes_opening_a_fresh_store_at_once_migrate_and_seed_once(tmp_path: Path) -> None:
+    """Two CLI commands started together on a new machine must not trip over each other."""
+    path = tmp_path / "race.db"
+    code = (
+        "import sys; from pathlib import Path; from extraction_eval.backends.local import "
+        "LocalStore; s = LocalStore(Path(sys.argv[1])); "
+        "print(s.get_dataset('extraction-eval').version)"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err for _, err in outs]
+    assert [out.strip() for out, _ in outs] == ["1"] * 4
+    with sqlite3.connect(path) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM _migrations")] == ALL
+        assert conn.execute("SELECT COUNT(*) FROM dataset_versions").fetchone()[0] == 1
