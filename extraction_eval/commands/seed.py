@@ -1,0 +1,101 @@
+"""``seed-from-trace TRACE_ID... [--dataset] [--tag] [--since] [--score] [--dry-run]``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from extraction_eval.backends.langfuse import close_client, connect, langfuse_configured
+from extraction_eval.commands.common import console, err_console, handle_errors
+from extraction_eval.errors import ConfigError
+from extraction_eval.seeds.from_trace import DEFAULT_DATASET, SeedReport, seed_from_traces
+
+
+def _say(message: str) -> None:
+    console.print(escape(message), highlight=False, soft_wrap=True)
+
+
+def _render(report: SeedReport) -> None:
+    verbs = (
+        {"create": "would create", "update": "would update", "unchanged": "unchanged"}
+        if report.dry_run
+        else {"create": "created", "update": "updated", "unchanged": "unchanged"}
+    )
+    for it in report.items:
+        action = verbs[it.action]
+        _say(f"{action} {it.item.id} (trace {it.trace_id}, from its {it.source})")
+    for line in report.skipped:
+        err_console.print(f"[yellow]skipped[/] {escape(line)}", highlight=False, soft_wrap=True)
+    counts = (
+        f"{report.count('create')} new, {report.count('update')} changed,"
+        f" {report.count('unchanged')} unchanged, {len(report.skipped)} skipped"
+    )
+    if report.not_selected:
+        counts += f", {report.not_selected} filtered out"
+    if report.dry_run:
+        _say(f"dry run on dataset {report.dataset!r}: {counts}; nothing was written")
+    elif not report.items and not report.skipped:
+        _say(f"no traces matched; dataset {report.dataset!r} unchanged")
+    else:
+        _say(f"dataset {report.dataset!r}: {counts}")
+
+
+@handle_errors
+def seed(
+    trace_ids: Annotated[
+        list[str] | None,
+        typer.Argument(help="Trace ids to seed from; omit to select with the filters below."),
+    ] = None,
+    dataset: Annotated[
+        str, typer.Option("--dataset", "-d", help="Dataset to add the items to.")
+    ] = DEFAULT_DATASET,
+    tag: Annotated[
+        str | None, typer.Option(help="Only traces with this tag, e.g. 'validated'.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only traces started since: 7d, 24h, 30m, or an ISO date.")
+    ] = None,
+    score: Annotated[
+        list[str] | None,
+        typer.Option("--score", help="Only traces with this score, NAME=VALUE (repeatable)."),
+    ] = None,
+    input_path: Annotated[
+        str | None,
+        typer.Option(help="Dotted path to the text in the trace input (default: 'text')."),
+    ] = None,
+    output_path: Annotated[
+        str | None,
+        typer.Option(help="Dotted path to the extraction in the trace output (default: root)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be created; write nothing.")
+    ] = False,
+) -> None:
+    """Seed a dataset from production traces in LangFuse: each trace's input text and its
+    validated extraction (a recorded human correction, else the trace output) become one
+    item, linked back by source_trace_id. Seeding a trace again updates the same item."""
+    if not langfuse_configured():
+        raise ConfigError(
+            "seed-from-trace reads LangFuse: set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY"
+            " and LANGFUSE_BASE_URL"
+        )
+    lf = connect()
+    try:
+        report = seed_from_traces(
+            lf,
+            dataset=dataset,
+            trace_ids=trace_ids or (),
+            tag=tag,
+            since=since,
+            score_filters=score or (),
+            input_path=input_path,
+            output_path=output_path,
+            dry_run=dry_run,
+        )
+    finally:
+        close_client(lf)
+    _render(report)
+    if report.explicit and report.skipped:
+        raise typer.Exit(1)

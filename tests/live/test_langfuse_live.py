@@ -1,0 +1,107 @@
+"""Smoke test against a real LangFuse. Skipped unless asked for explicitly:
+
+    EXTRACTION_EVAL_LIVE=1 LANGFUSE_PUBLIC_KEY=... LANGFUSE_SECRET_KEY=... \\
+    LANGFUSE_BASE_URL=https://cloud.langfuse.com .venv/bin/pytest tests/live -m live
+
+The variables are read when this module is imported, because tests/conftest.py strips service
+credentials from every test's environment. It writes only names starting with
+``extraction-eval-live`` (a dataset, a prompt, a few traces), idempotently.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from extraction_eval.backends.langfuse import (
+    LangfuseDatasetBackend,
+    LangfuseTracer,
+    connect,
+    fetch_prompt,
+    push_prompt,
+    read_back,
+)
+from extraction_eval.seeds.from_trace import seed_from_traces
+from extraction_eval.types import DatasetItem, Entity, Extraction
+
+_PUBLIC_KEY = os.environ.get("LANGFUSE_PUBLIC_KEY", "")
+_SECRET_KEY = os.environ.get("LANGFUSE_SECRET_KEY", "")
+_BASE_URL = os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST", "")
+_ENABLED = os.environ.get("EXTRACTION_EVAL_LIVE") == "1" and all(
+    (_PUBLIC_KEY, _SECRET_KEY, _BASE_URL)
+)
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(
+        not _ENABLED,
+        reason="live LangFuse test: set EXTRACTION_EVAL_LIVE=1 and the three LANGFUSE_* vars",
+    ),
+    pytest.mark.timeout(300),
+]
+
+NAME = "extraction-eval-live-smoke"
+OUTPUT = {"entities": [{"name": "Ada Lovelace", "type": "person"}], "relationships": []}
+
+
+@pytest.fixture(scope="module")
+def lf() -> Iterator[Any]:
+    client = connect(public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL)
+    yield client
+    client.shutdown()
+
+
+def test_dataset_upload_is_idempotent_and_round_trips(lf: Any) -> None:
+    items = [
+        DatasetItem(
+            id="live-1",
+            text="Ada Lovelace wrote the first program.",
+            expected=Extraction(entities=[Entity(name="Ada Lovelace", type="person")]),
+        ),
+        DatasetItem(id="live-2", text="Nothing to see."),
+    ]
+    backend = LangfuseDatasetBackend(lf)
+    backend.upload_items(NAME, items, description="extraction-eval live smoke test")
+    again = backend.upload_items(NAME, items)
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
+    assert backend.get_items(NAME) == items
+
+
+def test_prompt_push_fetch_trace_score_read_back_and_seed(lf: Any) -> None:
+    version = push_prompt(lf, NAME, label="staging")
+    prompt = fetch_prompt(lf, NAME, label="staging", cache_ttl_seconds=0)
+    assert (prompt.source, prompt.version) == ("langfuse", version)
+
+    from langfuse import propagate_attributes
+
+    marker = uuid.uuid4().hex[:8]
+    with (
+        propagate_attributes(trace_name=f"{NAME}-{marker}", tags=["extraction-eval-live"]),
+        lf.start_as_current_observation(
+            name="handle-request", input={"text": "Ada Lovelace wrote the first program."}
+        ) as root,
+    ):
+        with LangfuseTracer(lf).generation(
+            name="extract",
+            model="live-smoke",
+            model_parameters={"temperature": 0.0},
+            input=[{"role": "user", "content": "Ada Lovelace wrote the first program."}],
+            prompt=prompt,
+        ) as generation:
+            generation.update(output=OUTPUT, usage_details={"input": 10, "output": 5})
+        root.update(output=OUTPUT)
+        trace_id = root.trace_id
+    lf.create_score(name="entity_f1", value=1.0, trace_id=trace_id, data_type="NUMERIC")
+    lf.flush()
+
+    report = read_back(lf, trace_ids=[trace_id], score_names=["entity_f1"], timeout_s=180, poll_s=5)
+    assert report.ok, report.lines()
+
+    seeded = seed_from_traces(lf, dataset=NAME, trace_ids=[trace_id])
+    assert seeded.skipped == () and len(seeded.items) == 1
+    items = {i.id: i for i in LangfuseDatasetBackend(lf).get_items(NAME)}
+    assert items[f"from-{trace_id}"].source_trace_id == trace_id
