@@ -40,6 +40,9 @@ def _startup() -> None:
     load_dotenv(find_dotenv(usecwd=True), override=False)
     level = os.environ.get("EXTRACTION_EVAL_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if level != "DEBUG":
+        # The SDK logs export failures itself; we report what is missing after a read-back.
+        logging.getLogger("langfuse").setLevel(logging.CRITICAL)
 
 
 def main() -> None:

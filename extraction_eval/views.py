@@ -119,7 +119,9 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_row("schema_failure_rate", _fmt(s.values.get("schema_failure_rate")))
     facts.add_row("type_accuracy", _fmt(report.get("type_accuracy")))
     facts.add_row("relationship_accuracy", _fmt(report.get("relationship_accuracy")))
-    facts.add_row("latency p50 / p95 ms", f"{_fmt(s.latency_p50_ms, 1)} / {_fmt(s.latency_p95_ms, 1)}")
+    facts.add_row(
+        "latency p50 / p95 ms", f"{_fmt(s.latency_p50_ms, 1)} / {_fmt(s.latency_p95_ms, 1)}"
+    )
     facts.add_row("tokens in / out", f"{s.tokens_in} / {s.tokens_out}")
     facts.add_row("cost USD", _fmt(s.cost_usd, 6))
     facts.add_row("cache hits", str(s.cache_hits))
@@ -139,9 +141,10 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
 
 def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
     table = Table(title="runs")
-    for col in ("name", "dataset", "backend", "model", "status", "items", "errors", "entity_f1"):
-        table.add_column(col)
-    table.add_column("started")
+    table.add_column("name", no_wrap=True)
+    for col in ("dataset", "backend", "model", "status", "items", "errors", "entity_f1"):
+        table.add_column(col, overflow="fold")
+    table.add_column("started", overflow="fold")
     for run in runs:
         summary = run.summary or {}
         values = summary.get("values") or {}
@@ -154,7 +157,7 @@ def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
             _fmt(summary.get("items")),
             _fmt(summary.get("errors")),
             _fmt(values.get("entity_f1")),
-            run.started_at,
+            run.started_at[:16],
         )
     console.print(table)
 
@@ -173,8 +176,10 @@ def render_run_items(run: RunRecord, results: Sequence[ItemResult], console: Con
         key=lambda r: (r.ok, score_value(r, "entity_f1") or 0.0, r.item_id),
     )
     table = Table(title=f"run {run.name!r} on {run.dataset!r}: {len(results)} items")
-    for col in ("item", "entity_f1", "rel_f1", "type_acc", "attempts", "latency ms", "error"):
-        table.add_column(col)
+    table.add_column("item", no_wrap=True)
+    for col in ("entity_f1", "rel_f1", "type_acc", "attempts", "latency ms"):
+        table.add_column(col, justify="right")
+    table.add_column("error", overflow="fold")
     for r in ordered:
         table.add_row(
             r.item_id,
@@ -201,8 +206,9 @@ def render_compare(comparison: dict[str, Any], console: Console) -> None:
         table.add_row(name, _fmt(va), _fmt(vb), f"[{colour}]{shown}" if colour else shown)
     console.print(table)
     items = Table(title="items whose entity F1 changed most", title_justify="left")
-    for col in ("item", a, b, "Δ"):
-        items.add_column(col)
+    items.add_column("item", no_wrap=True)
+    for col in (a, b, "Δ"):
+        items.add_column(col, justify="right")
     for item_id, va, vb, delta in comparison["items"]:
         items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
     console.print(items)

@@ -12,10 +12,11 @@ __all__ = ["DatasetBackend", "DatasetInfo", "RunRecord", "UploadReport", "get_da
 
 
 def get_dataset_backend() -> DatasetBackend:
-    """The dataset backend for this environment; for now always the local store.
+    """LangFuse when its keys are configured, otherwise the local SQLite store."""
+    from extraction_eval.backends.langfuse import LangfuseDatasetBackend, langfuse_configured
 
-    (LangFuse mode will return its backend here when LANGFUSE_* keys are set.)
-    """
+    if langfuse_configured():
+        return LangfuseDatasetBackend.from_env()
     from extraction_eval.backends.local import LocalStore  # sqlite only when used
 
     return LocalStore()

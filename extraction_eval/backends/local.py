@@ -315,8 +315,12 @@ class LocalStore:
         with self._tx(write=False) as conn:
             return _dataset_info(conn, _require_dataset(conn, name))
 
-    def get_items(self, name: str, *, version: int | None = None) -> list[DatasetItem]:
+    def get_items(self, name: str, *, version: int | str | None = None) -> list[DatasetItem]:
         """Active items as of ``version`` (default: the latest), in insertion order."""
+        if isinstance(version, str):
+            if not version.isdigit():
+                raise UsageError(f"local dataset versions are numbers, got {version!r}")
+            version = int(version)
         with self._tx(write=False) as conn:
             row = _require_dataset(conn, name)
             current = int(row["version"])

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from extraction_eval import __version__
 from extraction_eval.backends.langfuse import (
+    LangfuseDatasetBackend,
     LangfuseTracer,
-    check_auth,
+    close_client,
     connect,
     fetch_prompt,
     read_back,
@@ -69,15 +71,15 @@ def run_langfuse(
     progress: ProgressHook | None = None,
 ) -> RunOutcome:
     progress = progress or _NoProgress()
-    lf = connect()
+    lf = connect()  # checks the keys and the server before anything is spent
     try:
         return _run(lf, config, store, progress)
     finally:
-        lf.shutdown()  # flushes traces and scores, also on Ctrl-C
+        close_client(lf)  # delivers traces and scores, also on Ctrl-C
 
 
 def _run(lf: Any, config: RunConfig, store: LocalStore, progress: ProgressHook) -> RunOutcome:
-    check_auth(lf)
+    started = datetime.now(UTC)
     try:
         dataset = lf.get_dataset(config.dataset)
     except Exception as exc:
@@ -106,7 +108,7 @@ def _run(lf: Any, config: RunConfig, store: LocalStore, progress: ProgressHook) 
     else:
         prompt = load_local_prompt()
 
-    version = dataset.version.isoformat() if getattr(dataset, "version", None) else None
+    version = LangfuseDatasetBackend(lf).get_dataset(config.dataset).version
     prep = prepare(
         config,
         store,
@@ -191,6 +193,8 @@ def _run(lf: Any, config: RunConfig, store: LocalStore, progress: ProgressHook) 
             trace_ids=sorted(trace_ids.values()),
             score_names=expected,
             experiment_id=experiment_id,
+            run_score_names=[s.name for s in summary.run_scores],
+            since=started,
         )
         if not report.ok:
             raise BackendError(f"LangFuse is missing data from run {prep.run.name!r}: {report}")
