@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from typing import Any, Literal
 
@@ -103,8 +104,9 @@ class PromptTemplate:
     source: PromptSource = "local"
     client: Any = field(default=None, compare=False, repr=False)
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
+        """Keys the response cache; messages are treated as immutable once built."""
         return messages_hash(self.messages)
 
     @property
@@ -125,7 +127,9 @@ class PromptTemplate:
 
 
 def _read(resource: str) -> str:
-    return (resources.files("extraction_eval.prompts") / resource).read_text(encoding="utf-8").rstrip()
+    return (
+        (resources.files("extraction_eval.prompts") / resource).read_text(encoding="utf-8").rstrip()
+    )
 
 
 def local_messages() -> list[dict[str, str]]:

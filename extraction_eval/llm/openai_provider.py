@@ -1,0 +1,166 @@
+"""OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp) via the official client.
+
+The SDK's own retries are off (``max_retries=0``): retrying happens once, in ``llm.retry``,
+and this module only says what is retryable. ``openai`` is imported when a provider is built,
+so ``--help`` and offline runs never pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Literal
+
+from extraction_eval.errors import ConfigError, ProviderError
+from extraction_eval.llm.base import Completion, CompletionRequest
+from extraction_eval.llm.retry import ProviderTimeout, retry_after_from_headers
+from extraction_eval.types import Usage
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+ResponseFormat = Literal["json_schema", "json_object", "text"]
+RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
+
+# Compatible servers usually ignore the key, but the client refuses to start without one.
+PLACEHOLDER_API_KEY = "not-needed"
+SCHEMA_NAME = "extraction"
+
+
+def _retryable_status(status: int) -> bool:
+    return status in (408, 409, 429) or status >= 500
+
+
+def _should_retry_header(headers: Any) -> bool | None:
+    """OpenAI's ``x-should-retry`` overrides the status-code rule when present."""
+    value = headers.get("x-should-retry") if headers is not None else None
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    return None
+
+
+def map_openai_error(exc: BaseException) -> ProviderError:
+    """SDK exception -> ``ProviderError`` with ``retryable`` / ``retry_after`` filled in.
+
+    The message names the status and the server's own message, never the request headers,
+    so API keys cannot leak into logs or the store.
+    """
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderTimeout("OpenAI request timed out", retryable=True)
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError(f"cannot connect to the OpenAI endpoint: {exc}", retryable=True)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        headers = exc.response.headers
+        should = _should_retry_header(headers)
+        retryable = should if should is not None else _retryable_status(status)
+        detail = exc.message if isinstance(exc.message, str) else ""
+        return ProviderError(
+            f"OpenAI API error {status}: {detail}".rstrip(": "),
+            retryable=retryable,
+            retry_after=retry_after_from_headers(headers) if retryable else None,
+        )
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ProviderError(f"unexpected response from the OpenAI endpoint: {exc.message}")
+    if isinstance(exc, openai.APIError):
+        # A 200 whose body is not a chat completion (e.g. a proxy's broken JSON): a one-off
+        # glitch as often as not, so it is worth another attempt.
+        return ProviderError(
+            f"bad response from the OpenAI endpoint: {exc.message}", retryable=True
+        )
+    return ProviderError(f"OpenAI client error: {type(exc).__name__}: {exc}")
+
+
+class OpenAIProvider:
+    """Chat completions with structured outputs (strict JSON schema) where the server has them.
+
+    ``response_format`` degrades for servers that lack json_schema: ``"json_object"`` (JSON
+    mode; the contract is still in the prompt) or ``"text"`` (no constraint at all).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        response_format: ResponseFormat = "json_schema",
+        name: str = "openai",
+        client: AsyncOpenAI | None = None,
+    ) -> None:
+        if response_format not in RESPONSE_FORMATS:
+            raise ConfigError(
+                f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                f"got {response_format!r}"
+            )
+        self.name = name
+        self.model = model
+        self.base_url = base_url
+        self.response_format: ResponseFormat = response_format
+        self._client = client or self._make_client(base_url, api_key)
+
+    @staticmethod
+    def _make_client(base_url: str | None, api_key: str | None) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
+
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+                raise ConfigError(
+                    "OPENAI_API_KEY is not set; put it in the environment or .env "
+                    "(or use --base-url for an OpenAI-compatible server)"
+                )
+            key = PLACEHOLDER_API_KEY
+        return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0)
+
+    def _response_format(self, request: CompletionRequest) -> dict[str, Any] | None:
+        if self.response_format == "json_schema" and request.json_schema is not None:
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+            }
+        if self.response_format in ("json_schema", "json_object"):
+            return {"type": "json_object"}
+        return None
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": request.temperature,
+            "timeout": request.timeout_s,
+        }
+        response_format = self._response_format(request)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        try:
+            response = await self._client.chat.completions.create(**kwargs)
+        except Exception as exc:
+            import openai
+
+            if isinstance(exc, openai.OpenAIError):
+                raise map_openai_error(exc) from exc
+            if isinstance(exc, ValueError):  # a 200 whose JSON body does not decode
+                raise ProviderError(
+                    f"malformed response body from the OpenAI endpoint: {exc}", retryable=True
+                ) from exc
+            raise
+        if not getattr(response, "choices", None):
+            raise ProviderError("OpenAI endpoint returned no chat completion", retryable=True)
+        message = response.choices[0].message
+        usage = response.usage
+        return Completion(
+            text=message.content or "",
+            model=response.model or self.model,
+            usage=Usage(
+                tokens_in=usage.prompt_tokens if usage else None,
+                tokens_out=usage.completion_tokens if usage else None,
+            ),
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (call once, at the end of a run, on the same loop)."""
+        await self._client.close()

@@ -1,0 +1,71 @@
+"""``provider:model`` -> a Provider. SDKs are imported only for the provider asked for."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from extraction_eval.errors import ConfigError
+from extraction_eval.llm.base import Provider
+from extraction_eval.pipeline.base import PipelineConfig
+
+if TYPE_CHECKING:
+    from extraction_eval.llm.openai_provider import ResponseFormat
+
+OPENAI_COMPATIBLE = ("openai-compatible", "openai_compatible", "compatible")
+
+KNOWN = "openai:<model>, gemini:<model>, fake:<name>, offline:baseline, or any name with --base-url"
+
+
+def make_provider(config: PipelineConfig) -> Provider:
+    """The provider for ``config.model``; a ``base_url`` makes any other name OpenAI-compatible.
+
+    ``config.extra["response_format"]`` (json_schema | json_object | text) picks how strictly
+    an OpenAI-compatible server is asked for JSON.
+    """
+    provider, model = config.provider, config.model_name
+    if provider == "fake":
+        from extraction_eval.llm.fake import get_fake
+
+        return get_fake(model)
+    if provider == "gemini":
+        from extraction_eval.llm.gemini_provider import GeminiProvider
+
+        return GeminiProvider(model=_require_model(config), base_url=config.base_url)
+    if provider == "offline":
+        raise ConfigError(
+            f"{config.model!r} is the built-in offline baseline, not a model provider; "
+            "build it with make_pipeline"
+        )
+    if provider == "openai" or provider in OPENAI_COMPATIBLE or config.base_url:
+        if provider in OPENAI_COMPATIBLE and not config.base_url:
+            raise ConfigError(f"{config.model!r} needs --base-url (the server's /v1 URL)")
+        from extraction_eval.llm.openai_provider import OpenAIProvider
+
+        if ":" not in config.model and config.base_url:  # --model llama3 --base-url ...
+            provider, model = "openai-compatible", config.model
+        else:
+            model = _require_model(config)
+        return OpenAIProvider(
+            model=model,
+            base_url=config.base_url,
+            response_format=_response_format(config.extra),
+            name=provider,
+        )
+    raise ConfigError(f"unknown model provider {provider!r} in {config.model!r}; use {KNOWN}")
+
+
+def _require_model(config: PipelineConfig) -> str:
+    if ":" not in config.model or not config.model_name.strip():
+        raise ConfigError(f"--model {config.model!r} names no model; write provider:model")
+    return config.model_name
+
+
+def _response_format(extra: dict[str, Any]) -> ResponseFormat:
+    from extraction_eval.llm.openai_provider import RESPONSE_FORMATS
+
+    value = extra.get("response_format", "json_schema")
+    if value not in RESPONSE_FORMATS:
+        raise ConfigError(
+            f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {value!r}"
+        )
+    return cast("ResponseFormat", value)

@@ -1,0 +1,209 @@
+"""The model-backed pipeline: prompt -> provider (shared retry policy) -> parsed extraction.
+
+Schema failures are not retried: at the temperatures used for evaluation a second call mostly
+repeats the first answer, costs another call, and would hide exactly the failure rate the
+run is measuring. Only successfully parsed answers are cached, so a re-run retries failures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from extraction_eval.errors import SchemaFailure
+from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
+from extraction_eval.llm.context import item_context
+from extraction_eval.llm.retry import RetryPolicy, call_with_retry
+from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
+from extraction_eval.pipeline.tracing import CallTracer, GenerationHandle, NullTracer
+from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
+from extraction_eval.prompts.template import PromptTemplate
+from extraction_eval.types import DatasetItem, Extraction, Schema, Usage
+
+
+def _sha256(payload: Any) -> str:
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def cache_key(
+    *,
+    provider: str,
+    model: str,
+    prompt_hash: str,
+    temperature: float,
+    text: str,
+    schema: Schema | None,
+    contract_hash: str,
+) -> str:
+    """Everything that changes the answer; an unchanged config maps to the same key."""
+    return _sha256(
+        {
+            "provider": provider,
+            "model": model,
+            "prompt": prompt_hash,
+            "temperature": float(temperature),
+            "input": _sha256({"text": text, "schema": schema.model_dump() if schema else None}),
+            "contract": contract_hash,
+        }
+    )
+
+
+_SchemaKey = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def _usage_details(usage: Usage) -> dict[str, int] | None:
+    details = {
+        k: v for k, v in (("input", usage.tokens_in), ("output", usage.tokens_out)) if v is not None
+    }
+    return details or None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass
+class LLMPipeline:
+    """Implements ``Pipeline`` on any ``Provider``."""
+
+    provider: Provider
+    prompt: PromptTemplate
+    config: PipelineConfig
+    cache: ResponseCache | None = None
+    tracer: CallTracer | None = None
+    retry: RetryPolicy | None = None
+
+    def __post_init__(self) -> None:
+        # The JSON schema depends only on the item schema's types: build and hash it once each.
+        self._contracts: dict[_SchemaKey, tuple[dict[str, Any], str]] = {}
+        self._tracer: CallTracer = self.tracer if self.tracer is not None else NullTracer()
+        self._retry: RetryPolicy = (
+            self.retry
+            if self.retry is not None
+            else RetryPolicy.from_config(
+                max_attempts=self.config.max_attempts,
+                timeout_s=self.config.timeout_s,
+                extra=self.config.extra,
+            )
+        )
+
+    async def aclose(self) -> None:
+        """Release the provider's connections, if it holds any. The runner calls this once,
+        after the last item, on the loop that made the calls."""
+        close = getattr(self.provider, "aclose", None)
+        if close is not None:
+            await close()
+
+    def _contract(self, schema: Schema | None) -> tuple[dict[str, Any], str]:
+        key: _SchemaKey = (
+            (tuple(schema.entity_types), tuple(schema.relationship_types)) if schema else ((), ())
+        )
+        found = self._contracts.get(key)
+        if found is None:
+            json_schema = extraction_json_schema(schema)
+            found = self._contracts[key] = (json_schema, _sha256(json_schema))
+        return found
+
+    def request_for(self, item: DatasetItem) -> CompletionRequest:
+        schema = item.schema_
+        return CompletionRequest(
+            messages=self.prompt.compile(item.text, schema),
+            model=self.config.model_name,
+            temperature=self.config.temperature,
+            json_schema=self._contract(schema)[0],
+            timeout_s=self.config.timeout_s,
+        )
+
+    def key_for(self, item: DatasetItem) -> str:
+        return cache_key(
+            provider=self.provider.name,
+            model=self.config.model_name,
+            prompt_hash=self.prompt.content_hash,
+            temperature=self.config.temperature,
+            text=item.text,
+            schema=item.schema_,
+            contract_hash=self._contract(item.schema_)[1],
+        )
+
+    async def extract(self, item: DatasetItem) -> PipelineOutput:
+        request = self.request_for(item)
+        key = self.key_for(item)
+        with (
+            item_context(item.id),
+            self._tracer.generation(
+                name="extract",
+                model=self.config.model_name,
+                model_parameters={"temperature": self.config.temperature},
+                input=[{"role": m.role, "content": m.content} for m in request.messages],
+                prompt=self.prompt.client,
+                metadata={"item_id": item.id, "provider": self.provider.name},
+            ) as generation,
+        ):
+            cached = self._from_cache(key)
+            if cached is not None:
+                completion, extraction = cached
+                generation.update(output=extraction.model_dump(), metadata={"cache_hit": True})
+                return self._output(completion, extraction, attempts=0, cache_hit=True)
+            return await self._call(request, key, generation)
+
+    def _from_cache(self, key: str) -> tuple[Completion, Extraction] | None:
+        if self.cache is None:
+            return None
+        completion = self.cache.get(key)
+        if completion is None:
+            return None
+        try:
+            return completion, parse_extraction(completion.text)
+        except SchemaFailure:
+            return None  # only parsed answers are cached; anything else is stale: call again
+
+    async def _call(
+        self, request: CompletionRequest, key: str, generation: GenerationHandle
+    ) -> PipelineOutput:
+        try:
+            completion, attempts = await call_with_retry(
+                lambda: self.provider.complete(request), self._retry
+            )
+        except Exception as exc:
+            generation.update(
+                level="ERROR",
+                status_message=_one_line(exc),
+                metadata={"attempts": getattr(exc, "attempts", None)},
+            )
+            raise
+        usage = _usage_details(completion.usage)
+        try:
+            extraction = parse_extraction(completion.text)
+        except SchemaFailure as exc:
+            generation.update(
+                output=completion.text,
+                usage_details=usage,
+                level="ERROR",
+                status_message=f"schema failure: {_one_line(exc)}",
+                metadata={"attempts": attempts},
+            )
+            raise SchemaFailure(str(exc), raw=completion.text, attempts=attempts) from None
+        if self.cache is not None:
+            self.cache.put(key, completion)
+        generation.update(
+            output=extraction.model_dump(), usage_details=usage, metadata={"attempts": attempts}
+        )
+        return self._output(completion, extraction, attempts=attempts, cache_hit=False)
+
+    def _output(
+        self, completion: Completion, extraction: Extraction, *, attempts: int, cache_hit: bool
+    ) -> PipelineOutput:
+        return PipelineOutput(
+            extraction=extraction,
+            raw=completion.text,
+            # A cache hit spent no tokens; reporting the cached usage would double-count cost.
+            usage=Usage() if cache_hit else completion.usage,
+            attempts=attempts,
+            cache_hit=cache_hit,
+            model=completion.model,
+            prompt=self.prompt,
+        )

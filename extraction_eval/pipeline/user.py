@@ -1,0 +1,140 @@
+"""A user's own extraction function as a pipeline: ``--pipeline package.module:function``.
+
+The function is called with keyword arguments only (``text``, ``schema``, ``item``,
+``config``); arguments it does not declare are left out unless it takes ``**kwargs``, so
+``def extract(*, text): ...`` works and later additions never break existing functions.
+Sync functions run in worker threads (``asyncio.to_thread`` copies context variables, so
+tracing spans still nest) and therefore overlap like async ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from extraction_eval.errors import ConfigError, SchemaFailure
+from extraction_eval.llm.context import item_context
+from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
+from extraction_eval.prompts.contract import coerce_extraction
+from extraction_eval.types import DatasetItem, Extraction
+
+UserFunction = Callable[..., Any]
+
+
+def _load_module(module_ref: str, spec: str) -> Any:
+    if module_ref.endswith(".py"):  # a script path: path/to/file.py:function
+        path = Path(module_ref)
+        if not path.is_file():
+            raise ConfigError(f"--pipeline {spec!r}: file {module_ref} not found")
+        name = f"_extraction_eval_user_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise ConfigError(f"--pipeline {spec!r}: cannot load {module_ref}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            raise ConfigError(
+                f"--pipeline {spec!r}: importing {module_ref} failed: {type(exc).__name__}: {exc}"
+            ) from None
+        return module
+    try:
+        return importlib.import_module(module_ref)
+    except ModuleNotFoundError as exc:
+        where = "" if exc.name == module_ref else f" (missing {exc.name!r})"
+        raise ConfigError(f"--pipeline {spec!r}: cannot import {module_ref!r}{where}") from None
+    except Exception as exc:
+        raise ConfigError(
+            f"--pipeline {spec!r}: importing {module_ref!r} failed: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def load_user_function(spec: str) -> UserFunction:
+    """``package.module:function`` (or ``path/to/file.py:function``) -> the callable."""
+    module_ref, sep, attr = spec.rpartition(":")
+    if not sep or not module_ref or not attr:
+        raise ConfigError(f"--pipeline expects package.module:function, got {spec!r}")
+    module = _load_module(module_ref, spec)
+    target: Any = module
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigError(f"--pipeline {spec!r}: {module_ref!r} has no {attr!r}") from None
+    if not callable(target):
+        raise ConfigError(f"--pipeline {spec!r}: {attr!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _accepted(func: UserFunction, offered: dict[str, Any]) -> dict[str, Any]:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature: offer everything
+        return offered
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return offered
+    names = {
+        p.name
+        for p in params
+        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    }
+    return {k: v for k, v in offered.items() if k in names}
+
+
+def _is_async(func: UserFunction) -> bool:
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - async callable objects
+    )
+
+
+@dataclass
+class UserPipeline:
+    """Implements ``Pipeline`` around a user's function; no retries (the function owns those)."""
+
+    func: UserFunction
+    config: PipelineConfig = field(default_factory=PipelineConfig)
+    ref: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: str, config: PipelineConfig) -> UserPipeline:
+        return cls(func=load_user_function(spec), config=config, ref=spec)
+
+    async def extract(self, item: DatasetItem) -> PipelineOutput:
+        kwargs = _accepted(
+            self.func,
+            {"text": item.text, "schema": item.schema_, "item": item, "config": self.config},
+        )
+        with item_context(item.id):
+            if _is_async(self.func):
+                result = await self.func(**kwargs)
+            else:
+                result = await asyncio.to_thread(self.func, **kwargs)
+            if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
+                result = await result
+        if isinstance(result, PipelineOutput):
+            return result
+        raw = result if isinstance(result, str) else None
+        try:
+            extraction: Extraction = coerce_extraction(result)
+        except SchemaFailure as exc:
+            raise SchemaFailure(
+                f"pipeline {self.ref or getattr(self.func, '__name__', 'function')} returned "
+                f"an invalid extraction: {exc}",
+                raw=raw if raw is not None else _preview(result),
+                attempts=1,
+            ) from None
+        return PipelineOutput(extraction=extraction, raw=raw, attempts=1, model=self.ref)
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 2000 else text[:2000] + "…"

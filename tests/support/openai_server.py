@@ -1,0 +1,406 @@
+"""A loopback OpenAI-compatible server for tests and benchmarks (stdlib only).
+
+It speaks ``POST /v1/chat/completions`` (and, for the Gemini SDK, ``POST
+/v1beta/models/{model}:generateContent``), records every request, waits a fixed latency, and
+plays injected faults before falling back to an answer function::
+
+    with LoopbackServer(latency_s=0.2) as server:
+        server.inject(rate_limited(retry_after=1), server_error(500))
+        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        ...
+        assert [r.status for r in server.requests] == [429, 500, 200]
+
+Threaded with a large accept backlog so thousands of concurrent keep-alive requests do not
+queue behind each other (the benchmark runs 2,000 requests at concurrency 64).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+EMPTY_EXTRACTION: dict[str, Any] = {"entities": [], "relationships": []}
+
+Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
+FaultKind = Literal["status", "slow", "malformed_body", "content"]
+
+
+@dataclass
+class Fault:
+    """One injected misbehaviour, used by the first ``times`` requests it matches."""
+
+    kind: FaultKind
+    status: int = 500
+    retry_after: float | str | None = None
+    delay_s: float = 0.0
+    content: str | None = None
+    match: str | None = None  # only requests whose raw body contains this substring
+    times: int = 1
+
+
+def rate_limited(retry_after: float | str | None = 1, **kw: Any) -> Fault:
+    return Fault("status", status=429, retry_after=retry_after, **kw)
+
+
+def server_error(status: int = 500, **kw: Any) -> Fault:
+    return Fault("status", status=status, **kw)
+
+
+def slow(delay_s: float, **kw: Any) -> Fault:
+    """Answer normally, but only after ``delay_s`` (beyond the client's timeout, usually)."""
+    return Fault("slow", delay_s=delay_s, **kw)
+
+
+def malformed_body(**kw: Any) -> Fault:
+    """HTTP 200 with a truncated JSON body: the transport-level answer is broken."""
+    return Fault("malformed_body", **kw)
+
+
+def content(text: str, **kw: Any) -> Fault:
+    """A well-formed completion whose message content is ``text`` (bad JSON, off-schema...)."""
+    return Fault("content", content=text, **kw)
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: Any
+    received_at: float
+    status: int | None = None  # what the server answered (None: the client went away first)
+    fault: str | None = None
+
+    @property
+    def is_chat(self) -> bool:
+        return self.path.rstrip("/").endswith("/chat/completions")
+
+
+_TEXT_TAG = re.compile(r"<text>\n(.*?)\n</text>", re.DOTALL)
+
+
+def user_text(body: Any) -> str:
+    """The last user message of an OpenAI or Gemini request body."""
+    if not isinstance(body, dict):
+        return ""
+    for message in reversed(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            value = message.get("content")
+            return value if isinstance(value, str) else json.dumps(value)
+    for entry in reversed(body.get("contents") or []):
+        if isinstance(entry, dict) and entry.get("role", "user") == "user":
+            return "".join(str(p.get("text", "")) for p in entry.get("parts") or [])
+    return ""
+
+
+def input_text(body: Any) -> str:
+    """The document inside the prompt's ``<text>`` tags (the whole user message otherwise)."""
+    message = user_text(body)
+    match = _TEXT_TAG.search(message)
+    return match.group(1) if match else message
+
+
+def empty_answer(_: dict[str, Any]) -> dict[str, Any]:
+    return EMPTY_EXTRACTION
+
+
+def baseline_answer(body: dict[str, Any]) -> str:
+    """A realistic, imperfect extraction of the request's text (the offline baseline's)."""
+    from extraction_eval.pipeline.baseline import extract_baseline
+
+    return extract_baseline(input_text(body)).model_dump_json()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 1024
+
+    owner: LoopbackServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: a client reuses connections as real APIs allow
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        if self.path.rstrip("/").endswith("/models"):
+            self._send_json(
+                200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]}
+            )
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        record = RecordedRequest(
+            method="POST",
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            raw=raw,
+            body=body,
+            received_at=time.monotonic(),
+        )
+        self.server.owner._record(record)
+        try:
+            self.server.owner._respond(self, record)
+        except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+            self.close_connection = True
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"), headers)
+
+
+@dataclass
+class LoopbackServer:
+    """Context manager: starts on 127.0.0.1 with a free port, stops on exit."""
+
+    latency_s: float = 0.0
+    answer: Answer = empty_answer
+    model: str = "loopback-model"
+    requests: list[RecordedRequest] = field(default_factory=list)
+    _faults: list[Fault] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
+    _httpd: _Server | None = None
+    _thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> LoopbackServer:
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},  # shutdown() waits up to one poll interval
+            name="loopback-openai",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping on latency or a slow fault
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The OpenAI ``base_url`` (with ``/v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The bare origin, e.g. for the Gemini SDK's ``http_options.base_url``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- scripting ---------------------------------------------------------------------------
+
+    def inject(self, *faults: Fault | Iterable[Fault]) -> None:
+        with self._lock:
+            for fault in faults:
+                if isinstance(fault, Fault):
+                    self._faults.append(fault)
+                else:
+                    self._faults.extend(fault)
+
+    def pending_faults(self) -> int:
+        with self._lock:
+            return sum(f.times for f in self._faults)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.is_chat]
+
+    def statuses(self) -> list[int | None]:
+        with self._lock:
+            return [r.status for r in self.requests]
+
+    # --- request handling (handler threads) -------------------------------------------------
+
+    def _record(self, record: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(record)
+
+    def _take_fault(self, raw: bytes) -> Fault | None:
+        text = raw.decode("utf-8", "replace")
+        with self._lock:
+            for fault in self._faults:
+                if fault.times > 0 and (fault.match is None or fault.match in text):
+                    fault.times -= 1
+                    if fault.times == 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def _respond(self, handler: _Handler, record: RecordedRequest) -> None:
+        gemini = ":generateContent" in record.path
+        if not (record.is_chat or gemini):
+            record.status = 404
+            handler._send_json(404, {"error": {"message": f"no route {record.path}"}})
+            return
+        if record.body is None:
+            record.status = 400
+            handler._send_json(400, {"error": {"message": "request body is not JSON"}})
+            return
+        fault = self._take_fault(record.raw)
+        record.fault = fault.kind if fault else None
+        if self.latency_s > 0:
+            self._stopping.wait(self.latency_s)
+        if fault is not None and fault.kind == "slow":
+            self._stopping.wait(fault.delay_s)
+        if fault is not None and fault.kind == "status":
+            headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
+            record.status = fault.status
+            handler._send_json(fault.status, _error_body(fault.status, gemini), headers)
+            return
+        if fault is not None and fault.kind == "malformed_body":
+            record.status = 200
+            handler._send(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
+            return
+        if fault is not None and fault.kind == "content":
+            text = fault.content or ""
+        else:
+            answer = self.answer(record.body)
+            text = answer if isinstance(answer, str) else json.dumps(answer)
+        prompt_words = len(user_text(record.body).split())
+        payload = (
+            _gemini_body(text, self.model, prompt_words)
+            if gemini
+            else _chat_body(text, str(record.body.get("model") or self.model), prompt_words)
+        )
+        record.status = 200
+        handler._send_json(200, payload)
+
+
+def _error_body(status: int, gemini: bool) -> dict[str, Any]:
+    names = {
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+        400: "INVALID_ARGUMENT",
+    }
+    if gemini:
+        return {
+            "error": {
+                "code": status,
+                "message": "injected fault",
+                "status": names.get(status, "UNKNOWN"),
+            }
+        }
+    kind = "rate_limit_exceeded" if status == 429 else "server_error"
+    return {"error": {"message": f"injected {status}", "type": kind, "code": str(status)}}
+
+
+def _chat_body(text: str, model: str, prompt_words: int) -> dict[str, Any]:
+    completion_words = len(text.split())
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_words,
+            "completion_tokens": completion_words,
+            "total_tokens": prompt_words + completion_words,
+        },
+    }
+
+
+def _gemini_body(text: str, model: str, prompt_words: int) -> dict[str, Any]:
+    completion_words = len(text.split())
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": text}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_words,
+            "candidatesTokenCount": completion_words,
+            "totalTokenCount": prompt_words + completion_words,
+        },
+        "modelVersion": model,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until killed, in its own process: ``python -m tests.support.openai_server``.
+
+    Prints the base URL as the first line of stdout, so a benchmark can measure the client
+    without the server competing for the same interpreter lock.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument(
+        "--answer", choices=("empty", "baseline"), default="empty", help="default answer"
+    )
+    args = parser.parse_args(argv)
+    answer: Answer = baseline_answer if args.answer == "baseline" else empty_answer
+    server = LoopbackServer(latency_s=args.latency, answer=answer).start()
+    print(server.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
