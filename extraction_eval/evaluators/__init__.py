@@ -1,1 +1,67 @@
-"""evaluators."""
+"""Evaluators: pure scoring functions (no network, no disk, no clock).
+
+cfg = ScoringConfig(match="fuzzy", threshold=0.85)
+s = score_item(item_id="x", text=..., gold=..., pred=..., config=cfg)
+report = aggregate([s, ...], cfg)
+"""
+
+from extraction_eval.evaluators.config import (
+    DEFAULT_INVERSE_PAIRS,
+    DEFAULT_SYMMETRIC,
+    EvidenceMode,
+    MatchMode,
+    ScoringConfig,
+)
+from extraction_eval.evaluators.evidence import ContextIndex, TextIndex
+from extraction_eval.evaluators.matching import (
+    EntityAlignment,
+    EntityPair,
+    RelationshipAlignment,
+    RelationshipPair,
+    align_entities,
+    align_relationships,
+    assign,
+)
+from extraction_eval.evaluators.metrics import Counts, f1, precision, recall
+from extraction_eval.evaluators.scoring import (
+    VALUE_NAMES,
+    AttributeCount,
+    Grounding,
+    ItemScore,
+    TypeCount,
+    aggregate,
+    score_item,
+)
+from extraction_eval.evaluators.stats import bootstrap_prf
+from extraction_eval.evaluators.taxonomy import CATEGORIES, TaxonomyEntry
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_INVERSE_PAIRS",
+    "DEFAULT_SYMMETRIC",
+    "VALUE_NAMES",
+    "AttributeCount",
+    "ContextIndex",
+    "Counts",
+    "EntityAlignment",
+    "EntityPair",
+    "EvidenceMode",
+    "Grounding",
+    "ItemScore",
+    "MatchMode",
+    "RelationshipAlignment",
+    "RelationshipPair",
+    "ScoringConfig",
+    "TaxonomyEntry",
+    "TextIndex",
+    "TypeCount",
+    "aggregate",
+    "align_entities",
+    "align_relationships",
+    "assign",
+    "bootstrap_prf",
+    "f1",
+    "precision",
+    "recall",
+    "score_item",
+]

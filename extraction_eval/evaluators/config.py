@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal, get_args
 
 MatchMode = Literal["exact", "casefold", "fuzzy", "span"]
@@ -45,6 +46,7 @@ DEFAULT_SYMMETRIC: frozenset[str] = frozenset(
 )
 
 
+@lru_cache(maxsize=1 << 14)
 def type_key(value: str) -> str:
     """Types compare casefolded with whitespace collapsed, so 'Located_In' == 'located_in'."""
     return " ".join(value.casefold().split())

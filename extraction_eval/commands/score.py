@@ -1,0 +1,163 @@
+"""``extraction-eval score``: parse options, call ``score_files``, render or write JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from extraction_eval.errors import ExtractionEvalError, UsageError
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators.config import (
+    EVIDENCE_MODES,
+    MATCH_MODES,
+    EvidenceMode,
+    MatchMode,
+)
+from extraction_eval.render import render_report
+from extraction_eval.scorefile import example_paths, score_files
+
+_MAX_WARNINGS_ON_STDERR = 10
+
+
+def _dump(obj: Any, *, indent: int | None = 2) -> str:
+    """Byte-stable JSON: sorted keys, no NaN, UTF-8 kept readable."""
+    return json.dumps(obj, sort_keys=True, indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise UsageError(f"{option} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _run(
+    gold: Path | None,
+    predictions: Path | None,
+    match: str,
+    threshold: float,
+    span_threshold: float,
+    evidence: str,
+    output_format: str,
+    out: Path | None,
+    per_item: Path | None,
+    resamples: int,
+    seed: int,
+    err: Console,
+) -> None:
+    _choice("--format", output_format, ("table", "json"))
+    for option, value in (("--threshold", threshold), ("--span-threshold", span_threshold)):
+        if not 0.0 <= value <= 1.0:
+            raise UsageError(f"{option} must be between 0 and 1, got {value}")
+    if resamples < 0:
+        raise UsageError(f"--resamples must be >= 0, got {resamples}")
+    if (gold is None) != (predictions is None):
+        raise UsageError("give both --gold and --predictions, or neither (bundled example)")
+    try:
+        config = ScoringConfig(
+            match=cast(MatchMode, _choice("--match", match, MATCH_MODES)),
+            threshold=threshold,
+            span_threshold=span_threshold,
+            evidence=cast(EvidenceMode, _choice("--evidence", evidence, EVIDENCE_MODES)),
+            resamples=resamples,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if gold is None or predictions is None:
+        gold, predictions = example_paths()
+        err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
+    scored = score_files(gold, predictions, config)
+    report = scored.report
+    if out is not None:
+        _write(out, _dump(report) + "\n")
+    if per_item is not None:
+        _write(per_item, "".join(_dump(s.to_json(), indent=None) + "\n" for s in scored.items))
+    if output_format == "json":
+        sys.stdout.write(_dump(report) + "\n")
+        sys.stdout.flush()
+        warnings = report["warnings"]
+        for w in warnings[:_MAX_WARNINGS_ON_STDERR]:
+            err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+        if len(warnings) > _MAX_WARNINGS_ON_STDERR:
+            rest = len(warnings) - _MAX_WARNINGS_ON_STDERR
+            err.print(f"[yellow]warning:[/] … {rest} more in the report's warnings")
+    else:
+        render_report(report, Console())
+
+
+def score(
+    gold: Annotated[
+        Path | None,
+        typer.Option("--gold", help="Gold JSONL: id, text, entities, relationships per line."),
+    ] = None,
+    predictions: Annotated[
+        Path | None,
+        typer.Option("--predictions", help="Predictions JSONL: id, entities, relationships."),
+    ] = None,
+    match: Annotated[
+        str, typer.Option("--match", help="Name matching: exact | casefold | fuzzy | span.")
+    ] = "fuzzy",
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Fuzzy: minimum normalized Levenshtein.")
+    ] = 0.85,
+    span_threshold: Annotated[
+        float, typer.Option("--span-threshold", help="Span: minimum Jaccard of evidence words.")
+    ] = 0.5,
+    evidence: Annotated[
+        str, typer.Option("--evidence", help="Evidence grounding: strict | relaxed.")
+    ] = "relaxed",
+    output_format: Annotated[
+        str, typer.Option("--format", help="stdout: table (for people) | json (the report).")
+    ] = "table",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also write the JSON report to FILE.")
+    ] = None,
+    per_item: Annotated[
+        Path | None, typer.Option("--per-item", help="Write one JSON line per item to FILE.")
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="Bootstrap resamples for the CIs (0 = none).")
+    ] = 10_000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
+) -> None:
+    """Score predictions against gold: entities, relationships, evidence, failures.
+
+    Without --gold and --predictions, scores the bundled example.
+
+    Exit 0 on success; 2 on unusable input, with one line on stderr.
+
+    Malformed lines are reported as warnings and skipped; the rest is scored.
+    """
+    err = Console(stderr=True)
+    try:
+        _run(
+            gold,
+            predictions,
+            match,
+            threshold,
+            span_threshold,
+            evidence,
+            output_format,
+            out,
+            per_item,
+            resamples,
+            seed,
+            err,
+        )
+    except ExtractionEvalError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None

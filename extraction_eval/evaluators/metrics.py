@@ -1,0 +1,99 @@
+"""Counts in, ratios out. Ratios are computed once from summed integer counts and never stored.
+
+Division rule (issue 2): when gold and predictions are both empty (tp = fp = fn = 0),
+precision = recall = F1 = 1.0; any other 0/0 is 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+class Counts(NamedTuple):
+    """True positives, false positives, false negatives of one item or of a sum of items."""
+
+    tp: int
+    fp: int
+    fn: int
+
+    @property
+    def predicted(self) -> int:
+        return self.tp + self.fp
+
+    @property
+    def expected(self) -> int:
+        return self.tp + self.fn
+
+    @property
+    def both_empty(self) -> bool:
+        return self.tp == 0 and self.fp == 0 and self.fn == 0
+
+
+def sum_counts(counts: Iterable[Counts]) -> Counts:
+    tp = fp = fn = 0
+    for c in counts:
+        tp += c.tp
+        fp += c.fp
+        fn += c.fn
+    return Counts(tp, fp, fn)
+
+
+def ratio(numerator: int, denominator: int, *, both_empty: bool) -> float:
+    """numerator / denominator with the explicit zero-division rule above."""
+    if denominator:
+        return numerator / denominator
+    return 1.0 if both_empty else 0.0
+
+
+def precision(c: Counts) -> float:
+    return ratio(c.tp, c.tp + c.fp, both_empty=c.both_empty)
+
+
+def recall(c: Counts) -> float:
+    return ratio(c.tp, c.tp + c.fn, both_empty=c.both_empty)
+
+
+def f1(c: Counts) -> float:
+    """2tp / (2tp + fp + fn): one rounding, equal to the harmonic mean of P and R."""
+    return ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn, both_empty=c.both_empty)
+
+
+def prf(c: Counts) -> tuple[float, float, float]:
+    return precision(c), recall(c), f1(c)
+
+
+def counts_json(c: Counts) -> dict[str, float | int]:
+    p, r, f = prf(c)
+    return {"tp": c.tp, "fp": c.fp, "fn": c.fn, "precision": p, "recall": r, "f1": f}
+
+
+def accuracy(correct: int, total: int, *, both_empty: bool) -> float:
+    """correct / total (type accuracy, relationship accuracy) under the same division rule."""
+    return ratio(correct, total, both_empty=both_empty)
+
+
+def mean(values: Iterable[float]) -> float | None:
+    """Macro average: exactly rounded (fsum), so item order cannot change the last digit."""
+    vals = list(values)
+    if not vals:
+        return None
+    return math.fsum(vals) / len(vals)
+
+
+def prf_arrays(
+    tp: NDArray[np.float64], fp: NDArray[np.float64], fn: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Vectorised :func:`prf` for bootstrap resamples (same division rule)."""
+    empty = (tp == 0) & (fp == 0) & (fn == 0)
+    fill = np.where(empty, 1.0, 0.0)
+
+    def div(num: NDArray[np.float64], den: NDArray[np.float64]) -> NDArray[np.float64]:
+        safe = np.where(den > 0, den, 1.0)
+        return np.asarray(np.where(den > 0, num / safe, fill), dtype=np.float64)
+
+    return div(tp, tp + fp), div(tp, tp + fn), div(2 * tp, 2 * tp + fp + fn)

@@ -1,0 +1,660 @@
+"""Per-item scoring and run aggregation: the API the CLI and the experiment runner share.
+
+An :class:`ItemScore` keeps only counts and pairs; every ratio is computed from counts when it
+is asked for. :func:`aggregate` sums counts over items (micro, the headline), averages per-item
+values (macro) and bootstraps the micro figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from extraction_eval.evaluators.config import MatchMode, ScoringConfig, type_key
+from extraction_eval.evaluators.evidence import Span, TextIndex, find_in_other_text
+from extraction_eval.evaluators.matching import (
+    RELATIONSHIP_MATCH_TYPES,
+    EntityPair,
+    RelationshipPair,
+    align_entities,
+    align_relationships,
+    any_name_matches,
+    name_key,
+)
+from extraction_eval.evaluators.metrics import (
+    Counts,
+    accuracy,
+    counts_json,
+    f1,
+    mean,
+    precision,
+    ratio,
+    recall,
+    sum_counts,
+)
+from extraction_eval.evaluators.stats import bootstrap_prf
+from extraction_eval.evaluators.taxonomy import (
+    CATEGORIES,
+    TaxonomyEntry,
+    classify_entities,
+    classify_relationships,
+)
+from extraction_eval.types import Entity, Extraction, Relationship, Score
+
+Kind = Literal["entity", "relationship"]
+
+VALUE_NAMES: tuple[str, ...] = (
+    "entity_precision",
+    "entity_recall",
+    "entity_f1",
+    "entity_typed_precision",
+    "entity_typed_recall",
+    "entity_typed_f1",
+    "type_accuracy",
+    "relationship_precision",
+    "relationship_recall",
+    "relationship_f1",
+    "relationship_accuracy",
+    "evidence_coverage_rate",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TypeCount:
+    """Per-type counts in one item. ``key`` is the casefolded type, ``label`` the
+    alphabetically first spelling seen (deterministic whatever the order of objects)."""
+
+    key: str
+    label: str
+    tp: int
+    fp: int
+    fn: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttributeCount:
+    """Agreement of one attribute key over matched pairs: ``agree`` of ``total`` gold values."""
+
+    kind: Kind
+    key: str
+    agree: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """A predicted object that carries evidence; ``spans`` is None when it was not found."""
+
+    kind: Kind
+    index: int
+    spans: tuple[Span, ...] | None
+
+    @property
+    def grounded(self) -> bool:
+        return self.spans is not None
+
+
+def _has_evidence(value: str | None) -> bool:
+    return value is not None and bool(value.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class ItemScore:
+    """Everything learned about one item, as counts and pairs (indices into the lists given)."""
+
+    item_id: str
+    failed: bool
+    gold_empty: bool
+    n_gold_entities: int
+    n_pred_entities: int
+    entity_pairs: tuple[EntityPair, ...]
+    entity_typed_pairs: tuple[EntityPair, ...]
+    n_gold_relationships: int
+    n_pred_relationships: int
+    relationship_pairs: tuple[RelationshipPair, ...]
+    entity_types: tuple[TypeCount, ...]
+    relationship_types: tuple[TypeCount, ...]
+    attributes: tuple[AttributeCount, ...]
+    groundings: tuple[Grounding, ...]
+    taxonomy: tuple[TaxonomyEntry, ...]
+
+    # ---- counts -------------------------------------------------------------------------
+    @property
+    def entities(self) -> Counts:
+        tp = len(self.entity_pairs)
+        return Counts(tp, self.n_pred_entities - tp, self.n_gold_entities - tp)
+
+    @property
+    def entities_typed(self) -> Counts:
+        tp = len(self.entity_typed_pairs)
+        return Counts(tp, self.n_pred_entities - tp, self.n_gold_entities - tp)
+
+    @property
+    def relationships(self) -> Counts:
+        tp = len(self.relationship_pairs)
+        return Counts(tp, self.n_pred_relationships - tp, self.n_gold_relationships - tp)
+
+    @property
+    def type_correct(self) -> int:
+        return sum(1 for p in self.entity_pairs if p.type_equal)
+
+    @property
+    def predicted_objects(self) -> int:
+        return self.n_pred_entities + self.n_pred_relationships
+
+    def with_evidence(self, kind: Kind | None = None) -> int:
+        return sum(1 for g in self.groundings if kind is None or g.kind == kind)
+
+    def grounded(self, kind: Kind | None = None) -> int:
+        return sum(1 for g in self.groundings if g.grounded and (kind is None or g.kind == kind))
+
+    @property
+    def hallucination_count(self) -> int:
+        """Predicted objects on an item whose gold is empty (0 on other items)."""
+        return self.predicted_objects if self.gold_empty else 0
+
+    @property
+    def zero_fp_pass(self) -> bool | None:
+        """True when a gold-empty item got no prediction at all; None on other items."""
+        return self.predicted_objects == 0 if self.gold_empty else None
+
+    def match_type_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
+        for p in self.relationship_pairs:
+            counts[p.match_type] += 1
+        return counts
+
+    def entity_match_type_counts(self) -> dict[str, int]:
+        counts = {"exact": 0, "fuzzy": 0}
+        for p in self.entity_pairs:
+            counts[p.match_type] += 1
+        return counts
+
+    def taxonomy_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
+        for t in self.taxonomy:
+            counts[t.category] += 1
+        return counts
+
+    # ---- ratios (computed, never stored) --------------------------------------------------
+    def type_accuracy(self) -> float:
+        c = self.entities
+        return accuracy(self.type_correct, c.tp, both_empty=c.both_empty)
+
+    def relationship_accuracy(self) -> float:
+        """correct / extracted: matched relationships over predicted relationships."""
+        c = self.relationships
+        return accuracy(c.tp, c.predicted, both_empty=c.both_empty)
+
+    def evidence_coverage_rate(self) -> float | None:
+        """Grounded predicted objects / predicted objects; None when none carries evidence."""
+        if not self.groundings:
+            return None
+        return ratio(self.grounded(), self.predicted_objects, both_empty=False)
+
+    def values(self) -> dict[str, float | None]:
+        """Item-level metric values (also what macro averages)."""
+        e, t, r = self.entities, self.entities_typed, self.relationships
+        return {
+            "entity_precision": precision(e),
+            "entity_recall": recall(e),
+            "entity_f1": f1(e),
+            "entity_typed_precision": precision(t),
+            "entity_typed_recall": recall(t),
+            "entity_typed_f1": f1(t),
+            "type_accuracy": self.type_accuracy(),
+            "relationship_precision": precision(r),
+            "relationship_recall": recall(r),
+            "relationship_f1": f1(r),
+            "relationship_accuracy": self.relationship_accuracy(),
+            "evidence_coverage_rate": self.evidence_coverage_rate(),
+        }
+
+    def scores(self) -> list[Score]:
+        """LangFuse-compatible item scores (see docs/scoring.md for the list)."""
+        v = self.values()
+        e, t, r = self.entities, self.entities_typed, self.relationships
+        note = "; no prediction, scored as empty" if self.failed else ""
+
+        def c(x: Counts) -> str:
+            return f"tp={x.tp} fp={x.fp} fn={x.fn}{note}"
+
+        mt = " ".join(f"{k}={n}" for k, n in self.match_type_counts().items() if n)
+        out = [
+            Score(name="entity_precision", value=_f(v["entity_precision"]), comment=c(e)),
+            Score(name="entity_recall", value=_f(v["entity_recall"]), comment=c(e)),
+            Score(name="entity_f1", value=_f(v["entity_f1"]), comment=c(e)),
+            Score(name="entity_typed_f1", value=_f(v["entity_typed_f1"]), comment=c(t)),
+            Score(
+                name="type_accuracy",
+                value=_f(v["type_accuracy"]),
+                comment=f"correct={self.type_correct} matched={e.tp}",
+            ),
+            Score(
+                name="relationship_precision", value=_f(v["relationship_precision"]), comment=c(r)
+            ),
+            Score(name="relationship_recall", value=_f(v["relationship_recall"]), comment=c(r)),
+            Score(
+                name="relationship_f1",
+                value=_f(v["relationship_f1"]),
+                comment=c(r) + (f"; {mt}" if mt else ""),
+            ),
+            Score(
+                name="relationship_accuracy",
+                value=_f(v["relationship_accuracy"]),
+                comment=f"correct={r.tp} extracted={r.predicted}",
+            ),
+        ]
+        coverage = v["evidence_coverage_rate"]
+        if coverage is not None:
+            out.append(
+                Score(
+                    name="evidence_coverage_rate",
+                    value=coverage,
+                    comment=f"grounded={self.grounded()} predicted={self.predicted_objects}",
+                )
+            )
+        if self.gold_empty:
+            out.append(
+                Score(
+                    name="zero_fp_pass",
+                    value=self.predicted_objects == 0,
+                    data_type="BOOLEAN",
+                    comment=f"gold is empty; predicted objects={self.predicted_objects}",
+                )
+            )
+            out.append(
+                Score(
+                    name="hallucination_count",
+                    value=float(self.hallucination_count),
+                    comment="predicted objects on an item whose gold is empty",
+                )
+            )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--per-item`` line: counts, pairs, match types, grounding and taxonomy."""
+        e, r = self.entities, self.relationships
+        v = self.values()
+        return {
+            "id": self.item_id,
+            "failed": self.failed,
+            "gold_empty": self.gold_empty,
+            "entities": {
+                **counts_json(e),
+                "type_correct": self.type_correct,
+                "type_accuracy": v["type_accuracy"],
+            },
+            "entities_typed": counts_json(self.entities_typed),
+            "relationships": {**counts_json(r), "accuracy": v["relationship_accuracy"]},
+            "match_types": self.match_type_counts(),
+            "entity_match_types": self.entity_match_type_counts(),
+            "pairs": {
+                "entities": [_entity_pair_json(p) for p in self.entity_pairs],
+                "entities_typed": [_entity_pair_json(p) for p in self.entity_typed_pairs],
+                "relationships": [
+                    {
+                        "pred": p.pred,
+                        "gold": p.gold,
+                        "match_type": p.match_type,
+                        "similarity": p.similarity,
+                    }
+                    for p in self.relationship_pairs
+                ],
+            },
+            "per_type": {
+                "entities": {t.label: _tc_json(t) for t in self.entity_types},
+                "relationships": {t.label: _tc_json(t) for t in self.relationship_types},
+            },
+            "attributes": _attributes_json(self.attributes),
+            "evidence": {
+                "predicted_objects": self.predicted_objects,
+                "with_evidence": self.with_evidence(),
+                "grounded": self.grounded(),
+                "coverage_rate": v["evidence_coverage_rate"],
+                "objects": [
+                    {
+                        "kind": g.kind,
+                        "index": g.index,
+                        "grounded": g.grounded,
+                        "spans": None if g.spans is None else [list(s) for s in g.spans],
+                    }
+                    for g in self.groundings
+                ],
+            },
+            "negative_space": {
+                "zero_fp_pass": self.zero_fp_pass,
+                "hallucination_count": self.hallucination_count,
+            },
+            "taxonomy": [t.to_json() for t in self.taxonomy],
+            "taxonomy_counts": self.taxonomy_counts(),
+        }
+
+
+def _f(value: float | None) -> float:
+    return 0.0 if value is None else value
+
+
+def _entity_pair_json(p: EntityPair) -> dict[str, Any]:
+    return {"pred": p.pred, "gold": p.gold, "similarity": p.similarity, "type_equal": p.type_equal}
+
+
+def _tc_json(t: TypeCount) -> dict[str, Any]:
+    return counts_json(Counts(t.tp, t.fp, t.fn))
+
+
+def _attributes_json(attrs: Iterable[AttributeCount]) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {"entities": {}, "relationships": {}}
+    for a in attrs:
+        group = out["entities" if a.kind == "entity" else "relationships"]
+        cur = group.setdefault(a.key, {"agree": 0, "total": 0})
+        cur["agree"] += a.agree
+        cur["total"] += a.total
+    for group in out.values():
+        for cur in group.values():
+            cur["accuracy"] = ratio(cur["agree"], cur["total"], both_empty=False)
+    return out
+
+
+def _type_counts(
+    pred_types: Sequence[str],
+    gold_types: Sequence[str],
+    matched_pred: set[int],
+    matched_gold: set[int],
+) -> tuple[TypeCount, ...]:
+    """tp by the gold object's type; fp by the unmatched prediction's type; fn by gold type."""
+    labels: dict[str, str] = {}
+    acc: dict[str, list[int]] = {}
+    for raw in (*pred_types, *gold_types):
+        k, label = type_key(raw), raw.strip()
+        if k not in labels:
+            labels[k] = label
+            acc[k] = [0, 0, 0]
+        elif label < labels[k]:
+            labels[k] = label
+    for j, raw in enumerate(gold_types):
+        acc[type_key(raw)][0 if j in matched_gold else 2] += 1
+    for i, raw in enumerate(pred_types):
+        if i not in matched_pred:
+            acc[type_key(raw)][1] += 1
+    return tuple(TypeCount(k, labels[k], *acc[k]) for k in sorted(labels))
+
+
+def _attribute_counts(
+    kind: Kind,
+    pairs: Iterable[tuple[Mapping[str, str], Mapping[str, str]]],
+) -> list[AttributeCount]:
+    """Exact string agreement per gold attribute key on matched pairs ('unknown' == 'unknown')."""
+    agree: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for pred_attrs, gold_attrs in pairs:
+        if not gold_attrs:
+            continue
+        for key, value in gold_attrs.items():
+            total[key] = total.get(key, 0) + 1
+            if pred_attrs.get(key) == value:
+                agree[key] = agree.get(key, 0) + 1
+    return [AttributeCount(kind, k, agree.get(k, 0), total[k]) for k in sorted(total)]
+
+
+def score_item(
+    *,
+    item_id: str,
+    text: str,
+    gold: Extraction,
+    pred: Extraction | None,
+    config: ScoringConfig,
+    context_texts: Mapping[str, str] | None = None,
+) -> ItemScore:
+    """Score one item. ``pred=None`` means the item failed: scored as an empty prediction and
+    flagged. ``context_texts`` (other items' texts by id; pass a ``ContextIndex`` when scoring
+    many items) enables the context_bleed category."""
+    failed = pred is None
+    p = pred if pred is not None else Extraction()
+    pe: list[Entity] = list(p.entities)
+    ge: list[Entity] = list(gold.entities)
+    pr: list[Relationship] = list(p.relationships)
+    gr: list[Relationship] = list(gold.relationships)
+    gold_empty = not ge and not gr
+
+    ents = align_entities(pe, ge, config)
+    rels = align_relationships(pr, gr, config)
+
+    index = TextIndex(text, config.evidence)
+    groundings: list[Grounding] = []
+    ent_grounded: list[bool | None] = []
+    for i, e in enumerate(pe):
+        if _has_evidence(e.evidence):
+            g = Grounding("entity", i, index.find(e.evidence or ""))
+            groundings.append(g)
+            ent_grounded.append(g.grounded)
+        else:
+            ent_grounded.append(None)
+    rel_grounded: list[bool | None] = []
+    for i, r in enumerate(pr):
+        if _has_evidence(r.evidence):
+            g = Grounding("relationship", i, index.find(r.evidence or ""))
+            groundings.append(g)
+            rel_grounded.append(g.grounded)
+        else:
+            rel_grounded.append(None)
+
+    def elsewhere(s: str) -> str | None:
+        return find_in_other_text(s, item_id, context_texts)
+
+    gold_names = [e.name for e in ge] + [x for r in gr for x in (r.source, r.target)]
+
+    def is_gold_entity(name: str) -> bool:
+        return bool(any_name_matches([name], gold_names, config)[0])
+
+    key_mode: MatchMode = "casefold" if config.match == "span" else config.match
+
+    def key(name: str) -> str:
+        return name_key(name, key_mode)
+
+    taxonomy = classify_entities(
+        pe,
+        ge,
+        ents.pairs,
+        gold_empty=gold_empty,
+        grounded=ent_grounded,
+        text=index,
+        elsewhere=elsewhere,
+        key=key,
+    )
+    taxonomy += classify_relationships(
+        pr,
+        gr,
+        rels.pairs,
+        rels.matrices,
+        gold_empty=gold_empty,
+        grounded=rel_grounded,
+        text=index,
+        elsewhere=elsewhere,
+        is_gold_entity=is_gold_entity,
+    )
+    attributes = _attribute_counts(
+        "entity", ((pe[x.pred].attributes, ge[x.gold].attributes) for x in ents.pairs)
+    ) + _attribute_counts(
+        "relationship", ((pr[x.pred].attributes, gr[x.gold].attributes) for x in rels.pairs)
+    )
+    return ItemScore(
+        item_id=item_id,
+        failed=failed,
+        gold_empty=gold_empty,
+        n_gold_entities=len(ge),
+        n_pred_entities=len(pe),
+        entity_pairs=ents.pairs,
+        entity_typed_pairs=ents.typed_pairs,
+        n_gold_relationships=len(gr),
+        n_pred_relationships=len(pr),
+        relationship_pairs=rels.pairs,
+        entity_types=_type_counts(
+            [e.type for e in pe],
+            [e.type for e in ge],
+            {x.pred for x in ents.typed_pairs},
+            {x.gold for x in ents.typed_pairs},
+        ),
+        relationship_types=_type_counts(
+            [r.type for r in pr],
+            [r.type for r in gr],
+            {x.pred for x in rels.pairs},
+            {x.gold for x in rels.pairs},
+        ),
+        attributes=tuple(attributes),
+        groundings=tuple(groundings),
+        taxonomy=tuple(taxonomy),
+    )
+
+
+# ---- aggregation ---------------------------------------------------------------------------
+
+
+def _merge_types(groups: Iterable[Iterable[TypeCount]]) -> dict[str, dict[str, Any]]:
+    labels: dict[str, str] = {}
+    sums: dict[str, list[int]] = {}
+    for group in groups:
+        for t in group:
+            if t.key not in labels or t.label < labels[t.key]:
+                labels[t.key] = t.label
+            acc = sums.setdefault(t.key, [0, 0, 0])
+            acc[0] += t.tp
+            acc[1] += t.fp
+            acc[2] += t.fn
+    return {labels[k]: counts_json(Counts(*v)) for k, v in sums.items()}
+
+
+def _count_array(counts: Sequence[Counts]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    return np.asarray(counts, dtype=np.int64).reshape(len(counts), 3)
+
+
+def aggregate(
+    items: Sequence[ItemScore], config: ScoringConfig, *, warnings: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The run report (``score --format json``). Deterministic and independent of item order
+    and item ids; ``json.dumps(report, sort_keys=True)`` is byte-stable."""
+    ent = [s.entities for s in items]
+    typed = [s.entities_typed for s in items]
+    rel = [s.relationships for s in items]
+    e, t, r = sum_counts(ent), sum_counts(typed), sum_counts(rel)
+    type_correct = sum(s.type_correct for s in items)
+
+    match_types: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
+    entity_match_types = {"exact": 0, "fuzzy": 0}
+    taxonomy: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
+    for s in items:
+        for k, n in s.match_type_counts().items():
+            match_types[k] += n
+        for k, n in s.entity_match_type_counts().items():
+            entity_match_types[k] += n
+        for k, n in s.taxonomy_counts().items():
+            taxonomy[k] += n
+
+    evidence = _evidence_report(items, config)
+    values = [s.values() for s in items]
+    macro = {name: mean([x for v in values if (x := v[name]) is not None]) for name in VALUE_NAMES}
+
+    empty = [s for s in items if s.gold_empty]
+    hallucinations = sum(s.hallucination_count for s in empty)
+    passed = sum(1 for s in empty if s.zero_fp_pass)
+    no_prediction = sorted(s.item_id for s in items if s.failed)
+
+    ci = bootstrap_prf(
+        {
+            "entities": _count_array(ent),
+            "entities_typed": _count_array(typed),
+            "relationships": _count_array(rel),
+        },
+        resamples=config.resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+    )
+    all_warnings = list(warnings)
+    if no_prediction:
+        all_warnings.append(
+            f"{len(no_prediction)} item(s) had no prediction and were scored as empty: "
+            + ", ".join(no_prediction[:20])
+            + (f", ... ({len(no_prediction) - 20} more)" if len(no_prediction) > 20 else "")
+        )
+    return {
+        "config": config.to_json(),
+        "items": len(items),
+        "no_prediction": {"count": len(no_prediction), "ids": no_prediction},
+        "entities": {**counts_json(e), "type_correct": type_correct},
+        "entities_typed": counts_json(t),
+        "type_accuracy": accuracy(type_correct, e.tp, both_empty=e.both_empty),
+        "relationships": counts_json(r),
+        "relationship_accuracy": accuracy(r.tp, r.predicted, both_empty=r.both_empty),
+        "match_types": match_types,
+        "entity_match_types": entity_match_types,
+        "per_type": {
+            "entities": _merge_types(s.entity_types for s in items),
+            "relationships": _merge_types(s.relationship_types for s in items),
+        },
+        "attributes": _attributes_json(a for s in items for a in s.attributes),
+        "evidence": evidence,
+        "negative_space": {
+            "gold_empty_items": len(empty),
+            "zero_fp_pass_count": passed,
+            "zero_fp_pass_rate": passed / len(empty) if empty else None,
+            "hallucination_count": hallucinations,
+            "hallucination_rate": hallucinations / len(empty) if empty else None,
+        },
+        "taxonomy": taxonomy,
+        "macro": macro,
+        "ci": _ci_json(ci, config),
+        "warnings": all_warnings,
+    }
+
+
+def _ci_json(ci: dict[str, dict[str, list[float]]] | None, config: ScoringConfig) -> dict[str, Any]:
+    """Flat names matching the item scores: ``entity_f1: {"low", "high"}``, ..."""
+    out: dict[str, Any] = {
+        "method": "percentile bootstrap over items",
+        "level": config.confidence,
+        "resamples": config.resamples,
+        "seed": config.seed,
+    }
+    for group, prefix in (
+        ("entities", "entity"),
+        ("entities_typed", "entity_typed"),
+        ("relationships", "relationship"),
+    ):
+        for metric in ("precision", "recall", "f1"):
+            bounds = None if ci is None else ci[group][metric]
+            out[f"{prefix}_{metric}"] = (
+                None if bounds is None else {"low": bounds[0], "high": bounds[1]}
+            )
+    return out
+
+
+def _evidence_report(items: Sequence[ItemScore], config: ScoringConfig) -> dict[str, Any]:
+    def block(kind: Kind | None) -> dict[str, Any]:
+        if kind == "entity":
+            predicted = sum(s.n_pred_entities for s in items)
+        elif kind == "relationship":
+            predicted = sum(s.n_pred_relationships for s in items)
+        else:
+            predicted = sum(s.predicted_objects for s in items)
+        with_ev = sum(s.with_evidence(kind) for s in items)
+        grounded = sum(s.grounded(kind) for s in items)
+        return {
+            "predicted": predicted,
+            "with_evidence": with_ev,
+            "grounded": grounded,
+            "coverage_rate": ratio(grounded, predicted, both_empty=False) if with_ev else None,
+        }
+
+    overall = block(None)
+    return {
+        "mode": config.evidence,
+        "predicted": overall["predicted"],
+        "with_evidence": overall["with_evidence"],
+        "grounded": overall["grounded"],
+        "evidence_coverage_rate": overall["coverage_rate"],
+        "entities": block("entity"),
+        "relationships": block("relationship"),
+    }

@@ -1,0 +1,175 @@
+"""Rich renderings of reports for people. Each function takes plain JSON (what the library
+returns) and a console, so a rendering can never change a number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+_MAX_TYPE_ROWS = 6
+_MAX_WARNINGS = 5
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ci(bounds: Any) -> str:
+    if isinstance(bounds, dict) and bounds.get("low") is not None:
+        return f"{bounds['low']:.3f}–{bounds['high']:.3f}"
+    return "—"
+
+
+def _counts_line(counts: dict[str, int], *, skip_zero: bool = True) -> str:
+    parts = [f"{k} {v}" for k, v in counts.items() if v or not skip_zero]
+    return " · ".join(parts) if parts else "none"
+
+
+def _score_headline(report: dict[str, Any]) -> Table:
+    ci = report.get("ci") or {}
+    level = ci.get("level")
+    ci_head = f"F1 {round(level * 100)}% CI" if isinstance(level, float) else "F1 CI"
+    table = Table(title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("")
+    for head in ("P", "R", "F1", ci_head, "tp", "fp", "fn"):
+        table.add_column(head, justify="right")
+    for label, key, prefix in (
+        ("entities", "entities", "entity"),
+        ("entities, typed", "entities_typed", "entity_typed"),
+        ("relationships", "relationships", "relationship"),
+    ):
+        block = report.get(key) or {}
+        table.add_row(
+            label,
+            _num(block.get("precision")),
+            _num(block.get("recall")),
+            Text(_num(block.get("f1")), style="bold"),
+            _ci(ci.get(f"{prefix}_f1")),
+            _num(block.get("tp")),
+            _num(block.get("fp")),
+            _num(block.get("fn")),
+        )
+    return table
+
+
+def _per_type(report: dict[str, Any]) -> Table | None:
+    per_type = report.get("per_type") or {}
+    rows: list[tuple[str, str, dict[str, Any]]] = []
+    hidden = 0
+    for kind in ("entities", "relationships"):
+        types = per_type.get(kind) or {}
+        ranked = sorted(types.items(), key=lambda kv: (-(kv[1]["tp"] + kv[1]["fn"]), kv[0]))
+        hidden += max(0, len(ranked) - _MAX_TYPE_ROWS)
+        label = "entity" if kind == "entities" else "relationship"
+        rows += [(label, t, c) for t, c in ranked[:_MAX_TYPE_ROWS]]
+    if not rows:
+        return None
+    table = Table(title="per type", title_justify="left", show_edge=False)
+    table.add_column("kind")
+    table.add_column("type")
+    for head in ("P", "R", "F1", "support"):
+        table.add_column(head, justify="right")
+    for kind, name, c in rows:
+        table.add_row(
+            kind,
+            escape(name),
+            _num(c.get("precision")),
+            _num(c.get("recall")),
+            _num(c.get("f1")),
+            str(c["tp"] + c["fn"]),
+        )
+    if hidden:
+        table.caption = f"{hidden} more types in --format json"
+    return table
+
+
+def _facts(report: dict[str, Any]) -> Table:
+    facts = Table(show_header=False, box=None, pad_edge=False)
+    facts.add_column(style="bold", no_wrap=True)
+    facts.add_column()
+    facts.add_row("type accuracy", _num(report.get("type_accuracy")))
+    facts.add_row("relationship accuracy", _num(report.get("relationship_accuracy")))
+    facts.add_row("relationship matches", _counts_line(report.get("match_types") or {}))
+    ev = report.get("evidence") or {}
+    cov = ev.get("evidence_coverage_rate")
+    facts.add_row(
+        f"evidence ({ev.get('mode', '?')})",
+        "no predicted object carries evidence"
+        if cov is None
+        else f"{_num(cov)} grounded ({ev.get('grounded')} of {ev.get('predicted')} predicted"
+        f" objects; {ev.get('with_evidence')} carry evidence)",
+    )
+    attrs = report.get("attributes") or {}
+    parts = [
+        f"{kind[:3]}.{key} {_num(v.get('accuracy'))} ({v.get('agree')}/{v.get('total')})"
+        for kind in ("entities", "relationships")
+        for key, v in sorted((attrs.get(kind) or {}).items())
+    ]
+    if parts:
+        facts.add_row("attribute accuracy", " · ".join(parts))
+    neg = report.get("negative_space") or {}
+    if neg.get("gold_empty_items"):
+        facts.add_row(
+            "negative space",
+            f"{neg['gold_empty_items']} gold-empty items: zero-FP pass "
+            f"{neg.get('zero_fp_pass_count')}/{neg['gold_empty_items']} "
+            f"({_num(neg.get('zero_fp_pass_rate'))}), "
+            f"{neg.get('hallucination_count')} hallucinated objects",
+        )
+    else:
+        facts.add_row("negative space", "no gold-empty items")
+    taxonomy = report.get("taxonomy") or {}
+    ranked = dict(sorted(taxonomy.items(), key=lambda kv: (-kv[1], kv[0])))
+    facts.add_row("failures", _counts_line(ranked))
+    macro = report.get("macro") or {}
+    facts.add_row(
+        "macro F1",
+        f"entities {_num(macro.get('entity_f1'))} · typed {_num(macro.get('entity_typed_f1'))}"
+        f" · relationships {_num(macro.get('relationship_f1'))}",
+    )
+    return facts
+
+
+def render_report(report_json: dict[str, Any], console: Console) -> None:
+    """The ``score`` summary: headline P/R/F1 with CIs, then one line per other figure."""
+    r = report_json
+    cfg = r.get("config") or {}
+    match = cfg.get("match", "?")
+    rule = (
+        f"≥ {cfg.get('threshold')}"
+        if match == "fuzzy"
+        else f"Jaccard ≥ {cfg.get('span_threshold')}"
+        if match == "span"
+        else ""
+    )
+    missing = (r.get("no_prediction") or {}).get("count", 0)
+    title = Text.assemble(
+        ("score", "bold"),
+        f" — {r.get('items', 0)} items",
+        (f" ({missing} without prediction)" if missing else ""),
+        f", match {match} {rule}".rstrip(),
+    )
+    parts: list[Any] = [title, _score_headline(r)]
+    per_type = _per_type(r)
+    if per_type is not None:
+        parts.append(per_type)
+    parts.append(_facts(r))
+    warnings = r.get("warnings") or []
+    if warnings:
+        lines = [Text(f"{len(warnings)} warning(s):", style="yellow")]
+        lines += [Text(f"  {w}", style="yellow") for w in warnings[:_MAX_WARNINGS]]
+        if len(warnings) > _MAX_WARNINGS:
+            lines.append(Text(f"  … {len(warnings) - _MAX_WARNINGS} more in --format json"))
+        parts.append(Group(*lines))
+    for part in parts:
+        console.print(part)

@@ -1,0 +1,97 @@
+"""Bootstrap CIs: hand-computable cases, determinism, invariance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from extraction_eval.evaluators import ScoringConfig, aggregate, bootstrap_prf, score_item
+from extraction_eval.evaluators.stats import resample_weights
+from extraction_eval.types import Entity, Extraction
+
+
+def _arr(rows: list[tuple[int, int, int]]) -> NDArray[np.int64]:
+    return np.asarray(rows, dtype=np.int64)
+
+
+def test_one_item_has_a_degenerate_interval() -> None:
+    ci = bootstrap_prf({"e": _arr([(2, 1, 1)])}, resamples=500, seed=1)
+    assert ci == {
+        "e": {"precision": [2 / 3, 2 / 3], "recall": [2 / 3, 2 / 3], "f1": [2 / 3, 2 / 3]}
+    }
+
+
+def test_two_items_span_the_possible_values() -> None:
+    # Item A = (tp 1, fp 0), item B = (tp 0, fp 1). A resample holds A 0, 1 or 2 times
+    # (prob 1/4, 1/2, 1/4), so precision is 0, 1/2 or 1: the 95% interval is [0, 1].
+    ci = bootstrap_prf({"e": _arr([(1, 0, 0), (0, 1, 0)])}, resamples=4000, seed=3)
+    assert ci is not None
+    assert ci["e"]["precision"] == [0.0, 1.0]
+
+
+def test_both_empty_resamples_follow_the_division_rule() -> None:
+    ci = bootstrap_prf({"r": _arr([(0, 0, 0), (0, 0, 0)])}, resamples=100, seed=0)
+    assert ci == {"r": {"precision": [1.0, 1.0], "recall": [1.0, 1.0], "f1": [1.0, 1.0]}}
+
+
+def test_weights_are_resamples_of_n_items() -> None:
+    w = resample_weights(7, 50, np.random.default_rng(0))
+    assert w.shape == (50, 7)
+    assert (w.sum(axis=1) == 7).all()
+    assert (w >= 0).all()
+
+
+def test_deterministic_seeded_and_order_invariant() -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.integers(0, 6, size=(40, 3))
+    a = bootstrap_prf({"e": rows}, resamples=1000, seed=42)
+    assert a == bootstrap_prf({"e": rows.copy()}, resamples=1000, seed=42)
+    assert a == bootstrap_prf({"e": rows[::-1].copy()}, resamples=1000, seed=42)
+    assert a != bootstrap_prf({"e": rows}, resamples=1000, seed=43)
+
+
+def test_interval_brackets_the_micro_value() -> None:
+    rng = np.random.default_rng(9)
+    rows = rng.integers(0, 6, size=(60, 3))
+    tp, fp, fn = rows.sum(axis=0)
+    ci = bootstrap_prf({"e": rows}, resamples=2000, seed=42)
+    assert ci is not None
+    lo, hi = ci["e"]["f1"]
+    assert lo < 2 * tp / (2 * tp + fp + fn) < hi
+    assert 0.0 <= lo < hi <= 1.0
+
+
+def test_chunking_does_not_change_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import extraction_eval.evaluators.stats as stats
+
+    rows = np.random.default_rng(1).integers(0, 5, size=(30, 3))
+    whole = bootstrap_prf({"e": rows}, resamples=300, seed=7)
+    monkeypatch.setattr(stats, "_CHUNK_CELLS", 30 * 7)  # 43 chunks of 7 resamples
+    assert bootstrap_prf({"e": rows}, resamples=300, seed=7) == whole
+
+
+def test_nothing_to_resample() -> None:
+    assert bootstrap_prf({"e": _arr([(1, 0, 0)])}, resamples=0, seed=1) is None
+    assert bootstrap_prf({"e": np.zeros((0, 3), dtype=np.int64)}, resamples=10, seed=1) is None
+
+
+def test_report_ci_shape_and_switch_off() -> None:
+    gold = Extraction(entities=[Entity(name="a", type="T"), Entity(name="b", type="T")])
+    pred = Extraction(entities=[Entity(name="a", type="T")])
+    cfg = ScoringConfig(resamples=200, seed=1)
+    items = [
+        score_item(item_id=str(i), text="a b", gold=gold, pred=pred, config=cfg) for i in range(3)
+    ]
+    ci = aggregate(items, cfg)["ci"]
+    assert ci["method"] == "percentile bootstrap over items"
+    assert (ci["level"], ci["resamples"], ci["seed"]) == (0.95, 200, 1)
+    assert ci["entity_recall"] == {"low": 0.5, "high": 0.5}  # identical items
+    assert ci["entity_precision"] == {"low": 1.0, "high": 1.0}
+    assert set(ci) >= {
+        f"{p}_{m}"
+        for p in ("entity", "entity_typed", "relationship")
+        for m in ("precision", "recall", "f1")
+    }
+    off = aggregate(items, ScoringConfig(resamples=0))["ci"]
+    assert off["entity_f1"] is None and off["resamples"] == 0
