@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import UsageError
+from extraction_eval.evaluators import ContextIndex
 from extraction_eval.experiments.config import RunConfig, describe
 from extraction_eval.experiments.runner import (
     ItemRunner,
@@ -144,9 +145,16 @@ def prepare(
     runner = ItemRunner(
         pipeline=pipeline,
         scoring=config.scoring,
-        context_texts={item.id: item.text for item in items},
+        context_texts=ContextIndex({item.id: item.text for item in items}),
     )
     return PreparedRun(config, run, list(items), todo, runner, prompt, warnings)
+
+
+async def close_pipeline(pipeline: object) -> None:
+    """Close SDK clients on the loop that used them (otherwise transports leak)."""
+    aclose = getattr(pipeline, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 async def arun_local(
@@ -175,6 +183,7 @@ async def arun_local(
         )
         status = "finished"
     finally:
+        await close_pipeline(prep.runner.pipeline)
         results, summary = finalize(store, prep.run, prep.items, prep.runner, status=status)
     run = store.get_run(prep.run.name, prep.run.dataset) or prep.run
     return RunOutcome(

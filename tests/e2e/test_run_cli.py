@@ -63,7 +63,7 @@ def test_same_name_twice_needs_resume_and_resume_runs_nothing_new(tmp_path: Path
     log = tmp_path / "calls.log"
     os.environ["E2E_CALL_LOG"] = str(log)
     try:
-        code, out, err = _invoke(*args, "--resume")
+        code, _out, err = _invoke(*args, "--resume")
     finally:
         del os.environ["E2E_CALL_LOG"]
     assert code == 0, err
@@ -91,7 +91,9 @@ def test_failures_are_rows_and_retry_errors_reruns_only_them(
     monkeypatch.setenv("E2E_FAIL", "")
     log = tmp_path / "calls.log"
     monkeypatch.setenv("E2E_CALL_LOG", str(log))
-    code, _, err = _invoke("run", "--name", "f1", "--limit", "6", "--pipeline", PIPE, "--retry-errors")
+    code, _, err = _invoke(
+        "run", "--name", "f1", "--limit", "6", "--pipeline", PIPE, "--retry-errors"
+    )
     assert code == 0, err
     assert sorted(log.read_text().split()) == sorted(failing)
     rows = {json.loads(x)["item_id"]: json.loads(x) for x in _export("f1").splitlines()}
@@ -134,7 +136,9 @@ def test_sigkill_mid_run_then_resume_finishes_each_item_once(tmp_path: Path) -> 
     }
     cmd = [sys.executable, "-m", "extraction_eval", "run", "--name", "killed", "--limit", "30"]
     cmd += ["--pipeline", PIPE, "--concurrency", "2"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     store = LocalStore()
     deadline = time.monotonic() + 60
     run = None

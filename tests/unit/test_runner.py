@@ -68,7 +68,7 @@ def test_every_item_is_a_row_and_errors_are_scored() -> None:
     pipeline = ScriptedPipeline(
         {"i1": schema_err, "i2": provider_err, "i3": ValueError("boom\nsecond line")}
     )
-    runner, results = _run(pipeline, items)
+    _runner, results = _run(pipeline, items)
     by_id = {r.item_id: r for r in results}
     assert sorted(by_id) == [f"i{i}" for i in range(5)]
     assert by_id["i0"].ok and _score(by_id["i0"], "extraction_error") is False
