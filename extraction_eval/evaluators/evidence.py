@@ -40,7 +40,7 @@ _QUOTE_CHARS = re.compile(
 
 
 def normalize(text: str, mode: EvidenceMode) -> str:
-    """The comparable form of a quote under ``mode`` (documented in docs/scoring.md)."""
+    """The comparable form of a quote under ``mode`` (README, "Scoring reference")."""
     out = text.strip().translate(_QUOTES)
     if mode == "relaxed":
         out = " ".join(out.casefold().split())

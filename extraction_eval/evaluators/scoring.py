@@ -214,7 +214,7 @@ class ItemScore:
         }
 
     def scores(self) -> list[Score]:
-        """LangFuse-compatible item scores (see docs/scoring.md for the list)."""
+        """LangFuse-compatible item scores (see the README, "Scoring reference" for the list)."""
         v = self.values()
         e, t, r = self.entities, self.entities_typed, self.relationships
         note = "; no prediction, scored as empty" if self.failed else ""

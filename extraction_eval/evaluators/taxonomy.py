@@ -1,7 +1,7 @@
 """Failure taxonomy: why each object of an item was not a clean match.
 
 Each gold object left unmatched is ``missed``. Each predicted object gets at most one category,
-the first that applies in a fixed precedence (documented in docs/scoring.md), so category counts
+the first that applies in a fixed precedence (README, "Scoring reference"), so category counts
 add up and never double count an object. Near-miss categories (truncated, merged, reversed,
 wrong_relation_type) look only at gold objects the alignment left unmatched.
 """
