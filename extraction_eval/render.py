@@ -140,8 +140,9 @@ def _facts(report: dict[str, Any]) -> Table:
     return facts
 
 
-def render_report(report_json: dict[str, Any], console: Console) -> None:
-    """The ``score`` summary: headline P/R/F1 with CIs, then one line per other figure."""
+def render_report(report_json: dict[str, Any], console: Console, *, title: str = "score") -> None:
+    """The scoring summary (``score``, and each run's): headline P/R/F1 with CIs, then one line
+    per other figure."""
     r = report_json
     cfg = r.get("config") or {}
     match = cfg.get("match", "?")
@@ -153,13 +154,13 @@ def render_report(report_json: dict[str, Any], console: Console) -> None:
         else ""
     )
     missing = (r.get("no_prediction") or {}).get("count", 0)
-    title = Text.assemble(
-        ("score", "bold"),
+    heading = Text.assemble(
+        (title, "bold"),
         f" — {r.get('items', 0)} items",
         (f" ({missing} without prediction)" if missing else ""),
         f", match {match} {rule}".rstrip(),
     )
-    parts: list[Any] = [title, _score_headline(r)]
+    parts: list[Any] = [heading, _score_headline(r)]
     per_type = _per_type(r)
     if per_type is not None:
         parts.append(per_type)

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.experiments.runner import RunOutcome
+from extraction_eval.render import render_report
 from extraction_eval.types import ItemResult
 
 
@@ -74,15 +75,6 @@ class RichProgress:
         self._progress.update(self._task, advance=1, errors=self._errors)
 
 
-def _ci(report: dict[str, Any], key: str) -> str:
-    bounds = (report.get("ci") or {}).get(key)
-    if isinstance(bounds, dict) and "low" in bounds:
-        return f"[{bounds['low']:.3f}, {bounds['high']:.3f}]"
-    if isinstance(bounds, (list, tuple)) and len(bounds) == 2:
-        return f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
-    return ""
-
-
 def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     s = outcome.summary
     run = outcome.run
@@ -90,26 +82,7 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     title = f"run {run.name!r} on {run.dataset!r} — {run.config.get('model')}"
     if str(run.config.get("model", "")).startswith("offline:"):
         title += " (offline baseline, not an LLM)"
-    table = Table(title=title, title_justify="left")
-    table.add_column("metric")
-    table.add_column("P", justify="right")
-    table.add_column("R", justify="right")
-    table.add_column("F1", justify="right")
-    table.add_column("F1 95% CI", justify="right")
-    for label, key, ci_key in (
-        ("entities (micro)", "entities", "entity_f1"),
-        ("entities typed", "entities_typed", "entity_typed_f1"),
-        ("relationships", "relationships", "relationship_f1"),
-    ):
-        block = report.get(key) or {}
-        table.add_row(
-            label,
-            _fmt(block.get("precision")),
-            _fmt(block.get("recall")),
-            _fmt(block.get("f1")),
-            _ci(report, ci_key),
-        )
-    console.print(table)
+    render_report(report, console, title=title)
 
     facts = Table(show_header=False, box=None)
     facts.add_column(style="bold")
@@ -117,8 +90,6 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_row("items", f"{s.items} of {s.expected_items} ({outcome.ran} run now)")
     facts.add_row("failures", f"{s.errors} ({s.schema_failures} schema failures)")
     facts.add_row("schema_failure_rate", _fmt(s.values.get("schema_failure_rate")))
-    facts.add_row("type_accuracy", _fmt(report.get("type_accuracy")))
-    facts.add_row("relationship_accuracy", _fmt(report.get("relationship_accuracy")))
     facts.add_row(
         "latency p50 / p95 ms", f"{_fmt(s.latency_p50_ms, 1)} / {_fmt(s.latency_p95_ms, 1)}"
     )
