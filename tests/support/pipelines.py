@@ -35,3 +35,37 @@ def first_entity(*, text: str, item: Any, **_: Any) -> dict[str, Any]:
 
 async def async_empty(**_: Any) -> dict[str, Any]:
     return {"entities": [], "relationships": []}
+
+
+# --- in-process instrumentation (LangFuse experiment tests) ---------------------------------
+# ``CALL_TIMES`` gets (item id, start, end) per call (time.perf_counter), so a test can measure
+# how many calls overlapped; ``HOOK``, when set, is called with each item after its delay
+# (e.g. to take a fake server down mid-run). Delay: ``E2E_DELAY`` seconds.
+
+CALL_TIMES: list[tuple[str, float, float]] = []
+HOOK: Any = None
+
+
+def _first_gold_entity(item: Any) -> dict[str, Any]:
+    ents = item.expected.entities[:1]
+    return {"entities": [e.model_dump() for e in ents], "relationships": []}
+
+
+def timed_sync(*, item: Any, **_: Any) -> dict[str, Any]:
+    start = time.perf_counter()
+    time.sleep(float(os.environ.get("E2E_DELAY", "0")))
+    CALL_TIMES.append((item.id, start, time.perf_counter()))
+    if HOOK is not None:
+        HOOK(item)
+    return _first_gold_entity(item)
+
+
+async def timed_async(*, item: Any, **_: Any) -> dict[str, Any]:
+    import asyncio
+
+    start = time.perf_counter()
+    await asyncio.sleep(float(os.environ.get("E2E_DELAY", "0")))
+    CALL_TIMES.append((item.id, start, time.perf_counter()))
+    if HOOK is not None:
+        HOOK(item)
+    return _first_gold_entity(item)
