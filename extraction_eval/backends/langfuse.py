@@ -862,7 +862,12 @@ class VerifyReport:
                 f" item scores ({shown}{f', +{more} more' if more > 0 else ''})"
             )
         if self.missing_run_scores:
-            out.append("missing in LangFuse: run scores " + ", ".join(self.missing_run_scores))
+            shown = ", ".join(self.missing_run_scores[:limit])
+            more = len(self.missing_run_scores) - limit
+            out.append(
+                f"missing in LangFuse: {len(self.missing_run_scores)} run scores"
+                f" ({shown}{f', +{more} more' if more > 0 else ''})"
+            )
         if self.errors:
             out.append(f"last read error: {self.errors[-1]}")
         return out

@@ -9,6 +9,7 @@ import typer
 from extraction_eval.commands.common import console, err_console, fail, handle_errors
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.config import RunConfig, parse_fail_under
+from extraction_eval.experiments.langfuse_mode import VerificationError
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.views import RichProgress, render_run_summary
@@ -87,8 +88,13 @@ def run_cmd(
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
     )
-    with RichProgress(err_console) as progress:
-        outcome = run_experiment(config, progress=progress)
+    try:
+        with RichProgress(err_console) as progress:
+            outcome = run_experiment(config, progress=progress)
+    except VerificationError as exc:
+        # The run finished and is in the local mirror; show it, then say what LangFuse lacks.
+        render_run_summary(exc.outcome, console)
+        fail(str(exc), exc.exit_code)
     render_run_summary(outcome, console)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)

@@ -41,7 +41,7 @@ class RunConfig:
     fail_under: dict[str, float] = field(default_factory=dict)
     backend: Backend = "auto"
     verify: bool = True  # LangFuse mode: read back what arrived
-    dataset_version: int | None = None
+    dataset_version: int | str | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -101,10 +101,12 @@ def git_state(cwd: Path | None = None) -> dict[str, Any] | None:
 def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
     """The JSON-able record of a run's configuration (no secrets: keys never enter RunConfig)."""
     pipeline = dataclasses.asdict(config.pipeline)
+    user_pipeline = config.pipeline.pipeline
     record: dict[str, Any] = {
         "dataset": config.dataset,
-        "provider": config.pipeline.provider,
-        "model": config.pipeline.model,
+        # a user's pipeline replaces the model: say so rather than record the unused default
+        "provider": "pipeline" if user_pipeline else config.pipeline.provider,
+        "model": f"pipeline:{user_pipeline}" if user_pipeline else config.pipeline.model,
         "pipeline": pipeline,
         "temperature": config.pipeline.temperature,
         "concurrency": config.concurrency,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -173,6 +174,11 @@ async def arun_local(
         store.record_result(prep.run.id, result)
         progress.advance(result)
 
+    # Sync user pipelines run in the loop's default executor: make it as wide as the run's
+    # concurrency (asyncio's default is min(32, CPUs + 4) threads, 6 on a 2-core machine).
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=prep.config.concurrency, thread_name_prefix="pipeline")
+    )
     status = "interrupted"
     try:
         await run_bounded(

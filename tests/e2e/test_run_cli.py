@@ -161,3 +161,21 @@ def test_sigkill_mid_run_then_resume_finishes_each_item_once(tmp_path: Path) -> 
     resumed_calls = (tmp_path / "resume.log").read_text().split()
     assert not set(resumed_calls) & done_before  # finished items were not called again
     assert len(resumed_calls) == len(set(resumed_calls))
+
+
+@pytest.mark.parametrize("fn", ["timed_sync", "timed_async"])
+def test_sync_and_async_pipelines_overlap_up_to_concurrency(
+    fn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support import pipelines
+
+    monkeypatch.setenv("E2E_DELAY", "0.2")
+    pipelines.CALL_TIMES.clear()
+    args = ["run", "--name", f"overlap-{fn}", "--limit", "16", "--concurrency", "16"]
+    code, _, err = _invoke(*args, "--pipeline", f"tests.support.pipelines:{fn}")
+    assert code == 0, err
+    calls = pipelines.CALL_TIMES[-16:]
+    assert len(calls) == 16
+    # the most calls in flight at once: more than asyncio's default 6 threads on 2 cores
+    in_flight = max(sum(1 for _, s, e in calls if s <= t < e) for _, t, _ in calls)
+    assert in_flight == 16

@@ -113,7 +113,7 @@ def test_missing_trace_and_run_score_are_reported(server: FakeLangfuse, lf: Any)
     )
     assert report.missing_traces == (never_sent,)
     assert report.missing_run_scores == ("micro_f1_ci_low",)
-    assert any("run scores micro_f1_ci_low" in line for line in report.lines())
+    assert any("1 run scores (micro_f1_ci_low)" in line for line in report.lines())
 
 
 def test_late_arrivals_are_waited_for(server: FakeLangfuse, lf: Any) -> None:
