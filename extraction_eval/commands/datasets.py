@@ -22,7 +22,11 @@ datasets_app = typer.Typer(
 )
 
 VersionOpt = Annotated[
-    int | None, typer.Option("--version", help="Dataset version (default: the latest).")
+    str | None,
+    typer.Option(
+        "--version",
+        help="Dataset version: a number locally, a timestamp in LangFuse (default: the latest).",
+    ),
 ]
 
 
