@@ -873,16 +873,41 @@ class VerifyReport:
         return out
 
 
-def _score_trace_id(score: Any) -> str | None:
-    subject = getattr(score, "subject", None)
-    if subject is None:
-        return None
-    kind = getattr(subject, "kind", None)
+def _score_trace_id(score: Mapping[str, Any]) -> str | None:
+    subject = score.get("subject") or {}
+    kind = subject.get("kind")
     if kind == "trace":
-        return cast(str, subject.id)
+        return cast("str | None", subject.get("id"))
     if kind == "observation":
-        return cast("str | None", getattr(subject, "trace_id", None))
+        return cast("str | None", subject.get("traceId"))
     return None
+
+
+def _score_pages(lf: Langfuse, **params: Any) -> Iterator[list[dict[str, Any]]]:
+    """Pages of ``GET /api/public/v3/scores`` as plain JSON.
+
+    Sent through the SDK's own HTTP client (its auth, base URL and retries), but read as JSON
+    rather than through the SDK's generated models: parsing each score into those models costs
+    about 4 ms, which made verifying a 1,000-item run take minutes. Only names and subjects
+    are needed here.
+    """
+    http = lf.api._client_wrapper.httpx_client
+    query = {k: v for k, v in params.items() if v is not None}
+    cursor: str | None = None
+    while True:
+        response = http.request(
+            "api/public/v3/scores", method="GET", params={**query, "cursor": cursor}, retries=0
+        )
+        if response.status_code >= 400:
+            raise BackendError(
+                f"reading scores back failed: HTTP {response.status_code}"
+                f" {response.text[:200].strip()}"
+            )
+        body = response.json()
+        yield list(body.get("data") or [])
+        cursor = (body.get("meta") or {}).get("cursor")
+        if not cursor:
+            return
 
 
 def _chunks(values: Sequence[str], size: int) -> Iterator[list[str]]:
@@ -918,36 +943,20 @@ def _arrived_scores(
 ) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for chunk in _chunks(sorted(trace_ids), 20):
-        cursor: str | None = None
-        while True:
-            page = lf.api.scores.get_many(
-                trace_id=",".join(chunk),
-                name=",".join(names),
-                fields="subject",
-                limit=100,
-                cursor=cursor,
-            )
-            for score in page.data:
+        pages = _score_pages(
+            lf, traceId=",".join(chunk), name=",".join(names), fields="subject", limit=100
+        )
+        for page in pages:
+            for score in page:
                 trace_id = _score_trace_id(score)
                 if trace_id is not None:
-                    found.add((trace_id, score.name))
-            cursor = page.meta.cursor
-            if not cursor:
-                break
+                    found.add((trace_id, str(score.get("name"))))
     return found
 
 
 def _arrived_run_scores(lf: Langfuse, experiment_id: str, names: Sequence[str]) -> set[str]:
-    found: set[str] = set()
-    cursor: str | None = None
-    while True:
-        page = lf.api.scores.get_many(
-            experiment_id=experiment_id, name=",".join(names), limit=100, cursor=cursor
-        )
-        found.update(s.name for s in page.data)
-        cursor = page.meta.cursor
-        if not cursor:
-            return found
+    pages = _score_pages(lf, experimentId=experiment_id, name=",".join(names), limit=100)
+    return {str(score.get("name")) for page in pages for score in page}
 
 
 def read_back(
