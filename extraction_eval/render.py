@@ -14,7 +14,8 @@ _MAX_TYPE_ROWS = 6
 _MAX_WARNINGS = 5
 
 
-def _num(value: Any, digits: int = 3) -> str:
+def fmt_number(value: Any, digits: int = 3) -> str:
+    """One spelling of numbers across every view: fixed digits, '—' for missing."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -51,13 +52,13 @@ def _score_headline(report: dict[str, Any]) -> Table:
         block = report.get(key) or {}
         table.add_row(
             label,
-            _num(block.get("precision")),
-            _num(block.get("recall")),
-            Text(_num(block.get("f1")), style="bold"),
+            fmt_number(block.get("precision")),
+            fmt_number(block.get("recall")),
+            Text(fmt_number(block.get("f1")), style="bold"),
             _ci(ci.get(f"{prefix}_f1")),
-            _num(block.get("tp")),
-            _num(block.get("fp")),
-            _num(block.get("fn")),
+            fmt_number(block.get("tp")),
+            fmt_number(block.get("fp")),
+            fmt_number(block.get("fn")),
         )
     return table
 
@@ -83,9 +84,9 @@ def _per_type(report: dict[str, Any]) -> Table | None:
         table.add_row(
             kind,
             escape(name),
-            _num(c.get("precision")),
-            _num(c.get("recall")),
-            _num(c.get("f1")),
+            fmt_number(c.get("precision")),
+            fmt_number(c.get("recall")),
+            fmt_number(c.get("f1")),
             str(c["tp"] + c["fn"]),
         )
     if hidden:
@@ -97,8 +98,8 @@ def _facts(report: dict[str, Any]) -> Table:
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold", no_wrap=True)
     facts.add_column()
-    facts.add_row("type accuracy", _num(report.get("type_accuracy")))
-    facts.add_row("relationship accuracy", _num(report.get("relationship_accuracy")))
+    facts.add_row("type accuracy", fmt_number(report.get("type_accuracy")))
+    facts.add_row("relationship accuracy", fmt_number(report.get("relationship_accuracy")))
     facts.add_row("relationship matches", _counts_line(report.get("match_types") or {}))
     ev = report.get("evidence") or {}
     cov = ev.get("evidence_coverage_rate")
@@ -106,12 +107,12 @@ def _facts(report: dict[str, Any]) -> Table:
         f"evidence ({ev.get('mode', '?')})",
         "no predicted object carries evidence"
         if cov is None
-        else f"{_num(cov)} grounded ({ev.get('grounded')} of {ev.get('predicted')} predicted"
+        else f"{fmt_number(cov)} grounded ({ev.get('grounded')} of {ev.get('predicted')} predicted"
         f" objects; {ev.get('with_evidence')} carry evidence)",
     )
     attrs = report.get("attributes") or {}
     parts = [
-        f"{kind[:3]}.{key} {_num(v.get('accuracy'))} ({v.get('agree')}/{v.get('total')})"
+        f"{kind[:3]}.{key} {fmt_number(v.get('accuracy'))} ({v.get('agree')}/{v.get('total')})"
         for kind in ("entities", "relationships")
         for key, v in sorted((attrs.get(kind) or {}).items())
     ]
@@ -123,7 +124,7 @@ def _facts(report: dict[str, Any]) -> Table:
             "negative space",
             f"{neg['gold_empty_items']} gold-empty items: zero-FP pass "
             f"{neg.get('zero_fp_pass_count')}/{neg['gold_empty_items']} "
-            f"({_num(neg.get('zero_fp_pass_rate'))}), "
+            f"({fmt_number(neg.get('zero_fp_pass_rate'))}), "
             f"{neg.get('hallucination_count')} hallucinated objects",
         )
     else:
@@ -134,8 +135,9 @@ def _facts(report: dict[str, Any]) -> Table:
     macro = report.get("macro") or {}
     facts.add_row(
         "macro F1",
-        f"entities {_num(macro.get('entity_f1'))} · typed {_num(macro.get('entity_typed_f1'))}"
-        f" · relationships {_num(macro.get('relationship_f1'))}",
+        f"entities {fmt_number(macro.get('entity_f1'))}"
+        f" · typed {fmt_number(macro.get('entity_typed_f1'))}"
+        f" · relationships {fmt_number(macro.get('relationship_f1'))}",
     )
     return facts
 

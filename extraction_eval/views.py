@@ -20,18 +20,12 @@ from rich.table import Table
 
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.experiments.runner import RunOutcome
-from extraction_eval.render import render_report
+from extraction_eval.render import fmt_number, render_report
 from extraction_eval.types import ItemResult
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    return fmt_number(value, digits)
 
 
 class RichProgress:

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from extraction_eval.backends.base import extraction_payload
 from extraction_eval.errors import UsageError
+from extraction_eval.scorefile import parse_extraction
 from extraction_eval.types import DatasetItem
 
 __all__ = ["item_to_json", "parse_lines", "read_items", "write_items"]
@@ -98,25 +99,15 @@ def _to_item(obj: Any) -> DatasetItem:
         "id": str(item_id),
         "text": obj["text"],
         "schema": schema,
-        "expected": {
-            "entities": [_with_evidence(e) for e in obj.get("entities") or []],
-            "relationships": [_with_evidence(r) for r in obj.get("relationships") or []],
-        },
+        # the same normalisation as `score` reads gold with, so an uploaded dataset scores
+        # exactly like the file it came from (evidence lists, attribute values)
+        "expected": parse_extraction(obj),
         "metadata": metadata or {},
     }
     for key in ("source_trace_id", "source_observation_id", "status"):
         if obj.get(key) is not None:
             data[key] = obj[key]
     return DatasetItem.model_validate(data)
-
-
-def _with_evidence(obj: Any) -> Any:
-    """Re-DocRED carries evidence as a list of sentences ({"text": ...}); keep the first quote."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("evidence"), list):
-        return obj
-    quotes = [q.get("text") if isinstance(q, dict) else q for q in obj["evidence"]]
-    quotes = [q for q in quotes if isinstance(q, str) and q]
-    return {**obj, "evidence": quotes[0] if quotes else None}
 
 
 def _one_line(exc: Exception) -> str:

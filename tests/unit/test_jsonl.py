@@ -104,7 +104,7 @@ def test_integer_ids_become_strings_and_null_lists_are_empty() -> None:
     assert warnings == ["line 1 (id 'd1'): 'entities' must be a list"]
 
 
-def test_redocred_evidence_lists_keep_the_first_quote() -> None:
+def test_redocred_evidence_lists_are_read_like_the_score_command_reads_them() -> None:
     line = {
         "id": "r",
         "text": "A met B. B left.",
@@ -120,7 +120,7 @@ def test_redocred_evidence_lists_keep_the_first_quote() -> None:
     }
     [item], warnings = parse_lines([json.dumps(line)])
     assert warnings == []
-    assert item.expected.relationships[0].evidence == "A met B."
+    assert item.expected.relationships[0].evidence == "A met B. … B left."
 
 
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
