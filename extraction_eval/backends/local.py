@@ -16,7 +16,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -171,13 +170,9 @@ class LocalStore:
         with self._tx(write=False) as conn:
             if _dataset_row(conn, SAMPLE_DATASET) is not None:
                 return
-        from extraction_eval.seeds.jsonl import read_items  # seeds/jsonl depends only on types
+        from extraction_eval.seeds.jsonl import sample_items  # imported only when seeding
 
-        ref = resources.files("extraction_eval").joinpath(*_SAMPLE_RESOURCE)
-        with resources.as_file(ref) as sample_path:
-            items, warnings = read_items(sample_path)
-        for warning in warnings:  # pragma: no cover - the bundled file is validated by tests
-            log.warning("bundled sample dataset: %s", warning)
+        items = sample_items()
         self.upload_items(
             SAMPLE_DATASET,
             items,

@@ -15,7 +15,7 @@ from rich.table import Table
 from extraction_eval.backends import DatasetBackend, get_dataset_backend
 from extraction_eval.commands.common import console, err_console, handle_errors
 from extraction_eval.errors import UsageError
-from extraction_eval.seeds.jsonl import read_items, write_items
+from extraction_eval.seeds.jsonl import read_items, sample_items, write_items
 
 datasets_app = typer.Typer(
     no_args_is_help=True, help="Evaluation datasets (local store, or LangFuse when configured)."
@@ -52,11 +52,16 @@ def _warn(message: str) -> None:
 @handle_errors
 def upload_cmd(
     name: Annotated[str, typer.Argument(help="Dataset name (created if new).")],
-    file: Annotated[Path, typer.Argument(help="JSONL file: id, text, entities, relationships.")],
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="JSONL file: id, text, entities, relationships. Omitted: the bundled sample."
+        ),
+    ] = None,
     description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
 ) -> None:
     """Upload (or update) items by id; changed content makes a new dataset version."""
-    items, warnings = read_items(file)
+    items, warnings = read_items(file) if file is not None else (sample_items(), [])
     for warning in warnings:
         _warn(f"{warning}; line skipped")
     if not items:

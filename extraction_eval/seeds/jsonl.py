@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,7 +27,7 @@ from extraction_eval.errors import UsageError
 from extraction_eval.scorefile import parse_extraction
 from extraction_eval.types import DatasetItem
 
-__all__ = ["item_to_json", "parse_lines", "read_items", "write_items"]
+__all__ = ["item_to_json", "parse_lines", "read_items", "sample_items", "write_items"]
 
 
 def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
@@ -41,6 +42,16 @@ def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
         raise UsageError(f"not a file: {p}") from None
     except OSError as exc:
         raise UsageError(f"cannot read {p}: {exc.strerror or exc}") from None
+
+
+def sample_items() -> list[DatasetItem]:
+    """The bundled sample dataset (``extraction-eval``), validated by the tests."""
+    ref = resources.files("extraction_eval").joinpath("data", "sample_dataset.jsonl")
+    with resources.as_file(ref) as path:
+        items, warnings = read_items(path)
+    if warnings:  # pragma: no cover - the bundled file is validated by tests
+        raise UsageError(f"bundled sample dataset: {warnings[0]}")
+    return items
 
 
 def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[DatasetItem], list[str]]:

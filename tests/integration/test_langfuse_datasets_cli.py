@@ -68,3 +68,12 @@ def test_upload_twice_list_show_export_against_langfuse(
     assert [r["id"] for r in rows] == ["doc-0", "doc-1", "doc-2"]  # our ids survive the round trip
     missing = runner.invoke(app, ["datasets", "show", "nope"])
     assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_upload_without_a_file_sends_the_bundled_sample(server: FakeLangfuse) -> None:
+    from extraction_eval.seeds.jsonl import sample_items
+
+    result = runner.invoke(app, ["datasets", "upload", "extraction-eval"])
+    assert result.exit_code == 0, result.output
+    items = server.dataset_items("extraction-eval")
+    assert len(items) == len(sample_items()) > 30
