@@ -105,3 +105,22 @@ def test_prompt_push_fetch_trace_score_read_back_and_seed(lf: Any) -> None:
     assert seeded.skipped == () and len(seeded.items) == 1
     items = {i.id: i for i in LangfuseDatasetBackend(lf).get_items(NAME)}
     assert items[f"from-{trace_id}"].source_trace_id == trace_id
+
+
+def test_run_experiment_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main job against a real LangFuse: the bundled sample, the offline baseline."""
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.seeds.jsonl import sample_items
+
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", _PUBLIC_KEY)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", _SECRET_KEY)
+    monkeypatch.setenv("LANGFUSE_BASE_URL", _BASE_URL)
+    dataset = f"{NAME}-run"
+    client = connect(public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL)
+    LangfuseDatasetBackend(client).upload_items(dataset, sample_items()[:5])
+    outcome = run_experiment(
+        RunConfig(dataset=dataset, name=f"live-{uuid.uuid4().hex[:8]}", backend="langfuse")
+    )
+    assert outcome.summary.items == 5 and outcome.summary.missing == 0
+    assert outcome.experiment_url
