@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -35,19 +35,7 @@ Category = Literal[
     "wrong_relation_type",
     "hallucinated_argument",
 ]
-CATEGORIES: tuple[Category, ...] = (
-    "missed",
-    "spurious",
-    "wrong_type",
-    "truncated",
-    "merged",
-    "hallucinated_on_empty",
-    "ungrounded",
-    "context_bleed",
-    "reversed",
-    "wrong_relation_type",
-    "hallucinated_argument",
-)
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 Kind = Literal["entity", "relationship"]
 Side = Literal["gold", "pred"]
 

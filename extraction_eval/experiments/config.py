@@ -52,6 +52,8 @@ class RunConfig:
 
 def parse_fail_under(values: list[str]) -> dict[str, float]:
     """``entity_f1=0.8`` strings -> {"entity_f1": 0.8}; a malformed one is a usage error."""
+    from extraction_eval.experiments.summary import RUN_VALUE_NAMES
+
     out: dict[str, float] = {}
     for raw in values:
         key, sep, val = raw.partition("=")
@@ -61,6 +63,9 @@ def parse_fail_under(values: list[str]) -> dict[str, float]:
             out[key.strip()] = float(val)
         except ValueError:
             raise UsageError(f"--fail-under expects NAME=NUMBER, got {raw!r}") from None
+        if key.strip() not in RUN_VALUE_NAMES:
+            known = ", ".join(sorted(RUN_VALUE_NAMES))
+            raise UsageError(f"--fail-under: unknown score {key.strip()!r}; known: {known}")
     return out
 
 

@@ -111,6 +111,28 @@ def summarize(
     return summary
 
 
+_PRF_GROUPS = ("entity", "entity_typed", "relationship")
+# Every run-level value a run can have (some are absent when undefined, e.g. no evidence):
+# what ``--fail-under`` accepts, checked before a run starts.
+RUN_VALUE_NAMES: frozenset[str] = frozenset(
+    {
+        f"{group}_{metric}{suffix}"
+        for group in _PRF_GROUPS
+        for metric in ("precision", "recall", "f1")
+        for suffix in ("", "_ci_low", "_ci_high")
+    }
+    | {
+        "type_accuracy",
+        "relationship_accuracy",
+        "evidence_coverage_rate",
+        "zero_fp_pass_rate",
+        "hallucination_rate",
+        "error_rate",
+        "schema_failure_rate",
+    }
+)
+
+
 def run_values(report: dict[str, Any]) -> dict[str, float]:
     """Flatten the report's headline (micro) figures into ``name -> value``."""
     values: dict[str, float] = {}

@@ -109,6 +109,7 @@ def test_fail_under_sets_exit_code_and_unknown_name_is_usage_error() -> None:
         "run", "--name", "fu2", "--limit", "3", "--pipeline", PIPE, "--fail-under", "nope=0.5"
     )
     assert code == 2 and "unknown score" in err
+    assert LocalStore().get_run("fu2") is None  # refused before anything ran
 
 
 def test_compare_two_runs() -> None:

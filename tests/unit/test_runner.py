@@ -116,3 +116,18 @@ def test_select_items_resume_and_retry_errors() -> None:
     }
     assert [i.id for i in select_items(items, done, retry_errors=False)] == ["i2", "i3"]
     assert [i.id for i in select_items(items, done, retry_errors=True)] == ["i1", "i2", "i3"]
+
+
+def test_every_run_value_is_a_known_fail_under_name() -> None:
+    from extraction_eval.experiments.summary import RUN_VALUE_NAMES
+
+    gold = Extraction(
+        entities=[Entity(name="Ada Lovelace", type="person", evidence="Ada Lovelace")]
+    )
+    items = [_item(0, gold), _item(1, Extraction())]
+    pipeline = ScriptedPipeline({"i0": gold, "i1": Extraction()})
+    runner, results = _run(pipeline, items)
+    scores = [runner.score(items[int(r.item_id[1:])], r.output) for r in results]
+    summary = summarize(results, scores, runner.scoring)
+    assert "evidence_coverage_rate" in summary.values and "zero_fp_pass_rate" in summary.values
+    assert set(summary.values) <= RUN_VALUE_NAMES
