@@ -213,7 +213,9 @@ def _id_list(ids: list[str], limit: int = 20) -> str:
     return shown + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 
-def score_files(gold_path: Path, predictions_path: Path, config: ScoringConfig) -> ScoredFiles:
+def score_files(
+    gold_path: str | Path, predictions_path: str | Path, config: ScoringConfig
+) -> ScoredFiles:
     """Score a predictions file against a gold file.
 
     A gold id without a prediction line is scored as an empty prediction and reported; a
@@ -221,6 +223,7 @@ def score_files(gold_path: Path, predictions_path: Path, config: ScoringConfig) 
     can be scored: unreadable file, no usable gold line, or predictions that are all broken
     or that share no id with gold.
     """
+    gold_path, predictions_path = Path(gold_path), Path(predictions_path)
     gold, warnings = read_gold(gold_path)
     if not gold:
         first = f" (first problem: {warnings[0]})" if warnings else ""
