@@ -356,6 +356,8 @@ def _split_of(tokens_text: str) -> list[str]:
     if len(parts) != 2:
         return [tokens_text]
     head, tail = parts[0].split(), parts[1].split()
+    if not head or not tail:  # "of Ada", "Smith of": nothing on one side to split off
+        return [tokens_text]
     if head[0] in FIRST_NAMES:
         return parts
     if len(head) > 1 and head[-1] in ORG_SUFFIXES and _classify_strong(tail, False) in (ORG, LOC):

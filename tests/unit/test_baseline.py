@@ -272,3 +272,9 @@ def test_conll04_cross_check_entity_f1_is_in_a_plausible_band() -> None:
     # zero and perfect. Relationship types differ, so only entities are compared.
     entity_f1, _ = _scores(CONLL_DEV, {"Peop": "person", "Org": "organization", "Loc": "location"})
     assert 0.35 < entity_f1 < 0.8
+
+
+def test_of_at_the_edge_of_a_capitalised_run_does_not_crash() -> None:
+    """Found by hypothesis: '3 May of Ada' left nothing before 'of' to split off."""
+    out = extract_baseline("3 May of Ada")
+    assert all(e.evidence and e.evidence in "3 May of Ada" for e in out.entities)
