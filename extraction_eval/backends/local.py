@@ -13,6 +13,7 @@ import math
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -83,6 +84,23 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def _set_wal(conn: sqlite3.Connection, attempts: int = 50) -> None:
+    """Switch to WAL, waiting out other processes doing the same on a brand-new file.
+
+    The switch needs an exclusive lock and SQLite may answer "database is locked" at once
+    instead of waiting for ``timeout`` (seen with several CLI commands started together on a
+    fresh machine), so retry briefly.
+    """
+    for attempt in range(attempts):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.02 * (attempt + 1))
+
+
 class LocalStore:
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 
@@ -105,7 +123,7 @@ class LocalStore:
             )
             self._conn = conn
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(conn)
             # NORMAL in WAL mode: durable across process crashes; only an OS crash or power
             # loss can drop the last commits, and the file stays consistent either way.
             conn.execute("PRAGMA synchronous=NORMAL")
