@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 import typer
@@ -17,13 +16,7 @@ from extraction_eval.backends.langfuse import (
 )
 from extraction_eval.commands.prompts import prompts_app
 from extraction_eval.errors import BackendError, ConfigError
-from tests.support.langfuse_server import FakeLangfuse, running_fake_langfuse
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
+from tests.support.langfuse_server import FakeLangfuse
 
 
 def test_good_keys_pass_the_check_with_one_projects_call(server: FakeLangfuse) -> None:

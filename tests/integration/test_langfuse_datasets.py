@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,20 +15,7 @@ from extraction_eval.backends.langfuse import (
 )
 from extraction_eval.errors import BackendError, NotFoundError, UsageError
 from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship, Schema
-from tests.support.langfuse_server import FakeLangfuse, client_for, running_fake_langfuse
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
-
-
-@pytest.fixture
-def lf(server: FakeLangfuse) -> Iterator[Any]:
-    client = client_for(server, "datasets")
-    yield client
-    client.shutdown()
+from tests.support.langfuse_server import FakeLangfuse
 
 
 def _items() -> list[DatasetItem]:

@@ -39,7 +39,7 @@ from extraction_eval.llm.fake import register_fake, unregister_fake
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.types import DatasetItem
 from tests.support import pipelines
-from tests.support.langfuse_server import FakeLangfuse, client_for, running_fake_langfuse
+from tests.support.langfuse_server import FakeLangfuse, client_for
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = "extraction-eval"
@@ -55,12 +55,6 @@ cli = CliRunner()
 
 
 # --- fixtures and helpers -------------------------------------------------------------------
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
 
 
 @pytest.fixture

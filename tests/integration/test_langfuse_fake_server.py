@@ -3,26 +3,10 @@ the fake answers (experiments, cursors, encoded names). Later experiment tests r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
-from tests.support.langfuse_server import FakeLangfuse, client_for, running_fake_langfuse
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
-
-
-@pytest.fixture
-def lf(server: FakeLangfuse) -> Iterator[Any]:
-    client = client_for(server, "fake")
-    yield client
-    client.shutdown()
+from tests.support.langfuse_server import FakeLangfuse
 
 
 def test_run_experiment_spans_scores_and_experiment_reads(server: FakeLangfuse, lf: Any) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,25 +13,12 @@ from extraction_eval.backends.langfuse import fetch_prompt, push_prompt
 from extraction_eval.commands.prompts import prompts_app
 from extraction_eval.prompts.template import load_local_prompt, prompt_variables
 from extraction_eval.types import Schema
-from tests.support.langfuse_server import FakeLangfuse, client_for, running_fake_langfuse
+from tests.support.langfuse_server import FakeLangfuse
 
 REMOTE = [
     {"role": "system", "content": "Extract {{entity_types}} and {{relationship_types}}."},
     {"role": "user", "content": "<text>{{text}}</text>"},
 ]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
-
-
-@pytest.fixture
-def lf(server: FakeLangfuse) -> Iterator[Any]:
-    client = client_for(server, "prompts")
-    yield client
-    client.shutdown()
 
 
 def _cli(server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, label: str) -> typer.Typer:

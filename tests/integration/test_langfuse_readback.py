@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
 from extraction_eval.backends.langfuse import LangfuseTracer, read_back
-from tests.support.langfuse_server import FakeLangfuse, client_for, running_fake_langfuse
+from tests.support.langfuse_server import FakeLangfuse
 
 NAMES = ("entity_f1", "extraction_error")
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
-
-
-@pytest.fixture
-def lf(server: FakeLangfuse) -> Iterator[Any]:
-    client = client_for(server, "readback")
-    yield client
-    client.shutdown()
 
 
 def _traced_items(lf: Any, n: int) -> list[str]:

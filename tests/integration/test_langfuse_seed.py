@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +14,7 @@ from extraction_eval.backends.langfuse import LangfuseDatasetBackend, langfuse_i
 from extraction_eval.commands.seed import seed
 from extraction_eval.errors import UsageError
 from extraction_eval.seeds.from_trace import parse_since, seed_from_traces
-from tests.support.langfuse_server import FakeLangfuse, client_for, running_fake_langfuse
+from tests.support.langfuse_server import FakeLangfuse
 
 TEXT = "Ada Lovelace worked with Charles Babbage in London."
 OUTPUT = {
@@ -31,19 +30,6 @@ CORRECTED = {
     **OUTPUT,
     "entities": [*OUTPUT["entities"], {"name": "London", "type": "location"}],
 }
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
-
-
-@pytest.fixture
-def lf(server: FakeLangfuse) -> Iterator[Any]:
-    client = client_for(server, "seed")
-    yield client
-    client.shutdown()
 
 
 def client_for_keys(server: FakeLangfuse, public: str, secret: str) -> Any:

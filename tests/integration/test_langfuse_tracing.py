@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,22 +15,9 @@ from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.llm import LLMPipeline
 from extraction_eval.pipeline.tracing import CallTracer
 from extraction_eval.types import DatasetItem
-from tests.support.langfuse_server import FakeLangfuse, client_for, running_fake_langfuse
+from tests.support.langfuse_server import FakeLangfuse
 
 ANSWER = {"entities": [{"name": "Ada", "type": "person"}], "relationships": []}
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLangfuse]:
-    with running_fake_langfuse() as fake:
-        yield fake
-
-
-@pytest.fixture
-def lf(server: FakeLangfuse) -> Iterator[Any]:
-    client = client_for(server, "tracing")
-    yield client
-    client.shutdown()
 
 
 def _generation(server: FakeLangfuse) -> dict[str, Any]:
