@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -104,25 +105,37 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
 
 
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
-    table = Table(title="runs")
-    table.add_column("name", no_wrap=True)
-    for col in ("dataset", "backend", "model", "status", "items", "errors", "entity_f1"):
-        table.add_column(col, overflow="fold")
-    table.add_column("started", overflow="fold")
+    """One line per run; long dataset and model names are shortened so a line fits."""
+    table = Table(title="runs", box=box.SIMPLE_HEAD, title_justify="left")
+    # the name is what every other command takes: never shortened
+    table.add_column("name", no_wrap=True, min_width=max([4, *(len(r.name) for r in runs)]))
+    table.add_column("dataset", no_wrap=True)
+    table.add_column("model", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("items/err", justify="right", no_wrap=True)
+    table.add_column("entity_f1", justify="right", no_wrap=True)
+    table.add_column("rel_f1", justify="right", no_wrap=True)
+    table.add_column("started", no_wrap=True)
     for run in runs:
         summary = run.summary or {}
         values = summary.get("values") or {}
+        model = str(run.config.get("model", ""))
+        if run.backend != "local":
+            model = f"{model} [{run.backend}]"
         table.add_row(
             run.name,
-            run.dataset,
-            run.backend,
-            str(run.config.get("model", "")),
+            _short(run.dataset, 16),
+            _short(model, 24),
             run.status,
-            _fmt(summary.get("items")),
-            _fmt(summary.get("errors")),
-            _fmt(values.get("entity_f1")),
-            run.started_at[:16],
+            f"{_fmt(summary.get('items'))}/{_fmt(summary.get('errors'))}",
+            _fmt(values.get("entity_f1"), 3),
+            _fmt(values.get("relationship_f1"), 3),
+            run.started_at[5:16].replace("T", " "),
         )
     console.print(table)
 
@@ -159,16 +172,35 @@ def render_run_items(run: RunRecord, results: Sequence[ItemResult], console: Con
 
 
 def render_compare(comparison: dict[str, Any], console: Console) -> None:
+    """Run-level values with their CIs side by side (bounds folded into their metric's row)."""
     a, b = comparison["a"], comparison["b"]
+    rows = {name: (va, vb, delta) for name, va, vb, delta in comparison["run_level"]}
     table = Table(title=f"compare {a!r} → {b!r}", title_justify="left")
     table.add_column("run-level")
-    table.add_column(a, justify="right")
-    table.add_column(b, justify="right")
-    table.add_column("Δ", justify="right")
-    for name, va, vb, delta in comparison["run_level"]:
+    for head in (a, "95% CI", b, "95% CI", "Δ"):
+        table.add_column(head, justify="right")
+
+    def ci(name: str, side: int) -> str:
+        lo, hi = rows.get(f"{name}_ci_low"), rows.get(f"{name}_ci_high")
+        if lo is None or hi is None or lo[side] is None or hi[side] is None:
+            return ""
+        return f"[{lo[side]:.3f}, {hi[side]:.3f}]"
+
+    for name, (va, vb, delta) in rows.items():
+        if name.endswith(("_ci_low", "_ci_high")):
+            continue
         colour = "" if delta is None or delta == 0 else ("green" if delta > 0 else "red")
+        if name in ("error_rate", "schema_failure_rate", "hallucination_rate") and colour:
+            colour = "red" if colour == "green" else "green"  # lower is better
         shown = _fmt(delta) if delta is not None else "—"
-        table.add_row(name, _fmt(va), _fmt(vb), f"[{colour}]{shown}" if colour else shown)
+        table.add_row(
+            name,
+            _fmt(va),
+            ci(name, 0),
+            _fmt(vb),
+            ci(name, 1),
+            f"[{colour}]{shown}" if colour else shown,
+        )
     console.print(table)
     items = Table(title="items whose entity F1 changed most", title_justify="left")
     items.add_column("item", no_wrap=True)
@@ -177,3 +209,8 @@ def render_compare(comparison: dict[str, Any], console: Console) -> None:
     for item_id, va, vb, delta in comparison["items"]:
         items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
     console.print(items)
+    only = [
+        f"{len(comparison[k])} items only in {r!r}" for k, r in (("only_in_a", a), ("only_in_b", b))
+    ]
+    if comparison["only_in_a"] or comparison["only_in_b"]:
+        console.print("; ".join(only), highlight=False)
