@@ -425,22 +425,21 @@ def score_item(
 
     index = TextIndex(text, config.evidence)
     groundings: list[Grounding] = []
-    ent_grounded: list[bool | None] = []
-    for i, e in enumerate(pe):
-        if _has_evidence(e.evidence):
-            g = Grounding("entity", i, index.find(e.evidence or ""))
-            groundings.append(g)
-            ent_grounded.append(g.grounded)
-        else:
-            ent_grounded.append(None)
-    rel_grounded: list[bool | None] = []
-    for i, r in enumerate(pr):
-        if _has_evidence(r.evidence):
-            g = Grounding("relationship", i, index.find(r.evidence or ""))
-            groundings.append(g)
-            rel_grounded.append(g.grounded)
-        else:
-            rel_grounded.append(None)
+
+    def ground(kind: Kind, quotes: list[str | None]) -> list[bool | None]:
+        """Grounded or not per object; None for an object without evidence."""
+        out: list[bool | None] = []
+        for i, quote in enumerate(quotes):
+            if _has_evidence(quote):
+                g = Grounding(kind, i, index.find(quote or ""))
+                groundings.append(g)
+                out.append(g.grounded)
+            else:
+                out.append(None)
+        return out
+
+    ent_grounded = ground("entity", [e.evidence for e in pe])
+    rel_grounded = ground("relationship", [r.evidence for r in pr])
 
     def elsewhere(s: str) -> str | None:
         return find_in_other_text(s, item_id, context_texts)

@@ -460,6 +460,9 @@ class FakeLangfuse:
         return self
 
     def stop(self) -> None:
+        self._close_listener()
+
+    def _close_listener(self) -> None:
         httpd, self._httpd = self._httpd, None
         if httpd is not None:
             httpd.shutdown()
@@ -529,13 +532,7 @@ class FakeLangfuse:
         if mode == "drop":
             self._drop_connections = True
             return
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._close_listener()
 
     def up(self) -> None:
         """Serve again on the same port after :meth:`down`."""
