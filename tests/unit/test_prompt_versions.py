@@ -117,7 +117,7 @@ def test_identical_push_adds_no_version_but_moves_labels(store: LocalStore) -> N
 
 
 def test_unknown_prompt_label_or_version_is_a_one_line_not_found(store: LocalStore) -> None:
-    with pytest.raises(NotFoundError, match="prompt 'extraction' not found.*none pushed yet"):
+    with pytest.raises(NotFoundError, match=r"prompt 'extraction' not found.*none pushed yet"):
         store.get_prompt("extraction", label="staging")
     store.push_prompt("extraction", V1, labels=["staging"])
     with pytest.raises(NotFoundError, match=r"no label 'nope'.*\(labels: latest, staging\)"):
@@ -126,7 +126,7 @@ def test_unknown_prompt_label_or_version_is_a_one_line_not_found(store: LocalSto
         store.get_prompt("extraction")
     with pytest.raises(NotFoundError, match=r"no version 7 .*\(versions 1..1\)"):
         store.get_prompt("extraction", version=7)
-    with pytest.raises(NotFoundError, match="prompt 'x' not found.*known: extraction"):
+    with pytest.raises(NotFoundError, match=r"prompt 'x' not found.*known: extraction"):
         store.get_prompt("x", label="staging")
     with pytest.raises(UsageError, match="not both"):
         store.get_prompt("extraction", label="staging", version=1)
