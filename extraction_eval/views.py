@@ -8,6 +8,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -91,6 +92,8 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_row("tokens in / out", f"{s.tokens_in} / {s.tokens_out}")
     facts.add_row("cost USD", _fmt(s.cost_usd, 6))
     facts.add_row("cache hits", str(s.cache_hits))
+    if prompt := prompt_summary(run.config):
+        facts.add_row("prompt", escape(prompt))
     if s.missing:
         facts.add_row("[red]missing", f"[red]{s.missing} items have no result (interrupted run)")
     console.print(facts)
@@ -147,13 +150,30 @@ def score_value(result: ItemResult, name: str) -> float | None:
     return None
 
 
+def prompt_summary(config: dict[str, Any]) -> str | None:
+    """Which prompt a run sent (name, version, label, source, hash); None when it sent none."""
+    prompt = config.get("prompt")
+    if not isinstance(prompt, dict) or config.get("provider") in ("offline", "pipeline"):
+        return None
+    text = str(prompt.get("name"))
+    if prompt.get("version") is not None:
+        text += f" v{prompt['version']}"
+    if prompt.get("label"):
+        text += f" label={prompt['label']}"
+    return f"{text} ({prompt.get('source')}, sha256 {str(config.get('prompt_hash'))[:12]})"
+
+
 def render_run_items(run: RunRecord, results: Sequence[ItemResult], console: Console) -> None:
     """Per-item table, failing items first, then the weakest entity F1."""
     ordered = sorted(
         results,
         key=lambda r: (r.ok, score_value(r, "entity_f1") or 0.0, r.item_id),
     )
-    table = Table(title=f"run {run.name!r} on {run.dataset!r}: {len(results)} items")
+    prompt = prompt_summary(run.config)
+    table = Table(
+        title=f"run {run.name!r} on {run.dataset!r}: {len(results)} items",
+        caption=escape(f"prompt: {prompt}") if prompt else None,
+    )
     table.add_column("item", no_wrap=True)
     for col in ("entity_f1", "rel_f1", "type_acc", "attempts", "latency ms"):
         table.add_column(col, justify="right")

@@ -159,6 +159,36 @@ def m003_response_cache(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m004_prompts(conn: sqlite3.Connection) -> None:
+    """Prompt versions and labels, as in LangFuse prompt management (``latest`` is implied)."""
+    _exec(
+        conn,
+        """
+        -- One row per version; versions count from 1 per name and are never changed.
+        CREATE TABLE prompt_versions (
+            name            TEXT NOT NULL,
+            version         INTEGER NOT NULL CHECK (version >= 1),
+            messages        TEXT NOT NULL,      -- JSON chat: [{"role", "content"}, ...]
+            content_hash    TEXT NOT NULL,      -- messages_hash(messages)
+            config          TEXT NOT NULL DEFAULT '{}',
+            commit_message  TEXT,
+            created_at      TEXT NOT NULL,
+            PRIMARY KEY (name, version)
+        );
+        -- A label points at exactly one version of its prompt; moving it is an UPDATE.
+        CREATE TABLE prompt_labels (
+            name        TEXT NOT NULL,
+            label       TEXT NOT NULL,
+            version     INTEGER NOT NULL,
+            updated_at  TEXT NOT NULL,
+            PRIMARY KEY (name, label),
+            FOREIGN KEY (name, version) REFERENCES prompt_versions(name, version)
+        )
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)

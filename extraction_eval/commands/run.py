@@ -26,7 +26,11 @@ def run_cmd(
         typer.Option(help="provider:model, e.g. offline:baseline, openai:gpt-4o-mini, gemini:…"),
     ] = "offline:baseline",
     prompt_label: Annotated[
-        str | None, typer.Option(help="LangFuse prompt label (LangFuse mode).")
+        str | None,
+        typer.Option(help="Prompt label: LangFuse's, or the local store's (prompts push)."),
+    ] = None,
+    prompt_version: Annotated[
+        int | None, typer.Option(help="Prompt version number instead of a label.")
     ] = None,
     prompt_name: Annotated[str, typer.Option(help="Prompt name.")] = "extraction",
     temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
@@ -75,6 +79,7 @@ def run_cmd(
             temperature=temperature,
             prompt_name=prompt_name,
             prompt_label=prompt_label,
+            prompt_version=prompt_version,
             pipeline=pipeline,
             timeout_s=timeout,
             max_attempts=max_attempts,

@@ -22,7 +22,8 @@ from extraction_eval.experiments.runner import (
     select_items,
 )
 from extraction_eval.pipeline.factory import make_pipeline
-from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
+from extraction_eval.prompts.template import PromptTemplate
+from extraction_eval.prompts.versions import select_run_prompt
 from extraction_eval.types import DatasetItem, ItemResult
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,9 @@ def prepare(
         raise UsageError(f"dataset {config.dataset!r} has no items to run")
     if config.name is None:
         config = replace(config, name=default_run_name(config))
-    prompt = prompt or load_local_prompt()
+    # local mode: the local store's version asked for by --prompt-label/--prompt-version (an
+    # unknown one is an error before the run exists), else the bundled template
+    prompt = prompt or select_run_prompt(store, config.pipeline)
     record = run_record(config, prompt, **(extra_record or {}))
     run, todo = open_run(
         store, config, items, dataset_version=dataset_version, record=record, backend=backend

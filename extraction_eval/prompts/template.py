@@ -17,7 +17,10 @@ from typing import Any, Literal
 from extraction_eval.llm.base import ChatMessage
 from extraction_eval.types import Schema
 
-PromptSource = Literal["local", "langfuse", "fallback"]
+# bundled: the template files in this package; local-store: a version pushed to the local
+# store (``prompts push`` without LangFuse); langfuse: fetched from LangFuse prompt management;
+# fallback: the bundled template used because a LangFuse fetch failed.
+PromptSource = Literal["bundled", "local-store", "langfuse", "fallback"]
 
 PROMPT_NAME = "extraction"
 TEMPLATE_VARIABLES = ("text", "entity_types", "relationship_types")
@@ -101,7 +104,7 @@ class PromptTemplate:
     messages: list[dict[str, str]]
     version: int | None = None
     label: str | None = None
-    source: PromptSource = "local"
+    source: PromptSource = "bundled"
     client: Any = field(default=None, compare=False, repr=False)
 
     @cached_property
@@ -141,4 +144,4 @@ def local_messages() -> list[dict[str, str]]:
 
 
 def load_local_prompt() -> PromptTemplate:
-    return PromptTemplate(name=PROMPT_NAME, messages=local_messages(), source="local")
+    return PromptTemplate(name=PROMPT_NAME, messages=local_messages(), source="bundled")

@@ -217,7 +217,7 @@ def test_cli_run_links_every_item_scores_every_trace_and_prints_the_url(
     meta = json.loads(next(iter(roots.values()))["attributes"]["langfuse.experiment.metadata"])
     assert meta["provider"] == "offline" and meta["model"] == "offline:baseline"
     assert meta["temperature"] == "0.0" and meta["prompt_name"] == "extraction"
-    assert meta["prompt_source"] == "local" and meta["extraction_eval_version"] == __version__
+    assert meta["prompt_source"] == "bundled" and meta["extraction_eval_version"] == __version__
 
     # verified by reading back, and the URL printed
     assert server.requests_to("/api/public/v3/scores", "GET")

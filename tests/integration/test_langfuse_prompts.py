@@ -120,3 +120,33 @@ def test_prompts_push_and_show_commands(
     missing = runner.invoke(app, ["prompts", "show", "--label", "nope"])
     assert missing.exit_code == 0
     assert "source=fallback" in missing.stdout and "warning" in missing.stderr
+
+
+def test_prompts_push_files_to_langfuse_or_with_local_to_the_store(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from extraction_eval.backends.local import LocalStore
+
+    app = _cli(server, monkeypatch, "prompts-files")
+    runner = CliRunner()
+    (tmp_path / "s.txt").write_text(REMOTE[0]["content"] + "\n")
+    (tmp_path / "u.txt").write_text(REMOTE[1]["content"] + "\n")
+    files = ["--system", str(tmp_path / "s.txt"), "--user", str(tmp_path / "u.txt")]
+    pushed = runner.invoke(app, ["prompts", "push", "--label", "exp", *files])
+    assert pushed.exit_code == 0, pushed.output
+    (created,) = server.requests_to("/api/public/v2/prompts", "POST")
+    assert created.body["labels"] == ["exp"]
+    assert [{"role": m["role"], "content": m["content"]} for m in created.body["prompt"]] == REMOTE
+    # LangFuse moves one label per push; two would otherwise make two versions
+    two = runner.invoke(app, ["prompts", "push", "--label", "a", "--label", "b", *files])
+    assert two.exit_code == 2 and "one --label at a time" in two.stderr
+    # --local: the local store, LangFuse untouched
+    local = runner.invoke(app, ["prompts", "push", "--local", "--label", "exp", *files])
+    assert local.exit_code == 0, local.output
+    assert "local store" in local.stdout
+    assert len(server.requests_to("/api/public/v2/prompts", "POST")) == 1
+    assert LocalStore().get_prompt("extraction", label="exp").messages == REMOTE
+    shown = runner.invoke(app, ["prompts", "show", "--local", "--label", "exp"])
+    assert "source=local-store version=1 label=exp" in shown.stdout
+    listed = runner.invoke(app, ["prompts", "list"])
+    assert listed.exit_code == 2 and "--local" in listed.stderr

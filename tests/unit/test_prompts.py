@@ -33,7 +33,7 @@ SCHEMA = Schema(entity_types=["person", "organization"], relationship_types=["em
 def test_local_prompt_is_a_system_and_user_chat_with_exactly_the_three_variables() -> None:
     prompt = load_local_prompt()
     assert [m["role"] for m in prompt.messages] == ["system", "user"]
-    assert prompt.source == "local" and prompt.name == "extraction"
+    assert prompt.source == "bundled" and prompt.name == "extraction"
     assert prompt.version is None and prompt.label is None and prompt.client is None
     # No stray "{{" in the JSON example: LangFuse would treat it as a variable.
     assert sorted(prompt.variables) == ["entity_types", "relationship_types", "text"]
