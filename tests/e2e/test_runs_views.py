@@ -235,10 +235,23 @@ def test_datasets_list_and_show_fit_80_columns(narrow: Console, tmp_path: Path) 
     _assert_whole(narrow.export_text(), ["sample-001", "sample-048"])
 
 
-def test_score_report_fits_80_columns() -> None:
+def test_score_report_fits_80_columns(tmp_path: Path) -> None:
     gold, pred = example_paths()
     report = score_files(gold, pred, ScoringConfig()).report
     console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
     render_report(report, console, title="score")
     types = [t for kind in ("entities", "relationships") for t in report["per_type"][kind]]
     _assert_whole(console.export_text(), ["entities", "relationships", *types[:3]])
+    # snake_case spellings of Wikidata relation names (Re-DocRED) are long single words
+    place, rel = (
+        "geopolitical_administrative_area",
+        "located_in_the_administrative_territorial_entity",
+    )
+    ents = [{"name": "Port Ansel", "type": place}, {"name": "Veldmark County", "type": place}]
+    line = {"id": "d1", "text": "Port Ansel is in Veldmark County.", "entities": ents}
+    rels = [{"source": "Port Ansel", "type": rel, "target": "Veldmark County"}]
+    (tmp_path / "g.jsonl").write_text(json.dumps({**line, "relationships": rels}) + "\n")
+    (tmp_path / "p.jsonl").write_text(json.dumps({**line, "relationships": []}) + "\n")
+    report = score_files(tmp_path / "g.jsonl", tmp_path / "p.jsonl", ScoringConfig()).report
+    render_report(report, console, title="score")
+    _assert_whole(console.export_text(), [place, rel, "support"])
