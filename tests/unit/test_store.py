@@ -576,9 +576,7 @@ def test_taxonomy_round_trips_and_is_replaced_with_the_result(store: LocalStore)
 def test_taxonomy_is_written_in_the_results_transaction(store: LocalStore) -> None:
     run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
     store.record_result(run.id, _tagged("a", ["missed"]))
-    bad = _tagged("a", ["spurious"]).model_copy(
-        update={"scores": [Score(name="x", value=1.0)] * 2}
-    )
+    bad = _tagged("a", ["spurious"]).model_copy(update={"scores": [Score(name="x", value=1.0)] * 2})
     with sqlite3.connect(store.path) as conn:  # make the taxonomy insert fail
         conn.execute(
             "CREATE TRIGGER no_spurious BEFORE INSERT ON result_taxonomy"
