@@ -10,6 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from extraction_eval.tables import print_table
+
 _MAX_TYPE_ROWS = 6
 _MAX_WARNINGS = 5
 
@@ -175,4 +177,4 @@ def render_report(report_json: dict[str, Any], console: Console, *, title: str =
             lines.append(Text(f"  … {len(warnings) - _MAX_WARNINGS} more in --format json"))
         parts.append(Group(*lines))
     for part in parts:
-        console.print(part)
+        print_table(console, part)  # a table too wide for the console is transposed

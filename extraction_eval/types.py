@@ -76,6 +76,19 @@ class Usage(_Frozen):
     cost_usd: float | None = None
 
 
+class TaxonomyTag(_Frozen):
+    """One object of an item and its failure category (the scorer's ``TaxonomyEntry``, as
+    stored with the result so runs can be filtered by category without re-scoring)."""
+
+    category: str
+    kind: str  # "entity" | "relationship"
+    side: str  # "gold" (missed) | "pred"
+    index: int  # into the gold or predicted list of that kind
+    label: str
+    related: list[int] = Field(default_factory=list)
+    source_id: str | None = None
+
+
 class ItemResult(_Frozen):
     """What happened to one item in a run: an output or an error, never nothing."""
 
@@ -90,6 +103,17 @@ class ItemResult(_Frozen):
     cache_hit: bool = False
     scores: list[Score] = Field(default_factory=list)
     trace_id: str | None = None
+    trace_url: str | None = None  # LangFuse mode: the trace in the LangFuse UI
+    # Per-object failure categories; None: not recorded (a row stored before taxonomy was kept)
+    taxonomy: list[TaxonomyTag] | None = None
+
+    @property
+    def categories(self) -> dict[str, int]:
+        """Count per failure category present on the item (sorted by name; empty when clean)."""
+        counts: dict[str, int] = {}
+        for tag in self.taxonomy or ():
+            counts[tag.category] = counts.get(tag.category, 0) + 1
+        return dict(sorted(counts.items()))
 
     @property
     def ok(self) -> bool:

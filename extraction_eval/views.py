@@ -19,10 +19,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.render import fmt_number, render_report
+from extraction_eval.tables import print_table
 from extraction_eval.types import ItemResult
 
 
@@ -96,51 +98,42 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
         facts.add_row("prompt", escape(prompt))
     if s.missing:
         facts.add_row("[red]missing", f"[red]{s.missing} items have no result (interrupted run)")
-    console.print(facts)
+    print_table(console, facts)
 
     means = Table(title="item score means", title_justify="left")
     means.add_column("score")
     means.add_column("mean", justify="right")
     for name, value in s.score_means.items():
         means.add_row(name, _fmt(value))
-    console.print(means)
+    print_table(console, means)
     if outcome.experiment_url:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
 
 
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
-    """One line per run; long dataset and model names are shortened so a line fits."""
-    table = Table(title="runs", box=box.SIMPLE_HEAD, title_justify="left")
-    # the name is what every other command takes: never shortened
-    table.add_column("name", no_wrap=True, min_width=max([4, *(len(r.name) for r in runs)]))
-    table.add_column("dataset", no_wrap=True)
-    table.add_column("model", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("items/err", justify="right", no_wrap=True)
-    table.add_column("entity_f1", justify="right", no_wrap=True)
-    table.add_column("rel_f1", justify="right", no_wrap=True)
-    table.add_column("started", no_wrap=True)
+    """One row per run. Names are never shortened (every other command takes them): dataset,
+    model, status and start go on a second line so the table fits 80 columns."""
+    table = Table(title="runs", box=box.SIMPLE_HEAD, show_edge=False, title_justify="left")
+    table.add_column("run", min_width=max([3, *(len(r.name) for r in runs)]))
+    table.add_column("items / err", justify="right")
+    table.add_column("entity F1", justify="right")
+    table.add_column("rel F1", justify="right")
     for run in runs:
         summary = run.summary or {}
         values = summary.get("values") or {}
         model = str(run.config.get("model", ""))
         if run.backend != "local":
             model = f"{model} [{run.backend}]"
+        started = run.started_at[5:16].replace("T", " ")
+        cell = Text(run.name, style="bold")
+        cell.append(f"\n{run.dataset} · {model} · {run.status} · {started}", style="dim")
         table.add_row(
-            run.name,
-            _short(run.dataset, 16),
-            _short(model, 24),
-            run.status,
-            f"{_fmt(summary.get('items'))}/{_fmt(summary.get('errors'))}",
+            cell,
+            f"{_fmt(summary.get('items'))} / {_fmt(summary.get('errors'))}",
             _fmt(values.get("entity_f1"), 3),
             _fmt(values.get("relationship_f1"), 3),
-            run.started_at[5:16].replace("T", " "),
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def score_value(result: ItemResult, name: str) -> float | None:
@@ -163,21 +156,44 @@ def prompt_summary(config: dict[str, Any]) -> str | None:
     return f"{text} ({prompt.get('source')}, sha256 {str(config.get('prompt_hash'))[:12]})"
 
 
-def render_run_items(run: RunRecord, results: Sequence[ItemResult], console: Console) -> None:
-    """Per-item table, failing items first, then the weakest entity F1."""
+def _failures_cell(result: ItemResult) -> Text:
+    """Failure categories (one per line, with their count) and the error, if any."""
+    cell = Text()
+    if result.taxonomy is None:
+        cell.append("not recorded", style="dim")
+    for category, count in result.categories.items():
+        cell.append(("\n" if cell else "") + (f"{category} ×{count}" if count > 1 else category))
+    if result.error:
+        cell.append(("\n" if cell else "") + result.error, style="red")
+    return cell
+
+
+def render_run_items(
+    run: RunRecord,
+    results: Sequence[ItemResult],
+    console: Console,
+    *,
+    category: str | None = None,
+) -> None:
+    """Per-item table, failing items first, then the weakest entity F1; then each item's
+    trace (the LangFuse URL when there is one), one per line so a URL is never cut."""
     ordered = sorted(
         results,
         key=lambda r: (r.ok, score_value(r, "entity_f1") or 0.0, r.item_id),
     )
+    scope = f" with category {category}" if category else ""
     prompt = prompt_summary(run.config)
     table = Table(
-        title=f"run {run.name!r} on {run.dataset!r}: {len(results)} items",
+        title=f"run {run.name!r} on {run.dataset!r}: {len(results)} items{scope}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
         caption=escape(f"prompt: {prompt}") if prompt else None,
     )
-    table.add_column("item", no_wrap=True)
-    for col in ("entity_f1", "rel_f1", "type_acc", "attempts", "latency ms"):
+    table.add_column("item", no_wrap=True, min_width=max([4, *(len(r.item_id) for r in results)]))
+    for col in ("entity F1", "rel F1", "type acc", "tries", "ms"):
         table.add_column(col, justify="right")
-    table.add_column("error", overflow="fold")
+    table.add_column("failure categories / error", overflow="fold", ratio=1)
     for r in ordered:
         table.add_row(
             r.item_id,
@@ -186,25 +202,42 @@ def render_run_items(run: RunRecord, results: Sequence[ItemResult], console: Con
             _fmt(score_value(r, "type_accuracy"), 3),
             str(r.attempts),
             _fmt(r.latency_ms, 1),
-            f"[red]{r.error}" if r.error else "",
+            _failures_cell(r),
         )
-    console.print(table)
+    print_table(console, table)
+    traced = [r for r in ordered if r.trace_id or r.trace_url]
+    if traced:
+        console.print(Text("traces", style="bold"))
+        for r in traced:
+            target = r.trace_url or r.trace_id or ""
+            line = Text(f"  {r.item_id}  ")
+            line.append(target, style=f"link {target}" if r.trace_url else "")
+            console.print(line, soft_wrap=True)
+
+
+def _ci_span(lo: Any, hi: Any) -> str:
+    return f"{lo:.3f}–{hi:.3f}" if lo is not None and hi is not None else ""
 
 
 def render_compare(comparison: dict[str, Any], console: Console) -> None:
-    """Run-level values with their CIs side by side (bounds folded into their metric's row)."""
+    """Run-level values with their CIs side by side (bounds folded into their metric's row).
+
+    The runs are called A and B in the headers (with a legend), so long run names cannot
+    squeeze the metric names out of an 80-column table."""
     a, b = comparison["a"], comparison["b"]
     rows = {name: (va, vb, delta) for name, va, vb, delta in comparison["run_level"]}
-    table = Table(title=f"compare {a!r} → {b!r}", title_justify="left")
+    legend = Text.assemble(("A", "bold"), f" = {a}   ", ("B", "bold"), f" = {b}")
+    console.print(Text.assemble(("compare ", "bold"), legend), soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("run-level")
-    for head in (a, "95% CI", b, "95% CI", "Δ"):
+    for head in ("A", "A 95% CI", "B", "B 95% CI", "Δ B−A"):
         table.add_column(head, justify="right")
 
     def ci(name: str, side: int) -> str:
         lo, hi = rows.get(f"{name}_ci_low"), rows.get(f"{name}_ci_high")
-        if lo is None or hi is None or lo[side] is None or hi[side] is None:
+        if lo is None or hi is None:
             return ""
-        return f"[{lo[side]:.3f}, {hi[side]:.3f}]"
+        return _ci_span(lo[side], hi[side])
 
     for name, (va, vb, delta) in rows.items():
         if name.endswith(("_ci_low", "_ci_high")):
@@ -219,16 +252,26 @@ def render_compare(comparison: dict[str, Any], console: Console) -> None:
             ci(name, 0),
             _fmt(vb),
             ci(name, 1),
-            f"[{colour}]{shown}" if colour else shown,
+            Text(shown, style=colour),
         )
-    console.print(table)
-    items = Table(title="items whose entity F1 changed most", title_justify="left")
-    items.add_column("item", no_wrap=True)
-    for col in (a, b, "Δ"):
-        items.add_column(col, justify="right")
-    for item_id, va, vb, delta in comparison["items"]:
-        items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
-    console.print(items)
+    print_table(console, table)
+    if not comparison["items"]:
+        console.print("no item's entity F1 changed", highlight=False)
+    else:
+        items = Table(
+            title="items whose entity F1 changed most",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+        )
+        items.add_column(
+            "item", no_wrap=True, min_width=max(len(row[0]) for row in comparison["items"])
+        )
+        for col in ("A", "B", "Δ B−A"):
+            items.add_column(col, justify="right")
+        for item_id, va, vb, delta in comparison["items"]:
+            items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
+        print_table(console, items)
     only = [
         f"{len(comparison[k])} items only in {r!r}" for k, r in (("only_in_a", a), ("only_in_b", b))
     ]

@@ -51,6 +51,7 @@ from extraction_eval.types import (
     ItemResult,
     Score,
     ScoreType,
+    TaxonomyTag,
     Usage,
 )
 
@@ -470,7 +471,8 @@ class LocalStore:
                 conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*params, run_id))
 
     def record_result(self, run_id: int, result: ItemResult) -> None:
-        """Upsert the item's row and replace its item-level scores, then commit at once."""
+        """Upsert the item's row and replace its item-level scores and failure taxonomy, all
+        in one transaction, then commit at once."""
         usage = result.usage
         row = (
             run_id,
@@ -486,6 +488,8 @@ class LocalStore:
             usage.cost_usd,
             int(result.cache_hit),
             result.trace_id,
+            result.trace_url,
+            int(result.taxonomy is not None),
             _now(),
         )
         with self._tx(write=True) as conn:
@@ -495,22 +499,60 @@ class LocalStore:
                 "DELETE FROM scores WHERE run_id = ? AND item_id = ?", (run_id, result.item_id)
             )
             _insert_scores(conn, run_id, result.item_id, result.scores)
+            conn.execute(
+                "DELETE FROM result_taxonomy WHERE run_id = ? AND item_id = ?",
+                (run_id, result.item_id),
+            )
+            conn.executemany(
+                "INSERT INTO result_taxonomy (run_id, item_id, position, category, kind, side,"
+                " idx, label, related, source_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        result.item_id,
+                        position,
+                        t.category,
+                        t.kind,
+                        t.side,
+                        t.index,
+                        t.label,
+                        _dumps(t.related),
+                        t.source_id,
+                    )
+                    for position, t in enumerate(result.taxonomy or ())
+                ],
+            )
 
-    def results(self, run_id: int) -> list[ItemResult]:
-        """Every recorded item result with its scores, in the order first recorded."""
+    def results(self, run_id: int, *, category: str | None = None) -> list[ItemResult]:
+        """Every recorded item result with its scores and taxonomy, in the order first recorded;
+        with ``category``, only the items that have at least one object in that category."""
+        only = (
+            " AND item_id IN (SELECT item_id FROM result_taxonomy"
+            " WHERE run_id = :run AND category = :category)"
+            if category is not None
+            else ""
+        )
+        params = {"run": run_id, "category": category}
         with self._tx(write=False) as conn:
             _require_run(conn, run_id)
             rows = conn.execute(
-                "SELECT * FROM results WHERE run_id = ? ORDER BY rowid", (run_id,)
+                f"SELECT * FROM results WHERE run_id = :run{only} ORDER BY rowid", params
             ).fetchall()
             score_rows = conn.execute(
                 "SELECT * FROM scores WHERE run_id = ? AND item_id IS NOT NULL ORDER BY id",
                 (run_id,),
             ).fetchall()
+            tag_rows = conn.execute(
+                "SELECT * FROM result_taxonomy WHERE run_id = ? ORDER BY item_id, position",
+                (run_id,),
+            ).fetchall()
         scores: dict[str, list[Score]] = {}
         for s in score_rows:
             scores.setdefault(s["item_id"], []).append(_score(s))
-        return [_item_result(r, scores.get(r["item_id"], [])) for r in rows]
+        tags: dict[str, list[TaxonomyTag]] = {}
+        for t in tag_rows:
+            tags.setdefault(t["item_id"], []).append(_tag(t))
+        return [_item_result(r, scores.get(r["item_id"], []), tags) for r in rows]
 
     def finish_run(
         self, run_id: int, *, status: str, run_scores: Sequence[Score], summary: dict[str, Any]
@@ -738,14 +780,16 @@ ORDER BY i.position
 
 _UPSERT_RESULT = """
 INSERT INTO results (run_id, item_id, output, error, error_kind, raw_output, attempts,
-                     latency_ms, tokens_in, tokens_out, cost_usd, cache_hit, trace_id, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     latency_ms, tokens_in, tokens_out, cost_usd, cache_hit, trace_id,
+                     trace_url, taxonomy_recorded, finished_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, item_id) DO UPDATE SET
     output = excluded.output, error = excluded.error, error_kind = excluded.error_kind,
     raw_output = excluded.raw_output, attempts = excluded.attempts,
     latency_ms = excluded.latency_ms, tokens_in = excluded.tokens_in,
     tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd,
     cache_hit = excluded.cache_hit, trace_id = excluded.trace_id,
+    trace_url = excluded.trace_url, taxonomy_recorded = excluded.taxonomy_recorded,
     finished_at = excluded.finished_at
 """
 
@@ -862,7 +906,21 @@ def _score(row: sqlite3.Row) -> Score:
     return Score(name=row["name"], value=value, data_type=data_type, comment=row["comment"])
 
 
-def _item_result(row: sqlite3.Row, scores: list[Score]) -> ItemResult:
+def _tag(row: sqlite3.Row) -> TaxonomyTag:
+    return TaxonomyTag(
+        category=row["category"],
+        kind=row["kind"],
+        side=row["side"],
+        index=int(row["idx"]),
+        label=row["label"],
+        related=json.loads(row["related"]),
+        source_id=row["source_id"],
+    )
+
+
+def _item_result(
+    row: sqlite3.Row, scores: list[Score], tags: dict[str, list[TaxonomyTag]]
+) -> ItemResult:
     output = row["output"]
     return ItemResult(
         item_id=row["item_id"],
@@ -878,4 +936,6 @@ def _item_result(row: sqlite3.Row, scores: list[Score]) -> ItemResult:
         cache_hit=bool(row["cache_hit"]),
         scores=scores,
         trace_id=row["trace_id"],
+        trace_url=row["trace_url"],
+        taxonomy=tags.get(row["item_id"], []) if row["taxonomy_recorded"] else None,
     )

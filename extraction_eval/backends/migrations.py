@@ -189,6 +189,35 @@ def m004_prompts(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m005_result_taxonomy(conn: sqlite3.Connection) -> None:
+    """Each result's failure taxonomy (one row per object), queryable by category, and the
+    result's trace URL (LangFuse mode). ``taxonomy_recorded`` tells a clean item (recorded, no
+    rows) from a row stored before this migration (taxonomy unknown)."""
+    _exec(
+        conn,
+        """
+        ALTER TABLE results ADD COLUMN trace_url TEXT;
+        ALTER TABLE results ADD COLUMN taxonomy_recorded INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE result_taxonomy (
+            run_id      INTEGER NOT NULL,
+            item_id     TEXT NOT NULL,
+            position    INTEGER NOT NULL,       -- order given by the scorer
+            category    TEXT NOT NULL,
+            kind        TEXT NOT NULL,          -- entity | relationship
+            side        TEXT NOT NULL,          -- gold | pred
+            idx         INTEGER NOT NULL,       -- index into that side's list of that kind
+            label       TEXT NOT NULL,
+            related     TEXT NOT NULL DEFAULT '[]',  -- JSON list of gold indices
+            source_id   TEXT,
+            PRIMARY KEY (run_id, item_id, position),
+            FOREIGN KEY (run_id, item_id) REFERENCES results(run_id, item_id) ON DELETE CASCADE
+        );
+        CREATE INDEX result_taxonomy_category ON result_taxonomy(run_id, category)
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from extraction_eval.backends import DatasetBackend, get_dataset_backend
+from extraction_eval.backends.base import DatasetInfo
 from extraction_eval.commands.common import console, err_console, handle_errors
 from extraction_eval.errors import UsageError
 from extraction_eval.seeds.jsonl import read_items, sample_items, write_items
+from extraction_eval.tables import print_table
+from extraction_eval.types import DatasetItem
 
 datasets_app = typer.Typer(
     no_args_is_help=True, help="Evaluation datasets (local store, or LangFuse when configured)."
@@ -37,11 +42,6 @@ def _backend() -> Iterator[DatasetBackend]:
         yield backend
     finally:
         backend.close()
-
-
-def _preview(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _warn(message: str) -> None:
@@ -84,23 +84,26 @@ def list_cmd() -> None:
     """Every dataset with its latest version and item count."""
     with _backend() as backend:
         infos = backend.list_datasets()
-    rows = [
-        [
-            info.name,
+    render_dataset_list(infos, console)
+
+
+def render_dataset_list(infos: Sequence[DatasetInfo], out: Console) -> None:
+    """Names never shortened; a long description wraps instead of being cut."""
+    table = Table(box=None)
+    table.add_column("name", no_wrap=True, min_width=max([4, *(len(i.name) for i in infos)]))
+    table.add_column("version", justify="right")
+    table.add_column("items", justify="right")
+    table.add_column("updated", no_wrap=True)
+    table.add_column("description", overflow="fold", ratio=1)
+    for info in infos:
+        table.add_row(
+            escape(info.name),
             "" if info.version is None else str(info.version),
             str(info.item_count),
             (info.updated_at or "")[:10],
-            " ".join((info.description or "").split()),
-        ]
-        for info in infos
-    ]
-    headers = ("name", "version", "items", "updated", "description")
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers[:-1])]
-    room = max(10, console.width - sum(widths) - 2 * len(headers) - 1)  # one line per dataset
-    table = Table(*headers, box=None)
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in row[:-1]), escape(_preview(row[-1], room)))
-    console.print(table)
+            escape(" ".join((info.description or "").split())),
+        )
+    print_table(out, table)
 
 
 @datasets_app.command("show")
@@ -114,24 +117,51 @@ def show_cmd(
     with _backend() as backend:
         info = backend.get_dataset(name)
         items = backend.get_items(name, version=version)
+    render_dataset_items(info, items, console, version=version, limit=limit)
+
+
+_PREVIEW_LINES = 3
+
+
+def _preview(text: str, width: int) -> str:
+    """At most ``width`` characters, cut at a word and saying how much is left out."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width) if " " in text[:width] else width
+    return f"{text[:cut]} [+{len(text) - cut} chars]"
+
+
+def render_dataset_items(
+    info: DatasetInfo,
+    items: Sequence[DatasetItem],
+    out: Console,
+    *,
+    version: str | None = None,
+    limit: int = 20,
+) -> None:
+    """Ids never shortened; the text wraps, a long one shown in its first lines with the
+    number of characters left out (``datasets export`` has it whole)."""
     shown = items if limit == 0 else items[:limit]
     shown_version = info.version if version is None else version
     title = f"{info.name} · version {shown_version} · {len(items)} items"
-    table = Table(title=escape(title))
-    for column in ("id", "text", "#ent", "#rel"):
-        table.add_column(column, no_wrap=True, justify="right" if column[0] == "#" else "left")
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD)
     id_width = max((len(item.id) for item in shown), default=2)
-    width = max(20, console.width - id_width - 22)  # borders, padding and the count columns
+    table.add_column("id", no_wrap=True, min_width=id_width)
+    table.add_column("text", ratio=1)
+    table.add_column("#ent", justify="right")
+    table.add_column("#rel", justify="right")
+    text_width = max(20, out.width - id_width - 16)  # padding and the count columns
     for item in shown:
         table.add_row(
             escape(item.id),
-            escape(_preview(item.text, width)),
+            escape(_preview(item.text, text_width * _PREVIEW_LINES - 20)),
             str(len(item.expected.entities)),
             str(len(item.expected.relationships)),
         )
-    console.print(table)
+    print_table(out, table)
     if len(shown) < len(items):
-        console.print(f"… {len(items) - len(shown)} more (--limit 0 shows all)", highlight=False)
+        out.print(f"{len(items) - len(shown)} more (--limit 0 shows all)", highlight=False)
 
 
 @datasets_app.command("export")

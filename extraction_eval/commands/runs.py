@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.commands.common import console, fail, handle_errors
+from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.evaluators.taxonomy import CATEGORIES
 from extraction_eval.experiments.reporting import compare_runs, export_run, get_run
 from extraction_eval.views import render_compare, render_run_items, render_runs
 
@@ -27,11 +28,30 @@ def list_cmd(dataset: DatasetOpt = None) -> None:
 
 @runs_app.command("show")
 @handle_errors
-def show_cmd(name: str, dataset: DatasetOpt = None) -> None:
-    """A run's items, failing ones first."""
+def show_cmd(
+    name: str,
+    dataset: DatasetOpt = None,
+    category: Annotated[
+        str | None,
+        typer.Option(help="Only items with an object in this failure category (e.g. missed)."),
+    ] = None,
+) -> None:
+    """A run's items, failing ones first: scores, failure categories, error, trace."""
+    if category is not None and category not in CATEGORIES:
+        fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
     store = LocalStore()
     run = get_run(store, name, dataset)
-    render_run_items(run, store.results(run.id), console)
+    results = store.results(run.id, category=category)
+    render_run_items(run, results, console, category=category)
+    if category is not None:
+        unknown = sum(1 for r in store.results(run.id) if r.taxonomy is None)
+        if unknown:
+            err_console.print(
+                f"[yellow]warning:[/] {unknown} items of this run were recorded before failure"
+                " categories were stored and cannot be filtered",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 @runs_app.command("export")
@@ -41,13 +61,22 @@ def export_cmd(
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv")] = "jsonl",
     out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
     dataset: DatasetOpt = None,
+    deterministic: Annotated[
+        bool,
+        typer.Option(
+            "--deterministic",
+            help="Leave out per-invocation fields (latency, attempts, tokens, cost, cache_hit,"
+            " trace id/url): two runs of one config on the same data export byte-identically.",
+        ),
+    ] = False,
 ) -> None:
-    """One line per item: output or error, attempts, latency and scores (byte-stable)."""
+    """One line per item: output or error, categories, attempts, latency, trace, scores
+    (byte-stable)."""
     if fmt not in ("jsonl", "csv"):
         fail(f"--format must be jsonl or csv, got {fmt!r}")
     store = LocalStore()
     run = get_run(store, name, dataset)
-    text = export_run(store.results(run.id), fmt)  # type: ignore[arg-type]
+    text = export_run(store.results(run.id), fmt, deterministic=deterministic)  # type: ignore[arg-type]
     if out is None:
         sys.stdout.write(text)
     else:

@@ -80,6 +80,7 @@ DEFAULT_VERIFY_TIMEOUT_S = 60.0
 _ITEMS_PAGE_SIZE = 100
 # Span attribute the SDK propagates onto the task span (and everything under it).
 _EXPERIMENT_ID_ATTR = "langfuse.experiment.id"
+_PROBE_TRACE_ID = "0" * 32
 
 
 class ItemFailed(Exception):
@@ -204,6 +205,19 @@ def _current_experiment_id() -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _trace_url_prefix(lf: Langfuse) -> str | None:
+    """The SDK's trace URL (``get_trace_url``) minus the trace id: one project lookup per run
+    (the SDK caches it; ``run_experiment`` needs it too) instead of one call per item."""
+    try:
+        url = lf.get_trace_url(trace_id=_PROBE_TRACE_ID)
+    except Exception as exc:  # a URL is a convenience: never fail a run for it
+        log.warning("no LangFuse trace URLs for this run: %s", exc)
+        return None
+    if not url or not url.endswith(_PROBE_TRACE_ID):
+        return None
+    return url[: -len(_PROBE_TRACE_ID)]
+
+
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -257,6 +271,7 @@ class _LangfuseRun:
         self.experiment_id: str | None = None
         self._parked: dict[str, ItemResult] = {}  # trace id -> result, task -> evaluator
         self._sized_loop: asyncio.AbstractEventLoop | None = None
+        self._trace_url_prefix: str | None = None
 
     # before spending -------------------------------------------------------------------------
 
@@ -314,7 +329,9 @@ class _LangfuseRun:
                 if self.experiment_id and self.experiment_id != prep.run.experiment_id:
                     # known from the first finished item: an interrupted run keeps it too
                     store.update_run(run_id, experiment_id=self.experiment_id)
-            result = result.model_copy(update={"trace_id": trace_id})
+            prefix = self._trace_url_prefix
+            trace_url = f"{prefix}{trace_id}" if prefix and trace_id else None
+            result = result.model_copy(update={"trace_id": trace_id, "trace_url": trace_url})
             try:  # the mirror first: never lose an item (in a thread: SQLite blocks)
                 await asyncio.shield(asyncio.to_thread(store.record_result, run_id, result))
             except asyncio.CancelledError:
@@ -387,6 +404,7 @@ class _LangfuseRun:
         )
         prep.warnings.extend(warnings)
         self.experiment_id = prep.run.experiment_id
+        self._trace_url_prefix = _trace_url_prefix(self.lf) if prep.todo else None
         by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
         data = [dataset.raw_by_id[i.id] for i in prep.todo]
         # read-back window: a second of slack for clock rounding of span start times

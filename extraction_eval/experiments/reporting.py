@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
+from extraction_eval.experiments.runner import FAILURE_CATEGORY_SCORE
 from extraction_eval.types import ItemResult, Score
 
 
@@ -24,34 +25,71 @@ def get_run(store: LocalStore, name: str, dataset: str | None = None) -> RunReco
     return run
 
 
+# Fields that describe one invocation, not the result: wall-clock time, retries, the cache
+# (a cache hit spends no attempt and no token), the trace of this invocation. ``--deterministic``
+# drops them, so two runs of one config on the same data export byte-identically.
+INVOCATION_FIELDS: tuple[str, ...] = (
+    "attempts",
+    "latency_ms",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+    "cache_hit",
+    "trace_id",
+    "trace_url",
+)
+
+
 def _score_map(scores: Sequence[Score]) -> dict[str, Any]:
-    return {s.name: s.value for s in sorted(scores, key=lambda s: s.name)}
+    # failure_category (one score per category) is exported as ``categories`` instead
+    return {
+        s.name: s.value
+        for s in sorted(scores, key=lambda s: s.name)
+        if s.name != FAILURE_CATEGORY_SCORE
+    }
 
 
-def export_rows(results: Sequence[ItemResult]) -> list[dict[str, Any]]:
+def export_rows(
+    results: Sequence[ItemResult], *, deterministic: bool = False
+) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(results, key=lambda r: r.item_id):
-        rows.append(
-            {
-                "item_id": r.item_id,
-                "output": r.output.model_dump(mode="json") if r.output is not None else None,
-                "error": r.error,
-                "error_kind": r.error_kind,
-                "attempts": r.attempts,
-                "latency_ms": r.latency_ms,
-                "tokens_in": r.usage.tokens_in,
-                "tokens_out": r.usage.tokens_out,
-                "cost_usd": r.usage.cost_usd,
-                "cache_hit": r.cache_hit,
-                "scores": _score_map(r.scores),
-            }
-        )
+        row = {
+            "item_id": r.item_id,
+            "output": r.output.model_dump(mode="json") if r.output is not None else None,
+            "error": r.error,
+            "error_kind": r.error_kind,
+            # null: stored before the taxonomy was kept; {}: a clean item
+            "categories": r.categories if r.taxonomy is not None else None,
+            "attempts": r.attempts,
+            "latency_ms": r.latency_ms,
+            "tokens_in": r.usage.tokens_in,
+            "tokens_out": r.usage.tokens_out,
+            "cost_usd": r.usage.cost_usd,
+            "cache_hit": r.cache_hit,
+            "trace_id": r.trace_id,
+            "trace_url": r.trace_url,
+            "taxonomy": None
+            if r.taxonomy is None
+            else [t.model_dump(mode="json", exclude_defaults=True) for t in r.taxonomy],
+            "scores": _score_map(r.scores),
+        }
+        if deterministic:
+            for key in INVOCATION_FIELDS:
+                del row[key]
+        rows.append(row)
     return rows
 
 
-def export_run(results: Sequence[ItemResult], fmt: Literal["jsonl", "csv"]) -> str:
-    """Byte-stable: rows sorted by item id, keys sorted, fixed CSV columns."""
-    rows = export_rows(results)
+def export_run(
+    results: Sequence[ItemResult],
+    fmt: Literal["jsonl", "csv"],
+    *,
+    deterministic: bool = False,
+) -> str:
+    """Byte-stable: rows sorted by item id, keys sorted, fixed CSV columns. ``deterministic``
+    leaves out ``INVOCATION_FIELDS``."""
+    rows = export_rows(results, deterministic=deterministic)
     if fmt == "jsonl":
         return "".join(
             json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -19,9 +19,14 @@ from extraction_eval.errors import ProviderError, SchemaFailure
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
 from extraction_eval.experiments.summary import RunSummary, summarize
 from extraction_eval.pipeline.base import Pipeline
-from extraction_eval.types import DatasetItem, ItemResult, Score
+from extraction_eval.types import DatasetItem, ItemResult, Score, TaxonomyTag
 
 log = logging.getLogger(__name__)
+
+# One CATEGORICAL score per failure category present on an item (value = the category): LangFuse
+# filters traces by one score name + "any of" values and charts one categorical distribution.
+FAILURE_CATEGORY_SCORE = "failure_category"
+_MAX_LABELS_IN_COMMENT = 10
 
 OnResult = Callable[[ItemResult], None]
 
@@ -60,6 +65,7 @@ class ItemRunner:
             latency = (time.perf_counter() - started) * 1000
             message = _one_line(exc)
             scored = self.score(item, None)
+            tags = taxonomy_tags(scored)
             return ItemResult(
                 item_id=item.id,
                 error=message,
@@ -72,10 +78,13 @@ class ItemRunner:
                     Score(
                         name="extraction_error", value=True, data_type="BOOLEAN", comment=message
                     ),
+                    *category_scores(tags),
                 ],
+                taxonomy=tags,
             )
         latency = (time.perf_counter() - started) * 1000
         scored = self.score(item, out.extraction)
+        tags = taxonomy_tags(scored)
         return ItemResult(
             item_id=item.id,
             output=out.extraction,
@@ -87,7 +96,9 @@ class ItemRunner:
             scores=[
                 *scored.scores(),
                 Score(name="extraction_error", value=False, data_type="BOOLEAN"),
+                *category_scores(tags),
             ],
+            taxonomy=tags,
         )
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
@@ -99,6 +110,43 @@ class ItemRunner:
             config=self.scoring,
             context_texts=self.context_texts,
         )
+
+
+def taxonomy_tags(scored: ItemScore) -> list[TaxonomyTag]:
+    """The scorer's per-object categories, in the plain form stored with the result."""
+    return [
+        TaxonomyTag(
+            category=t.category,
+            kind=t.kind,
+            side=t.side,
+            index=t.index,
+            label=t.label,
+            related=list(t.related),
+            source_id=t.source_id,
+        )
+        for t in scored.taxonomy
+    ]
+
+
+def category_scores(tags: Sequence[TaxonomyTag]) -> list[Score]:
+    """One ``failure_category`` score per category present (sorted); the comment gives the
+    count and the objects' labels. A clean item gets none."""
+    labels: dict[str, list[str]] = {}
+    for tag in tags:
+        labels.setdefault(tag.category, []).append(tag.label)
+    out = []
+    for category, names in sorted(labels.items()):
+        shown = "; ".join(names[:_MAX_LABELS_IN_COMMENT])
+        more = len(names) - _MAX_LABELS_IN_COMMENT
+        out.append(
+            Score(
+                name=FAILURE_CATEGORY_SCORE,
+                value=category,
+                data_type="CATEGORICAL",
+                comment=f"{len(names)} object(s): {shown}" + (f"; {more} more" if more > 0 else ""),
+            )
+        )
+    return out
 
 
 def select_items(

@@ -30,7 +30,7 @@ from extraction_eval.backends.langfuse import (
     push_prompt,
 )
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.cli import _run_app
+from extraction_eval.cli import _run_app, app
 from extraction_eval.errors import BackendError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.langfuse_mode import VERIFY_TIMEOUT_ENV, VerificationError
@@ -729,3 +729,56 @@ def test_ctrl_c_saves_and_flushes_what_finished_then_resume_completes(
     run, results = mirror("cc")
     assert run.status == "finished" and len(results) == 12
     assert run_scores(server, run.experiment_id)["items"]["value"] == 12
+
+
+# --- failure taxonomy: one categorical score per category, trace URLs in the mirror ---------
+
+
+def test_failure_categories_are_categorical_scores_on_every_trace_failed_ones_too(
+    server: FakeLangfuse,
+    monkeypatch: pytest.MonkeyPatch,
+    items: list[DatasetItem],
+    fake_model: str,
+) -> None:
+    upload(server, items[:4])
+    use_langfuse(server, monkeypatch, "taxonomy")
+    result = run_cli("--name", "tax-1", "--model", fake_model)
+    assert result.exit_code == 0, result.stderr  # the read-back found every score
+    run, results = mirror("tax-1")
+    by_item = {r.item_id: r for r in results}
+    assert not by_item["sample-003"].ok  # the fake's schema failure
+    seen: set[str] = set()
+    for item in items[:4]:
+        local = by_item[item.id]
+        trace_id = trace_of(server, item.id, run.experiment_id)
+        received = [
+            s
+            for s in server.scores
+            if s.get("traceId") == trace_id and s["name"] == "failure_category"
+        ]
+        assert local.categories, item.id  # one entity for every item: never a clean match
+        assert sorted(s["value"] for s in received) == sorted(local.categories), item.id
+        for score in received:
+            assert score["dataType"] == "CATEGORICAL"
+            count = local.categories[score["value"]]
+            assert score["comment"].startswith(f"{count} object(s): ")
+            labels = [t.label for t in local.taxonomy or [] if t.category == score["value"]]
+            assert labels[0] in score["comment"]
+        seen |= {s["value"] for s in received}
+        # the mirror has the trace URL the SDK builds, without a project lookup per item
+        expected_url = f"{server.base_url}/project/{server.project_id}/traces/{trace_id}"
+        assert local.trace_id == trace_id and local.trace_url == expected_url
+    assert {"missed", "context_bleed"} <= seen  # "Mara Velloso" is sample-001's text
+    failed_trace = trace_of(server, "sample-003", run.experiment_id)
+    failed = {s["value"] for s in server.scores if s.get("traceId") == failed_trace}
+    assert "missed" in failed  # a failed item is scored as empty: all its gold missed
+    assert len(server.requests_to("/api/public/projects", "GET")) <= 3
+    # run-level means skip the categorical values; the export carries URL and categories
+    assert run.summary is not None and "failure_category" not in run.summary["score_means"]
+    export = cli.invoke(app, ["runs", "export", "tax-1"])
+    rows = {json.loads(x)["item_id"]: json.loads(x) for x in export.stdout.splitlines()}
+    assert rows["sample-003"]["trace_url"] == by_item["sample-003"].trace_url
+    assert rows["sample-003"]["categories"] == by_item["sample-003"].categories
+    show = cli.invoke(app, ["runs", "show", "tax-1", "--category", "context_bleed"])
+    assert show.exit_code == 0, show.stderr
+    assert by_item["sample-002"].trace_url in show.stdout.replace("\n", "")

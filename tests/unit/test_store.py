@@ -30,6 +30,7 @@ from extraction_eval.types import (
     Relationship,
     Schema,
     Score,
+    TaxonomyTag,
     Usage,
 )
 
@@ -83,7 +84,9 @@ def test_default_path_follows_env(isolated_home: Path, monkeypatch: pytest.Monke
 def test_migrations_are_named_in_order_and_append_only() -> None:
     assert ALL[0] == "m001_initial"
     assert sorted(ALL) == ALL and len(set(ALL)) == len(ALL)
-    assert all(name[:4] == f"m{i:03d}" for i, name in enumerate(ALL, start=1))
+    numbers = [int(name[1:4]) for name in ALL]
+    assert all(name[0] == "m" and name[4] == "_" for name in ALL)
+    assert numbers == list(range(1, len(ALL) + 1))  # no gaps, no reuse
 
 
 def test_migrate_from_blank_creates_everything_and_is_idempotent(tmp_path: Path) -> None:
@@ -492,3 +495,94 @@ def test_processes_opening_a_fresh_store_at_once_migrate_and_seed_once(tmp_path:
     with sqlite3.connect(path) as conn:
         assert [r[0] for r in conn.execute("SELECT name FROM _migrations")] == ALL
         assert conn.execute("SELECT COUNT(*) FROM dataset_versions").fetchone()[0] == 1
+
+
+# --- failure taxonomy (m005_result_taxonomy) -------------------------------------------------
+
+
+def _tagged(item_id: str, categories: list[str]) -> ItemResult:
+    tags = [
+        TaxonomyTag(
+            category=c,
+            kind="entity",
+            side="gold" if c == "missed" else "pred",
+            index=i,
+            label=f"{item_id}-obj{i}",
+            related=[0] if c == "wrong_type" else [],
+            source_id="other-item" if c == "context_bleed" else None,
+        )
+        for i, c in enumerate(categories)
+    ]
+    return _result(item_id).model_copy(
+        update={"taxonomy": tags, "trace_url": f"http://lf/project/p/traces/trace-{item_id}"}
+    )
+
+
+def test_migrate_from_blank_creates_result_taxonomy(tmp_path: Path) -> None:
+    path = tmp_path / "blank.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
+    conn.close()
+    assert "result_taxonomy" in _tables(path)
+    assert {"trace_url", "taxonomy_recorded"} <= columns
+
+
+def test_migrate_from_previous_schema_keeps_results_with_taxonomy_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "m003.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, upto="m003_response_cache")[-1] == "m003_response_cache"
+    conn.execute(
+        "INSERT INTO runs (name, dataset, config, started_at) VALUES ('old', 'd', '{}', 't')"
+    )
+    conn.execute(
+        "INSERT INTO results (run_id, item_id, output, attempts, trace_id, finished_at)"
+        """ VALUES (1, 'a', '{"entities": [], "relationships": []}', 1, 'tr-a', 't')"""
+    )
+    conn.close()
+    store = LocalStore(path, seed=False)
+    [old] = store.results(1)
+    assert old.trace_id == "tr-a" and old.trace_url is None
+    assert old.taxonomy is None and old.categories == {}  # stored before m005: unknown
+    store.record_result(1, _tagged("b", []))
+    store.record_result(1, _tagged("c", ["missed"]))
+    by_id = {r.item_id: r for r in store.results(1)}
+    assert by_id["b"].taxonomy == [] and by_id["c"].categories == {"missed": 1}
+    store.close()
+
+
+def test_taxonomy_round_trips_and_is_replaced_with_the_result(store: LocalStore) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    a = _tagged("a", ["missed", "wrong_type", "missed", "context_bleed"])
+    store.record_result(run.id, a)
+    store.record_result(run.id, _tagged("b", ["spurious"]))
+    store.record_result(run.id, _tagged("c", []))
+    got = {r.item_id: r for r in store.results(run.id)}
+    assert got["a"] == a  # every field of every object, in the scorer's order
+    assert got["a"].categories == {"context_bleed": 1, "missed": 2, "wrong_type": 1}
+    assert got["a"].trace_url == "http://lf/project/p/traces/trace-a"
+    assert got["c"].taxonomy == []
+    assert [r.item_id for r in store.results(run.id, category="missed")] == ["a"]
+    assert [r.item_id for r in store.results(run.id, category="spurious")] == ["b"]
+    assert store.results(run.id, category="reversed") == []
+    store.record_result(run.id, _tagged("a", ["spurious"]))  # a retry replaces the taxonomy
+    assert [r.item_id for r in store.results(run.id, category="spurious")] == ["a", "b"]
+    assert store.results(run.id, category="missed") == []
+    with sqlite3.connect(store.path) as conn:
+        rows = conn.execute("SELECT COUNT(*) FROM result_taxonomy WHERE item_id='a'").fetchone()
+        assert rows[0] == 1
+
+
+def test_taxonomy_is_written_in_the_results_transaction(store: LocalStore) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    store.record_result(run.id, _tagged("a", ["missed"]))
+    bad = _tagged("a", ["spurious"]).model_copy(update={"scores": [Score(name="x", value=1.0)] * 2})
+    with sqlite3.connect(store.path) as conn:  # make the taxonomy insert fail
+        conn.execute(
+            "CREATE TRIGGER no_spurious BEFORE INSERT ON result_taxonomy"
+            " WHEN NEW.category = 'spurious' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    with pytest.raises(BackendError, match="refused"):
+        store.record_result(run.id, bad)
+    [kept] = store.results(run.id)  # row, scores and taxonomy all rolled back together
+    assert kept == _tagged("a", ["missed"])
