@@ -432,9 +432,9 @@ def score_item(
     config: ScoringConfig,
     context_texts: Mapping[str, str] | None = None,
 ) -> ItemScore:
-    """Score one item. ``pred=None`` means the item failed: scored as an empty prediction and
-    flagged. ``context_texts`` (other items' texts by id; pass a ``ContextIndex`` when scoring
-    many items) enables the context_bleed category."""
+    """Score one item. ``pred=None`` means the item failed: scored as an empty prediction,
+    flagged, and never a pass (ratios 0, zero_fp_pass False). ``context_texts`` (other items'
+    texts by id; pass a ``ContextIndex`` when scoring many items) enables context_bleed."""
     failed = pred is None
     p = pred if pred is not None else Extraction()
     pe: list[Entity] = list(p.entities)

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 from rich.console import Console
+from typer.testing import CliRunner
 
+from extraction_eval.cli import app
 from extraction_eval.evaluators import ItemScore, ScoringConfig, aggregate, score_item
 from extraction_eval.evaluators.stats import bootstrap_prf
 from extraction_eval.experiments.runner import ItemRunner, run_bounded
@@ -265,3 +269,46 @@ def test_summary_of_an_all_failing_run_fails_its_thresholds() -> None:
     assert "zero-FP pass 0/2 (2 errored) = 0.000" in out
     assert "hallucinated objects 0/0 items with output = —" in out
     assert "(means over 3 items)" in out
+
+
+# ---- `extraction-eval score`: a gold id with no prediction line is a failed item ---------------
+
+
+def test_score_cli_gold_id_without_prediction_is_a_zero_fp_failure(tmp_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        "\n".join(
+            json.dumps({"id": i, "text": "Nothing here.", "entities": [], "relationships": []})
+            for i in ("a", "b", "c")
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    pred = tmp_path / "pred.jsonl"  # "a" has no line; "b" predicts nothing; "c" one object
+    pred.write_text(
+        json.dumps({"id": "b", "entities": [], "relationships": []})
+        + "\n"
+        + json.dumps({"id": "c", "entities": [{"name": "Zed", "type": "PER"}]})
+        + "\n",
+        encoding="utf-8",
+    )
+    per_item = tmp_path / "items.jsonl"
+    args = ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
+    result = CliRunner().invoke(app, [*args, "--per-item", str(per_item), "--resamples", "0"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["negative_space"] == {
+        "gold_empty_items": 3,
+        "errored": 1,
+        "scored": 2,
+        "zero_fp_pass_count": 1,
+        "zero_fp_pass_rate": 1 / 3,
+        "hallucination_count": 1,
+        "hallucination_rate": 1 / 2,
+    }
+    # per item entity F1: a 0 (failed), b 1 (both empty), c 0 (1 fp)
+    assert r["macro"]["entity_f1"] == pytest.approx(1 / 3)
+    lines = {x["id"]: x for x in map(json.loads, per_item.read_text().splitlines())}
+    assert lines["a"]["failed"] is True
+    assert lines["a"]["negative_space"] == {"zero_fp_pass": False, "hallucination_count": None}
+    assert lines["a"]["entities"]["f1"] == 0.0
