@@ -100,17 +100,30 @@ def _facts(report: dict[str, Any]) -> Table:
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold", no_wrap=True)
     facts.add_column()
-    facts.add_row("type accuracy", fmt_number(report.get("type_accuracy")))
-    facts.add_row("relationship accuracy", fmt_number(report.get("relationship_accuracy")))
+    ents, rels = report.get("entities") or {}, report.get("relationships") or {}
+    facts.add_row(
+        "type accuracy",
+        f"{fmt_number(report.get('type_accuracy'))} "
+        f"({ents.get('type_correct', '?')}/{ents.get('tp', '?')} matched entities)",
+    )
+    rel_predicted = (
+        rels["tp"] + rels["fp"] if isinstance(rels.get("tp"), int) and "fp" in rels else "?"
+    )
+    facts.add_row(
+        "relationship accuracy",
+        f"{fmt_number(report.get('relationship_accuracy'))} "
+        f"({rels.get('tp', '?')}/{rel_predicted} predicted relationships)",
+    )
     facts.add_row("relationship matches", _counts_line(report.get("match_types") or {}))
+    failed = (report.get("no_prediction") or {}).get("count", 0)
     ev = report.get("evidence") or {}
     cov = ev.get("evidence_coverage_rate")
     facts.add_row(
         f"evidence ({ev.get('mode', '?')})",
-        "no predicted object carries evidence"
-        if cov is None
-        else f"{fmt_number(cov)} grounded ({ev.get('grounded')} of {ev.get('predicted')} predicted"
-        f" objects; {ev.get('with_evidence')} carry evidence)",
+        ("no predicted object carries evidence" if cov is None else f"{fmt_number(cov)} grounded")
+        + f" ({ev.get('grounded')}/{ev.get('predicted')} predicted objects;"
+        f" {ev.get('with_evidence')} carry evidence"
+        + (f"; none from the {failed} failed item(s))" if failed else ")"),
     )
     attrs = report.get("attributes") or {}
     parts = [
@@ -122,12 +135,16 @@ def _facts(report: dict[str, Any]) -> Table:
         facts.add_row("attribute accuracy", " · ".join(parts))
     neg = report.get("negative_space") or {}
     if neg.get("gold_empty_items"):
+        n = neg["gold_empty_items"]
+        errored = neg.get("errored", 0)
+        with_output = neg.get("scored", n - errored)
         facts.add_row(
             "negative space",
-            f"{neg['gold_empty_items']} gold-empty items: zero-FP pass "
-            f"{neg.get('zero_fp_pass_count')}/{neg['gold_empty_items']} "
-            f"({fmt_number(neg.get('zero_fp_pass_rate'))}), "
-            f"{neg.get('hallucination_count')} hallucinated objects",
+            f"{n} gold-empty items: zero-FP pass {neg.get('zero_fp_pass_count')}/{n}"
+            + (f" ({errored} errored)" if errored else "")
+            + f" = {fmt_number(neg.get('zero_fp_pass_rate'))}"
+            f" · hallucinated objects {neg.get('hallucination_count')}/{with_output} items"
+            f" with output = {fmt_number(neg.get('hallucination_rate'))}",
         )
     else:
         facts.add_row("negative space", "no gold-empty items")
@@ -135,11 +152,13 @@ def _facts(report: dict[str, Any]) -> Table:
     ranked = dict(sorted(taxonomy.items(), key=lambda kv: (-kv[1], kv[0])))
     facts.add_row("failures", _counts_line(ranked))
     macro = report.get("macro") or {}
+    macro_n = (report.get("macro_items") or {}).get("entity_f1", report.get("items", "?"))
     facts.add_row(
         "macro F1",
         f"entities {fmt_number(macro.get('entity_f1'))}"
         f" · typed {fmt_number(macro.get('entity_typed_f1'))}"
-        f" · relationships {fmt_number(macro.get('relationship_f1'))}",
+        f" · relationships {fmt_number(macro.get('relationship_f1'))}"
+        f" (means over {macro_n} items)",
     )
     return facts
 

@@ -218,7 +218,7 @@ def score_files(
 ) -> ScoredFiles:
     """Score a predictions file against a gold file.
 
-    A gold id without a prediction line is scored as an empty prediction and reported; a
+    A gold id without a prediction line is scored as a failed item (never a pass) and reported; a
     prediction id not in gold is reported and ignored. Raises UsageError only when nothing
     can be scored: unreadable file, no usable gold line, or predictions that are all broken
     or that share no id with gold.

@@ -86,8 +86,15 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_column(style="bold")
     facts.add_column()
     facts.add_row("items", f"{s.items} of {s.expected_items} ({outcome.ran} run now)")
-    facts.add_row("failures", f"{s.errors} ({s.schema_failures} schema failures)")
-    facts.add_row("schema_failure_rate", _fmt(s.values.get("schema_failure_rate")))
+    facts.add_row(
+        "failures",
+        f"{s.errors} ({s.schema_failures} schema failures) of {s.items} items;"
+        f" error_rate {_fmt(s.values.get('error_rate'))}",
+    )
+    facts.add_row(
+        "schema_failure_rate",
+        f"{_fmt(s.values.get('schema_failure_rate'))} ({s.schema_failures}/{s.items})",
+    )
     facts.add_row(
         "latency p50 / p95 ms", f"{_fmt(s.latency_p50_ms, 1)} / {_fmt(s.latency_p95_ms, 1)}"
     )
@@ -103,8 +110,9 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     means = Table(title="item score means", title_justify="left")
     means.add_column("score")
     means.add_column("mean", justify="right")
+    means.add_column("over items", justify="right")
     for name, value in s.score_means.items():
-        means.add_row(name, _fmt(value))
+        means.add_row(name, _fmt(value), _fmt(s.score_counts.get(name)))
     print_table(console, means)
     if outcome.experiment_url:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)

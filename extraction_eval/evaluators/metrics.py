@@ -1,7 +1,9 @@
 """Counts in, ratios out. Ratios are computed once from summed integer counts and never stored.
 
 Division rule (issue 2): when gold and predictions are both empty (tp = fp = fn = 0),
-precision = recall = F1 = 1.0; any other 0/0 is 0.0.
+precision = recall = F1 = 1.0; any other 0/0 is 0.0. The 1.0 says "nothing expected, nothing
+predicted": it is never awarded when an item in the counts failed (``failed=True``), because a
+failed item predicted nothing only by crashing.
 """
 
 from __future__ import annotations
@@ -50,25 +52,30 @@ def ratio(numerator: int, denominator: int, *, both_empty: bool) -> float:
     return 1.0 if both_empty else 0.0
 
 
-def precision(c: Counts) -> float:
-    return ratio(c.tp, c.tp + c.fp, both_empty=c.both_empty)
+def vacuous(c: Counts, *, failed: bool = False) -> bool:
+    """Whether a 0/0 on these counts earns the both-empty 1.0 (never when an item failed)."""
+    return c.both_empty and not failed
 
 
-def recall(c: Counts) -> float:
-    return ratio(c.tp, c.tp + c.fn, both_empty=c.both_empty)
+def precision(c: Counts, *, failed: bool = False) -> float:
+    return ratio(c.tp, c.tp + c.fp, both_empty=vacuous(c, failed=failed))
 
 
-def f1(c: Counts) -> float:
+def recall(c: Counts, *, failed: bool = False) -> float:
+    return ratio(c.tp, c.tp + c.fn, both_empty=vacuous(c, failed=failed))
+
+
+def f1(c: Counts, *, failed: bool = False) -> float:
     """2tp / (2tp + fp + fn): one rounding, equal to the harmonic mean of P and R."""
-    return ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn, both_empty=c.both_empty)
+    return ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn, both_empty=vacuous(c, failed=failed))
 
 
-def prf(c: Counts) -> tuple[float, float, float]:
-    return precision(c), recall(c), f1(c)
+def prf(c: Counts, *, failed: bool = False) -> tuple[float, float, float]:
+    return precision(c, failed=failed), recall(c, failed=failed), f1(c, failed=failed)
 
 
-def counts_json(c: Counts) -> dict[str, float | int]:
-    p, r, f = prf(c)
+def counts_json(c: Counts, *, failed: bool = False) -> dict[str, float | int]:
+    p, r, f = prf(c, failed=failed)
     return {"tp": c.tp, "fp": c.fp, "fn": c.fn, "precision": p, "recall": r, "f1": f}
 
 
@@ -86,10 +93,16 @@ def mean(values: Iterable[float]) -> float | None:
 
 
 def prf_arrays(
-    tp: NDArray[np.float64], fp: NDArray[np.float64], fn: NDArray[np.float64]
+    tp: NDArray[np.float64],
+    fp: NDArray[np.float64],
+    fn: NDArray[np.float64],
+    failed: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Vectorised :func:`prf` for bootstrap resamples (same division rule)."""
+    """Vectorised :func:`prf` for bootstrap resamples (same division rule); ``failed`` marks
+    the resamples that drew a failed item."""
     empty = (tp == 0) & (fp == 0) & (fn == 0)
+    if failed is not None:
+        empty &= ~failed
     fill = np.where(empty, 1.0, 0.0)
 
     def div(num: NDArray[np.float64], den: NDArray[np.float64]) -> NDArray[np.float64]:

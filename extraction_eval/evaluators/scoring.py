@@ -1,8 +1,10 @@
 """Per-item scoring and run aggregation: the API the CLI and the experiment runner share.
 
 An :class:`ItemScore` keeps only counts and pairs; every ratio is computed from counts when it
-is asked for. :func:`aggregate` sums counts over items (micro, the headline), averages per-item
-values (macro) and bootstraps the micro figures.
+is asked for. A failed item (no output) never counts as a pass: its ratios are 0, never the
+both-empty 1.0, and on a gold-empty item it fails ``zero_fp_pass``. :func:`aggregate` sums
+counts over items (micro, the headline), averages per-item values (macro) and bootstraps the
+micro figures.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from extraction_eval.evaluators.metrics import (
     ratio,
     recall,
     sum_counts,
+    vacuous,
 )
 from extraction_eval.evaluators.stats import bootstrap_prf
 from extraction_eval.evaluators.taxonomy import (
@@ -153,13 +156,17 @@ class ItemScore:
 
     @property
     def hallucination_count(self) -> int:
-        """Predicted objects on an item whose gold is empty (0 on other items)."""
+        """Predicted objects on an item whose gold is empty (0 on other items and on a failed
+        item, which predicted nothing: the run's rate leaves failed items out)."""
         return self.predicted_objects if self.gold_empty else 0
 
     @property
     def zero_fp_pass(self) -> bool | None:
-        """True when a gold-empty item got no prediction at all; None on other items."""
-        return self.predicted_objects == 0 if self.gold_empty else None
+        """True when a gold-empty item produced an output with no object; False when it
+        predicted something or failed (a crash is not a pass); None on other items."""
+        if not self.gold_empty:
+            return None
+        return not self.failed and self.predicted_objects == 0
 
     def match_type_counts(self) -> dict[str, int]:
         counts: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
@@ -182,12 +189,12 @@ class ItemScore:
     # ---- ratios (computed, never stored) --------------------------------------------------
     def type_accuracy(self) -> float:
         c = self.entities
-        return accuracy(self.type_correct, c.tp, both_empty=c.both_empty)
+        return accuracy(self.type_correct, c.tp, both_empty=vacuous(c, failed=self.failed))
 
     def relationship_accuracy(self) -> float:
         """correct / extracted: matched relationships over predicted relationships."""
         c = self.relationships
-        return accuracy(c.tp, c.predicted, both_empty=c.both_empty)
+        return accuracy(c.tp, c.predicted, both_empty=vacuous(c, failed=self.failed))
 
     def evidence_coverage_rate(self) -> float | None:
         """Grounded predicted objects / predicted objects; None when none carries evidence."""
@@ -196,19 +203,20 @@ class ItemScore:
         return ratio(self.grounded(), self.predicted_objects, both_empty=False)
 
     def values(self) -> dict[str, float | None]:
-        """Item-level metric values (also what macro averages)."""
+        """Item-level metric values (also what macro averages); all 0 on a failed item."""
         e, t, r = self.entities, self.entities_typed, self.relationships
+        x = self.failed
         return {
-            "entity_precision": precision(e),
-            "entity_recall": recall(e),
-            "entity_f1": f1(e),
-            "entity_typed_precision": precision(t),
-            "entity_typed_recall": recall(t),
-            "entity_typed_f1": f1(t),
+            "entity_precision": precision(e, failed=x),
+            "entity_recall": recall(e, failed=x),
+            "entity_f1": f1(e, failed=x),
+            "entity_typed_precision": precision(t, failed=x),
+            "entity_typed_recall": recall(t, failed=x),
+            "entity_typed_f1": f1(t, failed=x),
             "type_accuracy": self.type_accuracy(),
-            "relationship_precision": precision(r),
-            "relationship_recall": recall(r),
-            "relationship_f1": f1(r),
+            "relationship_precision": precision(r, failed=x),
+            "relationship_recall": recall(r, failed=x),
+            "relationship_f1": f1(r, failed=x),
             "relationship_accuracy": self.relationship_accuracy(),
             "evidence_coverage_rate": self.evidence_coverage_rate(),
         }
@@ -217,7 +225,7 @@ class ItemScore:
         """LangFuse-compatible item scores (see the README, "Scoring reference" for the list)."""
         v = self.values()
         e, t, r = self.entities, self.entities_typed, self.relationships
-        note = "; no prediction, scored as empty" if self.failed else ""
+        note = "; errored: no output, scored 0" if self.failed else ""
 
         def c(x: Counts) -> str:
             return f"tp={x.tp} fp={x.fp} fn={x.fn}{note}"
@@ -231,7 +239,7 @@ class ItemScore:
             Score(
                 name="type_accuracy",
                 value=_f(v["type_accuracy"]),
-                comment=f"correct={self.type_correct} matched={e.tp}",
+                comment=f"correct={self.type_correct} matched={e.tp}{note}",
             ),
             Score(
                 name="relationship_precision", value=_f(v["relationship_precision"]), comment=c(r)
@@ -245,7 +253,7 @@ class ItemScore:
             Score(
                 name="relationship_accuracy",
                 value=_f(v["relationship_accuracy"]),
-                comment=f"correct={r.tp} extracted={r.predicted}",
+                comment=f"correct={r.tp} extracted={r.predicted}{note}",
             ),
         ]
         coverage = v["evidence_coverage_rate"]
@@ -257,7 +265,18 @@ class ItemScore:
                     comment=f"grounded={self.grounded()} predicted={self.predicted_objects}",
                 )
             )
-        if self.gold_empty:
+        if self.gold_empty and self.failed:
+            # No output: a failure of zero_fp_pass; no hallucination_count (there was no output
+            # to count in), so its mean stays the run's hallucination_rate.
+            out.append(
+                Score(
+                    name="zero_fp_pass",
+                    value=False,
+                    data_type="BOOLEAN",
+                    comment="gold is empty; the item errored (no output): counted as a failure",
+                )
+            )
+        elif self.gold_empty:
             out.append(
                 Score(
                     name="zero_fp_pass",
@@ -284,12 +303,15 @@ class ItemScore:
             "failed": self.failed,
             "gold_empty": self.gold_empty,
             "entities": {
-                **counts_json(e),
+                **counts_json(e, failed=self.failed),
                 "type_correct": self.type_correct,
                 "type_accuracy": v["type_accuracy"],
             },
-            "entities_typed": counts_json(self.entities_typed),
-            "relationships": {**counts_json(r), "accuracy": v["relationship_accuracy"]},
+            "entities_typed": counts_json(self.entities_typed, failed=self.failed),
+            "relationships": {
+                **counts_json(r, failed=self.failed),
+                "accuracy": v["relationship_accuracy"],
+            },
             "match_types": self.match_type_counts(),
             "entity_match_types": self.entity_match_type_counts(),
             "pairs": {
@@ -327,7 +349,8 @@ class ItemScore:
             },
             "negative_space": {
                 "zero_fp_pass": self.zero_fp_pass,
-                "hallucination_count": self.hallucination_count,
+                # null on a failed item: there was no output to count hallucinations in
+                "hallucination_count": None if self.failed else self.hallucination_count,
             },
             "taxonomy": [t.to_json() for t in self.taxonomy],
             "taxonomy_counts": self.taxonomy_counts(),
@@ -409,9 +432,9 @@ def score_item(
     config: ScoringConfig,
     context_texts: Mapping[str, str] | None = None,
 ) -> ItemScore:
-    """Score one item. ``pred=None`` means the item failed: scored as an empty prediction and
-    flagged. ``context_texts`` (other items' texts by id; pass a ``ContextIndex`` when scoring
-    many items) enables the context_bleed category."""
+    """Score one item. ``pred=None`` means the item failed: scored as an empty prediction,
+    flagged, and never a pass (ratios 0, zero_fp_pass False). ``context_texts`` (other items'
+    texts by id; pass a ``ContextIndex`` when scoring many items) enables context_bleed."""
     failed = pred is None
     p = pred if pred is not None else Extraction()
     pe: list[Entity] = list(p.entities)
@@ -534,12 +557,17 @@ def aggregate(
     items: Sequence[ItemScore], config: ScoringConfig, *, warnings: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The run report (``score --format json``). Deterministic and independent of item order
-    and item ids; ``json.dumps(report, sort_keys=True)`` is byte-stable."""
+    and item ids; ``json.dumps(report, sort_keys=True)`` is byte-stable.
+
+    Failed items count everywhere as failures: in the micro counts (all their gold missed), as
+    0 in the macro means, as zero_fp_pass failures; and while any item failed, summed counts
+    of 0 never earn the both-empty 1.0."""
     ent = [s.entities for s in items]
     typed = [s.entities_typed for s in items]
     rel = [s.relationships for s in items]
     e, t, r = sum_counts(ent), sum_counts(typed), sum_counts(rel)
     type_correct = sum(s.type_correct for s in items)
+    any_failed = any(s.failed for s in items)
 
     match_types: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
     entity_match_types = {"exact": 0, "fuzzy": 0}
@@ -554,10 +582,16 @@ def aggregate(
 
     evidence = _evidence_report(items, config)
     values = [s.values() for s in items]
-    macro = {name: mean([x for v in values if (x := v[name]) is not None]) for name in VALUE_NAMES}
+    macro_values = {name: [x for v in values if (x := v[name]) is not None] for name in VALUE_NAMES}
+    macro = {name: mean(xs) for name, xs in macro_values.items()}
 
     empty = [s for s in items if s.gold_empty]
-    hallucinations = sum(s.hallucination_count for s in empty)
+    # Rates over the gold-empty items: zero_fp_pass_rate over all of them (an errored item is a
+    # failure); hallucination_rate over those that produced an output (an errored item has no
+    # objects to count, and must not dilute the rate towards 0).
+    errored_empty = sum(1 for s in empty if s.failed)
+    scored_empty = len(empty) - errored_empty
+    hallucinations = sum(s.hallucination_count for s in empty if not s.failed)
     passed = sum(1 for s in empty if s.zero_fp_pass)
     no_prediction = sorted(s.item_id for s in items if s.failed)
 
@@ -570,23 +604,28 @@ def aggregate(
         resamples=config.resamples,
         seed=config.seed,
         confidence=config.confidence,
+        failed=np.asarray([s.failed for s in items], dtype=np.bool_),
     )
     all_warnings = list(warnings)
     if no_prediction:
         all_warnings.append(
-            f"{len(no_prediction)} item(s) had no prediction and were scored as empty: "
+            f"{len(no_prediction)} item(s) had no prediction (errored) and were scored as "
+            "failures: "
             + ", ".join(no_prediction[:20])
             + (f", ... ({len(no_prediction) - 20} more)" if len(no_prediction) > 20 else "")
         )
     return {
         "config": config.to_json(),
         "items": len(items),
+        "failed_items": len(no_prediction),
         "no_prediction": {"count": len(no_prediction), "ids": no_prediction},
-        "entities": {**counts_json(e), "type_correct": type_correct},
-        "entities_typed": counts_json(t),
-        "type_accuracy": accuracy(type_correct, e.tp, both_empty=e.both_empty),
-        "relationships": counts_json(r),
-        "relationship_accuracy": accuracy(r.tp, r.predicted, both_empty=r.both_empty),
+        "entities": {**counts_json(e, failed=any_failed), "type_correct": type_correct},
+        "entities_typed": counts_json(t, failed=any_failed),
+        "type_accuracy": accuracy(type_correct, e.tp, both_empty=vacuous(e, failed=any_failed)),
+        "relationships": counts_json(r, failed=any_failed),
+        "relationship_accuracy": accuracy(
+            r.tp, r.predicted, both_empty=vacuous(r, failed=any_failed)
+        ),
         "match_types": match_types,
         "entity_match_types": entity_match_types,
         "per_type": {
@@ -597,13 +636,16 @@ def aggregate(
         "evidence": evidence,
         "negative_space": {
             "gold_empty_items": len(empty),
+            "errored": errored_empty,
+            "scored": scored_empty,
             "zero_fp_pass_count": passed,
             "zero_fp_pass_rate": passed / len(empty) if empty else None,
             "hallucination_count": hallucinations,
-            "hallucination_rate": hallucinations / len(empty) if empty else None,
+            "hallucination_rate": hallucinations / scored_empty if scored_empty else None,
         },
         "taxonomy": taxonomy,
         "macro": macro,
+        "macro_items": {name: len(xs) for name, xs in macro_values.items()},
         "ci": _ci_json(ci, config),
         "warnings": all_warnings,
     }

@@ -1,7 +1,8 @@
 """Bootstrap confidence intervals over items, vectorised with numpy.
 
 Items are resampled with replacement; each resample sums the items' integer counts and computes
-micro precision / recall / F1 from the sums (the same rule as the headline). Rows are put in a
+micro precision / recall / F1 from the sums (the same rule as the headline: a resample whose
+counts are all 0 gets the both-empty 1.0 only when it drew no failed item). Rows are put in a
 canonical order first, so the interval depends on the multiset of items, not on their order or
 ids. Percentile intervals (numpy's default linear interpolation).
 """
@@ -33,11 +34,13 @@ def bootstrap_prf(
     resamples: int,
     seed: int,
     confidence: float = 0.95,
+    failed: NDArray[np.bool_] | None = None,
 ) -> dict[str, dict[str, list[float]]] | None:
     """Percentile CIs of micro P/R/F1 for each named (n_items × 3: tp, fp, fn) count array.
 
-    All groups share the same resamples (so their intervals are comparable). Returns None when
-    there is nothing to resample.
+    ``failed`` (n_items booleans, default none) marks the items that failed. All groups share
+    the same resamples (so their intervals are comparable). Returns None when there is nothing
+    to resample.
     """
     names = sorted(counts)
     if not names or resamples <= 0:
@@ -46,6 +49,11 @@ def bootstrap_prf(
     n_items = matrix.shape[0]
     if n_items == 0:
         return None
+    flags = np.zeros(n_items, dtype=np.int64) if failed is None else np.asarray(failed, np.int64)
+    if flags.shape != (n_items,):
+        raise ValueError(f"failed has shape {flags.shape}, expected ({n_items},)")
+    # The failure flag rides along as the last column (the last sort key), so rows keep it.
+    matrix = np.concatenate([matrix, flags.reshape(n_items, 1)], axis=1)
     matrix = matrix[np.lexsort(matrix.T[::-1])]
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_CELLS // n_items)
@@ -57,12 +65,13 @@ def bootstrap_prf(
         sums.append(weights @ matrix.astype(np.float64))
         done += size
     total = np.concatenate(sums, axis=0)
+    failed_drawn = total[:, -1] > 0
     alpha = (1.0 - confidence) / 2.0
     qs = [alpha, 1.0 - alpha]
     out: dict[str, dict[str, list[float]]] = {}
     for g, name in enumerate(names):
         tp, fp, fn = (total[:, 3 * g + c] for c in range(3))
-        p, r, f = prf_arrays(tp, fp, fn)
+        p, r, f = prf_arrays(tp, fp, fn, failed_drawn)
         out[name] = {
             "precision": [float(v) for v in np.quantile(p, qs)],
             "recall": [float(v) for v in np.quantile(r, qs)],

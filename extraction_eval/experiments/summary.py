@@ -1,7 +1,9 @@
 """Run-level figures: micro scores with CIs, failure counts, latency, tokens and cost.
 
-Every item counts: a failed item was scored as an empty prediction by the runner, so it is
-in the micro counts (all its gold objects missed) and in the failure counts.
+Every item counts: a failed item was scored by the runner as a failure (see
+``extraction_eval.evaluators.scoring``), so it is in the micro counts (all its gold objects
+missed), a 0 in the macro means, a zero_fp_pass failure on a gold-empty item, and in the failure
+counts. Each rate is kept with what it is computed over (``score_counts``, the report's counts).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class RunSummary:
     cost_usd: float | None
     report: dict[str, Any]  # the evaluators' aggregate report (micro, macro, CIs, ...)
     score_means: dict[str, float]  # mean of every item-level score, by name
+    score_counts: dict[str, int] = field(default_factory=dict)  # items each mean is over
     values: dict[str, float] = field(default_factory=dict)  # run-level values for --fail-under
     run_scores: list[Score] = field(default_factory=list)
 
@@ -53,6 +56,7 @@ class RunSummary:
             "cost_usd": self.cost_usd,
             "values": self.values,
             "score_means": self.score_means,
+            "score_counts": self.score_counts,
             "report": self.report,
         }
 
@@ -105,6 +109,7 @@ def summarize(
         cost_usd=round(sum(costs), 6) if costs else None,
         report=report,
         score_means=means,
+        score_counts={name: counts[name] for name in sorted(sums)},
         values=values,
     )
     summary.run_scores = run_scores(summary)

@@ -37,6 +37,11 @@ async def async_empty(**_: Any) -> dict[str, Any]:
     return {"entities": [], "relationships": []}
 
 
+def always_fails(*, item: Any, **_: Any) -> dict[str, Any]:
+    """Raises on every item: a run of it must score as failures, never as passes."""
+    raise RuntimeError(f"crash on {item.id}")
+
+
 # --- in-process instrumentation (LangFuse experiment tests) ---------------------------------
 # ``CALL_TIMES`` gets (item id, start, end) per call (time.perf_counter), so a test can measure
 # how many calls overlapped; ``HOOK``, when set, is called with each item after its delay

@@ -181,5 +181,5 @@ def test_item_scores_contract() -> None:
     failed = score_item(item_id="f", text="Ann", gold=gold, pred=None, config=cfg)
     assert failed.failed and failed.entities == Counts(0, 0, 2)
     assert {sc.name: sc for sc in failed.scores()}["entity_f1"].comment == (
-        "tp=0 fp=0 fn=2; no prediction, scored as empty"
+        "tp=0 fp=0 fn=2; errored: no output, scored 0"
     )

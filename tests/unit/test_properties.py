@@ -166,7 +166,8 @@ def test_empty_predictions_have_recall_zero(items: list[Item], as_failure: bool)
         ("entities", sum(len(g.entities) for _, g, _ in items)),
         ("relationships", sum(len(g.relationships) for _, g, _ in items)),
     ):
-        expected = 0.0 if n_gold else 1.0  # nothing expected, nothing predicted -> 1.0
+        # nothing expected, nothing predicted -> 1.0; but a failure is never a pass
+        expected = 0.0 if n_gold or as_failure else 1.0
         assert report[block]["recall"] == expected
         assert report[block]["tp"] == 0 and report[block]["fn"] == n_gold
     assert report["no_prediction"]["count"] == (len(items) if as_failure else 0)

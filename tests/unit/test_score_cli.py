@@ -129,6 +129,8 @@ def test_example_report_by_hand() -> None:
     }
     assert r["negative_space"] == {
         "gold_empty_items": 2,
+        "errored": 0,
+        "scored": 2,
         "zero_fp_pass_count": 1,
         "zero_fp_pass_rate": 0.5,
         "hallucination_count": 1,
@@ -162,7 +164,7 @@ def test_example_report_by_hand() -> None:
     }
     assert r["warnings"] == [
         "1 prediction id(s) not in gold, ignored: ex-unknown",
-        "1 item(s) had no prediction and were scored as empty: ex-missing",
+        "1 item(s) had no prediction (errored) and were scored as failures: ex-missing",
     ]
     # macro = mean over the 7 items of the per-item entity F1:
     # employment 6/8, family 1, review 1, empty 0, empty-ok 1, missing 0, errors 4/10.
