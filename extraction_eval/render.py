@@ -126,13 +126,22 @@ def _facts(report: dict[str, Any]) -> Table:
         + (f"; none from the {failed} failed item(s))" if failed else ")"),
     )
     attrs = report.get("attributes") or {}
-    parts = [
-        f"{kind[:3]}.{key} {fmt_number(v.get('accuracy'))} ({v.get('agree')}/{v.get('total')})"
-        for kind in ("entities", "relationships")
-        for key, v in sorted((attrs.get(kind) or {}).items())
+    parts = [  # per key, kinds pooled: the attr.<key> values, with their bootstrap CI
+        f"attr.{key} {fmt_number(v.get('accuracy'))} ({v.get('agree')}/{v.get('total')}"
+        + (f", CI {fmt_number(ci['low'])}–{fmt_number(ci['high'])}" if (ci := v.get("ci")) else "")
+        + ")"
+        for key, v in sorted((attrs.get("keys") or {}).items())
     ]
     if parts:
         facts.add_row("attribute accuracy", " · ".join(parts))
+    violations = attrs.get("violations") or {}
+    if violations.get("declared"):
+        facts.add_row(
+            "attribute violations",
+            f"{violations.get('objects')} of {violations.get('checked')} checked objects "
+            f"({fmt_number(violations.get('attribute_violation_rate'))}); "
+            f"{violations.get('count')} attribute(s) outside the schema",
+        )
     neg = report.get("negative_space") or {}
     if neg.get("gold_empty_items"):
         n = neg["gold_empty_items"]

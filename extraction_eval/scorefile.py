@@ -26,7 +26,7 @@ from extraction_eval.evaluators import (
     aggregate,
     score_item,
 )
-from extraction_eval.types import Extraction
+from extraction_eval.types import Extraction, Schema
 
 # Separator used when a list of evidence passages (e.g. Re-DocRED sentences) becomes one quote;
 # grounding treats "…" as an elision, so each passage is looked up on its own.
@@ -40,6 +40,7 @@ class GoldRecord:
     text: str
     extraction: Extraction
     line: int
+    schema: Schema | None = None  # its attribute declarations are checked against predictions
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +171,15 @@ def read_gold(path: Path) -> tuple[list[GoldRecord], list[str]]:
         if not isinstance(text, str):
             warnings.append(f'{where}: missing or non-string "text"; skipped')
             continue
+        raw_schema = obj.get("schema")
         try:
             extraction = parse_extraction(obj)
+            schema = Schema.model_validate(raw_schema) if isinstance(raw_schema, dict) else None
         except ValidationError as exc:
             warnings.append(f"{where}: {_describe(exc)}; skipped")
             continue
         seen[item_id] = number
-        records.append(GoldRecord(item_id, text, extraction, number))
+        records.append(GoldRecord(item_id, text, extraction, number, schema))
     return records, warnings
 
 
@@ -254,6 +257,7 @@ def score_files(
             pred=preds.get(g.id),
             config=config,
             context_texts=context,
+            schema=g.schema,
         )
         for g in gold
     ]

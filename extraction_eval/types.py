@@ -7,9 +7,18 @@ normalised into these models once, at the edge, so the rest of the code never as
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 
 class _Frozen(BaseModel):
@@ -38,11 +47,108 @@ class Extraction(_Frozen):
     relationships: list[Relationship] = Field(default_factory=list)
 
 
+# Attribute keys become score names (``attr.<key>``) and ``--fail-under attr.<key>=X``
+# arguments, so they are plain identifiers.
+ATTRIBUTE_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+# type -> attribute key -> allowed values
+AttributeDeclarations = dict[str, dict[str, list[str]]]
+
+
+def _type_key(value: str) -> str:
+    return " ".join(value.casefold().split())
+
+
+def _check_declarations(value: AttributeDeclarations, what: str) -> AttributeDeclarations:
+    for type_name, keys in value.items():
+        if not type_name.strip():
+            raise ValueError(f"{what}: empty type name")
+        if not keys:
+            raise ValueError(f"{what}[{type_name!r}]: declares no attribute")
+        for key, allowed in keys.items():
+            if not ATTRIBUTE_KEY.match(key):
+                raise ValueError(
+                    f"{what}[{type_name!r}]: attribute key {key!r} must be letters, digits, "
+                    "'_' or '-', starting with a letter"
+                )
+            if not allowed or any(not v.strip() for v in allowed):
+                raise ValueError(
+                    f"{what}[{type_name!r}][{key!r}]: allowed values must be non-empty strings"
+                )
+            if len(set(allowed)) != len(allowed):
+                raise ValueError(f"{what}[{type_name!r}][{key!r}]: duplicate allowed value")
+    return value
+
+
 class Schema(_Frozen):
-    """What the pipeline is asked to extract; empty lists mean 'any type'."""
+    """What the pipeline is asked to extract; empty lists mean 'any type'.
+
+    ``attributes`` (entity type -> key -> allowed values) and ``relationship_attributes``
+    (relationship type -> ...) close the attributes of the types they name: only declared
+    keys, only allowed values. Types not named there keep free-form attributes, so a schema
+    without declarations means exactly what it did before they existed.
+    """
 
     entity_types: list[str] = Field(default_factory=list)
     relationship_types: list[str] = Field(default_factory=list)
+    attributes: AttributeDeclarations = Field(default_factory=dict)
+    relationship_attributes: AttributeDeclarations = Field(default_factory=dict)
+
+    @field_validator("attributes")
+    @classmethod
+    def _entity_declarations(cls, value: AttributeDeclarations) -> AttributeDeclarations:
+        return _check_declarations(value, "attributes")
+
+    @field_validator("relationship_attributes")
+    @classmethod
+    def _relationship_declarations(cls, value: AttributeDeclarations) -> AttributeDeclarations:
+        return _check_declarations(value, "relationship_attributes")
+
+    @model_validator(mode="after")
+    def _declared_types_exist(self) -> Schema:
+        for declared, types, what in (
+            (self.attributes, self.entity_types, "attributes"),
+            (self.relationship_attributes, self.relationship_types, "relationship_attributes"),
+        ):
+            known = {_type_key(t) for t in types}
+            for type_name in declared:
+                if known and _type_key(type_name) not in known:
+                    raise ValueError(f"{what}: type {type_name!r} is not in the schema's types")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_declarations(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A schema without declarations serialises as before they existed: stored items,
+        # exports, content hashes and cache keys of existing datasets do not change.
+        out: dict[str, Any] = handler(self)
+        for key in ("attributes", "relationship_attributes"):
+            if not out.get(key):
+                out.pop(key, None)
+        return out
+
+    @property
+    def has_attributes(self) -> bool:
+        return bool(self.attributes or self.relationship_attributes)
+
+    def declared_for(
+        self, kind: Literal["entity", "relationship"], type_name: str
+    ) -> dict[str, list[str]] | None:
+        """The declared attributes of a type (types compare casefolded), None if undeclared."""
+        declared = self.attributes if kind == "entity" else self.relationship_attributes
+        wanted = _type_key(type_name)
+        for name, keys in declared.items():
+            if _type_key(name) == wanted:
+                return keys
+        return None
+
+    def attribute_keys(self) -> set[str]:
+        """Every declared attribute key, entity and relationship types together."""
+        return {
+            key
+            for declared in (self.attributes, self.relationship_attributes)
+            for keys in declared.values()
+            for key in keys
+        }
 
 
 class DatasetItem(_Frozen):

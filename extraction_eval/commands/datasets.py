@@ -18,7 +18,13 @@ from extraction_eval.backends import DatasetBackend, get_dataset_backend
 from extraction_eval.backends.base import DatasetInfo
 from extraction_eval.commands.common import console, err_console, handle_errors
 from extraction_eval.errors import UsageError
-from extraction_eval.seeds.jsonl import read_items, sample_items, write_items
+from extraction_eval.seeds.jsonl import (
+    JOURNAL_DATASET,
+    journal_items,
+    read_items,
+    sample_items,
+    write_items,
+)
 from extraction_eval.tables import print_table
 from extraction_eval.types import DatasetItem
 
@@ -55,13 +61,17 @@ def upload_cmd(
     file: Annotated[
         Path | None,
         typer.Argument(
-            help="JSONL file: id, text, entities, relationships. Omitted: the bundled sample."
+            help="JSONL file: id, text, entities, relationships. Omitted: the bundled sample "
+            f"(the bundled journal example when NAME is {JOURNAL_DATASET})."
         ),
     ] = None,
     description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
 ) -> None:
     """Upload (or update) items by id; changed content makes a new dataset version."""
-    items, warnings = read_items(file) if file is not None else (sample_items(), [])
+    if file is not None:
+        items, warnings = read_items(file)
+    else:  # the bundled journal example under its own name, else the bundled sample
+        items, warnings = (journal_items() if name == JOURNAL_DATASET else sample_items()), []
     for warning in warnings:
         _warn(f"{warning}; line skipped")
     if not items:

@@ -15,6 +15,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from extraction_eval.evaluators.attributes import (
+    AttributeViolation,
+    check_attributes,
+    violating_objects,
+)
 from extraction_eval.evaluators.config import MatchMode, ScoringConfig, type_key
 from extraction_eval.evaluators.evidence import Span, TextIndex, find_in_other_text
 from extraction_eval.evaluators.matching import (
@@ -38,14 +43,14 @@ from extraction_eval.evaluators.metrics import (
     sum_counts,
     vacuous,
 )
-from extraction_eval.evaluators.stats import bootstrap_prf
+from extraction_eval.evaluators.stats import bootstrap_prf, bootstrap_ratios
 from extraction_eval.evaluators.taxonomy import (
     CATEGORIES,
     TaxonomyEntry,
     classify_entities,
     classify_relationships,
 )
-from extraction_eval.types import Entity, Extraction, Relationship, Score
+from extraction_eval.types import Entity, Extraction, Relationship, Schema, Score
 
 Kind = Literal["entity", "relationship"]
 
@@ -123,6 +128,11 @@ class ItemScore:
     attributes: tuple[AttributeCount, ...]
     groundings: tuple[Grounding, ...]
     taxonomy: tuple[TaxonomyEntry, ...]
+    # schema-declared attributes: whether the item's schema declares any, how many predicted
+    # objects were checked against a declaration, and what broke it
+    attributes_declared: bool = False
+    attribute_checked: int = 0
+    attribute_violations: tuple[AttributeViolation, ...] = ()
 
     # ---- counts -------------------------------------------------------------------------
     @property
@@ -179,6 +189,19 @@ class ItemScore:
         for p in self.entity_pairs:
             counts[p.match_type] += 1
         return counts
+
+    def attribute_key_counts(self) -> dict[str, tuple[int, int]]:
+        """(agree, total) per attribute key, entity and relationship pairs pooled."""
+        out: dict[str, tuple[int, int]] = {}
+        for a in self.attributes:
+            agree, total = out.get(a.key, (0, 0))
+            out[a.key] = (agree + a.agree, total + a.total)
+        return dict(sorted(out.items()))
+
+    @property
+    def attribute_violation_count(self) -> int:
+        """Predicted objects with at least one attribute outside their type's declaration."""
+        return violating_objects(self.attribute_violations)
 
     def taxonomy_counts(self) -> dict[str, int]:
         counts: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
@@ -265,6 +288,27 @@ class ItemScore:
                     comment=f"grounded={self.grounded()} predicted={self.predicted_objects}",
                 )
             )
+        for key, (agree, total) in self.attribute_key_counts().items():
+            if total:
+                out.append(
+                    Score(
+                        name=f"attr.{key}",
+                        value=agree / total,
+                        comment=f"agree={agree} total={total} (matched pairs with a gold {key})",
+                    )
+                )
+        if self.attributes_declared:
+            shown = "; ".join(v.describe() for v in self.attribute_violations[:5])
+            more = len(self.attribute_violations) - 5
+            out.append(
+                Score(
+                    name="attribute_violations",
+                    value=float(self.attribute_violation_count),
+                    comment=f"objects checked={self.attribute_checked}"
+                    + (f"; {shown}" if shown else "")
+                    + (f"; +{more} more" if more > 0 else ""),
+                )
+            )
         if self.gold_empty and self.failed:
             # No output: a failure of zero_fp_pass; no hallucination_count (there was no output
             # to count in), so its mean stays the run's hallucination_rate.
@@ -332,6 +376,11 @@ class ItemScore:
                 "relationships": {t.label: _tc_json(t) for t in self.relationship_types},
             },
             "attributes": _attributes_json(self.attributes),
+            "attribute_violations": {
+                "checked": self.attribute_checked,
+                "objects": self.attribute_violation_count,
+                "violations": [v.to_json() for v in self.attribute_violations],
+            },
             "evidence": {
                 "predicted_objects": self.predicted_objects,
                 "with_evidence": self.with_evidence(),
@@ -379,6 +428,46 @@ def _attributes_json(attrs: Iterable[AttributeCount]) -> dict[str, dict[str, dic
     for group in out.values():
         for cur in group.values():
             cur["accuracy"] = ratio(cur["agree"], cur["total"], both_empty=False)
+    return out
+
+
+def _attributes_report(items: Sequence[ItemScore], config: ScoringConfig) -> dict[str, Any]:
+    """Per kind (as per item) plus, per key (kinds pooled: the ``attr.<key>`` values), accuracy
+    with a bootstrap CI over items, and the run's schema violations."""
+    out: dict[str, Any] = _attributes_json(a for s in items for a in s.attributes)
+    per_item = [s.attribute_key_counts() for s in items]
+    keys = sorted({k for counts in per_item for k in counts})
+    ci = bootstrap_ratios(
+        {
+            k: np.asarray([c.get(k, (0, 0)) for c in per_item], dtype=np.int64).reshape(-1, 2)
+            for k in keys
+        },
+        resamples=config.resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+    )
+    pooled: dict[str, dict[str, Any]] = {}
+    for k in keys:
+        agree = sum(c.get(k, (0, 0))[0] for c in per_item)
+        total = sum(c.get(k, (0, 0))[1] for c in per_item)
+        bounds = None if ci is None else ci[k]
+        pooled[k] = {
+            "agree": agree,
+            "total": total,
+            "accuracy": agree / total if total else None,
+            "ci": None if bounds is None else {"low": bounds[0], "high": bounds[1]},
+        }
+    out["keys"] = pooled
+    checked = sum(s.attribute_checked for s in items)
+    objects = sum(s.attribute_violation_count for s in items)
+    out["violations"] = {
+        "declared": any(s.attributes_declared for s in items),
+        "checked": checked,
+        "objects": objects,
+        "count": sum(len(s.attribute_violations) for s in items),
+        "attribute_violation_rate": objects / checked if checked else None,
+        "items": sorted(s.item_id for s in items if s.attribute_violations),
+    }
     return out
 
 
@@ -431,10 +520,12 @@ def score_item(
     pred: Extraction | None,
     config: ScoringConfig,
     context_texts: Mapping[str, str] | None = None,
+    schema: Schema | None = None,
 ) -> ItemScore:
     """Score one item. ``pred=None`` means the item failed: scored as an empty prediction,
     flagged, and never a pass (ratios 0, zero_fp_pass False). ``context_texts`` (other items'
-    texts by id; pass a ``ContextIndex`` when scoring many items) enables context_bleed."""
+    texts by id; pass a ``ContextIndex`` when scoring many items) enables context_bleed.
+    ``schema`` (the item's) checks predicted attributes against its declarations."""
     failed = pred is None
     p = pred if pred is not None else Extraction()
     pe: list[Entity] = list(p.entities)
@@ -503,6 +594,7 @@ def score_item(
     ) + _attribute_counts(
         "relationship", ((pr[x.pred].attributes, gr[x.gold].attributes) for x in rels.pairs)
     )
+    checked, violations = check_attributes(schema, pe, pr)
     return ItemScore(
         item_id=item_id,
         failed=failed,
@@ -529,6 +621,9 @@ def score_item(
         attributes=tuple(attributes),
         groundings=tuple(groundings),
         taxonomy=tuple(taxonomy),
+        attributes_declared=schema is not None and schema.has_attributes,
+        attribute_checked=checked,
+        attribute_violations=violations,
     )
 
 
@@ -632,7 +727,7 @@ def aggregate(
             "entities": _merge_types(s.entity_types for s in items),
             "relationships": _merge_types(s.relationship_types for s in items),
         },
-        "attributes": _attributes_json(a for s in items for a in s.attributes),
+        "attributes": _attributes_report(items, config),
         "evidence": evidence,
         "negative_space": {
             "gold_empty_items": len(empty),

@@ -78,3 +78,48 @@ def bootstrap_prf(
             "f1": [float(v) for v in np.quantile(f, qs)],
         }
     return out
+
+
+def bootstrap_ratios(
+    counts: Mapping[str, NDArray[np.int64]],
+    *,
+    resamples: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> dict[str, list[float] | None] | None:
+    """Percentile CIs of pooled ratios (e.g. attribute accuracy = Σ agree / Σ total) for each
+    named (n_items × 2: numerator, denominator) count array.
+
+    The same scheme as :func:`bootstrap_prf`: items resampled with replacement, counts summed
+    per resample, rows in a canonical order first, all names sharing the same resamples. A
+    resample whose denominator sums to 0 has no ratio and is left out; a name with no such
+    resample left gets None. Returns None when there is nothing to resample.
+    """
+    names = sorted(counts)
+    if not names or resamples <= 0:
+        return None
+    matrix = np.concatenate([np.asarray(counts[k], dtype=np.int64) for k in names], axis=1)
+    n_items = matrix.shape[0]
+    if n_items == 0:
+        return None
+    matrix = matrix[np.lexsort(matrix.T[::-1])]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CHUNK_CELLS // n_items)
+    sums: list[NDArray[np.float64]] = []
+    done = 0
+    while done < resamples:
+        size = min(chunk, resamples - done)
+        sums.append(resample_weights(n_items, size, rng) @ matrix.astype(np.float64))
+        done += size
+    total = np.concatenate(sums, axis=0)
+    alpha = (1.0 - confidence) / 2.0
+    out: dict[str, list[float] | None] = {}
+    for g, name in enumerate(names):
+        num, den = total[:, 2 * g], total[:, 2 * g + 1]
+        defined = den > 0
+        if not defined.any():
+            out[name] = None
+            continue
+        ratios = num[defined] / den[defined]
+        out[name] = [float(v) for v in np.quantile(ratios, [alpha, 1.0 - alpha])]
+    return out

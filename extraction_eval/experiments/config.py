@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import subprocess
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +13,7 @@ from typing import Any, Literal
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.pipeline.base import PipelineConfig
+from extraction_eval.types import DatasetItem
 
 Backend = Literal["auto", "local", "langfuse"]
 
@@ -51,8 +53,12 @@ class RunConfig:
 
 
 def parse_fail_under(values: list[str]) -> dict[str, float]:
-    """``entity_f1=0.8`` strings -> {"entity_f1": 0.8}; a malformed one is a usage error."""
-    from extraction_eval.experiments.summary import RUN_VALUE_NAMES
+    """``entity_f1=0.8`` strings -> {"entity_f1": 0.8}; a malformed one is a usage error.
+
+    ``attr.<key>`` names are accepted here by shape only: whether the dataset has that
+    attribute is known once its items are loaded (:func:`check_fail_under_attributes`).
+    """
+    from extraction_eval.experiments.summary import ATTRIBUTE_PREFIX, RUN_VALUE_NAMES
 
     out: dict[str, float] = {}
     for raw in values:
@@ -63,10 +69,50 @@ def parse_fail_under(values: list[str]) -> dict[str, float]:
             out[key.strip()] = float(val)
         except ValueError:
             raise UsageError(f"--fail-under expects NAME=NUMBER, got {raw!r}") from None
-        if key.strip() not in RUN_VALUE_NAMES:
+        name = key.strip()
+        if name.startswith(ATTRIBUTE_PREFIX):
+            if not name[len(ATTRIBUTE_PREFIX) :].strip():
+                raise UsageError(f"--fail-under: {name!r} names no attribute (attr.<key>)")
+            continue
+        if name not in RUN_VALUE_NAMES:
             known = ", ".join(sorted(RUN_VALUE_NAMES))
-            raise UsageError(f"--fail-under: unknown score {key.strip()!r}; known: {known}")
+            raise UsageError(f"--fail-under: unknown score {name!r}; known: {known}, attr.<key>")
     return out
+
+
+def dataset_attribute_keys(items: Iterable[DatasetItem]) -> set[str]:
+    """Attribute keys a dataset has: declared in an item's schema, or on a gold object."""
+    keys: set[str] = set()
+    for item in items:
+        if item.schema_ is not None:
+            keys |= item.schema_.attribute_keys()
+        for entity in item.expected.entities:
+            keys.update(entity.attributes)
+        for relationship in item.expected.relationships:
+            keys.update(relationship.attributes)
+    return keys
+
+
+def check_fail_under_attributes(
+    fail_under: Mapping[str, float], items: Iterable[DatasetItem], dataset: str
+) -> None:
+    """Refuse ``--fail-under attr.<key>`` for a key the dataset never declares nor has: the
+    threshold could never be met, and finding out after a paid run is too late."""
+    from extraction_eval.experiments.summary import ATTRIBUTE_PREFIX
+
+    wanted = [name for name in fail_under if name.startswith(ATTRIBUTE_PREFIX)]
+    if not wanted:
+        return
+    keys = dataset_attribute_keys(items)
+    for name in sorted(wanted):
+        key = name[len(ATTRIBUTE_PREFIX) :]
+        base = key.removesuffix("_ci_low").removesuffix("_ci_high")
+        if key not in keys and base not in keys:
+            known = ", ".join(sorted(keys)) or "none"
+            raise UsageError(
+                f"--fail-under {name}: dataset {dataset!r} has no attribute {key!r} "
+                f"(its attributes: {known})"
+            )
 
 
 def package_versions() -> dict[str, str]:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import ContextIndex
-from extraction_eval.experiments.config import RunConfig, describe
+from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.runner import (
     ItemRunner,
     RunOutcome,
@@ -136,6 +136,7 @@ def prepare(
         items = list(items)[: config.limit]
     if not items:
         raise UsageError(f"dataset {config.dataset!r} has no items to run")
+    check_fail_under_attributes(config.fail_under, items, config.dataset)
     if config.name is None:
         config = replace(config, name=default_run_name(config))
     # local mode: the local store's version asked for by --prompt-label/--prompt-version (an

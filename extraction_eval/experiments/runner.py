@@ -109,6 +109,7 @@ class ItemRunner:
             pred=pred,
             config=self.scoring,
             context_texts=self.context_texts,
+            schema=item.schema_,
         )
 
 

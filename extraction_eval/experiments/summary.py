@@ -134,8 +134,12 @@ RUN_VALUE_NAMES: frozenset[str] = frozenset(
         "hallucination_rate",
         "error_rate",
         "schema_failure_rate",
+        "attribute_violation_rate",
     }
 )
+# Per-attribute accuracy: ``attr.<key>`` (and its ``_ci_low`` / ``_ci_high``), for the keys a
+# dataset has; checked against the dataset once its items are loaded (``check_fail_under``).
+ATTRIBUTE_PREFIX = "attr."
 
 
 def run_values(report: dict[str, Any]) -> dict[str, float]:
@@ -170,6 +174,28 @@ def run_values(report: dict[str, Any]) -> dict[str, float]:
             lo_hi = _bounds(bounds)
             if lo_hi is not None:
                 values[f"{name}_ci_low"], values[f"{name}_ci_high"] = lo_hi
+    values.update(_attribute_values(report.get("attributes")))
+    return values
+
+
+def _attribute_values(attributes: Any) -> dict[str, float]:
+    """``attr.<key>`` accuracy (+ CI bounds) and ``attribute_violation_rate``, when defined."""
+    values: dict[str, float] = {}
+    if not isinstance(attributes, dict):
+        return values
+    keys = attributes.get("keys")
+    for key, block in keys.items() if isinstance(keys, dict) else ():
+        acc = block.get("accuracy") if isinstance(block, dict) else None
+        if isinstance(acc, (int, float)):
+            values[f"{ATTRIBUTE_PREFIX}{key}"] = float(acc)
+        lo_hi = _bounds(block.get("ci")) if isinstance(block, dict) else None
+        if lo_hi is not None:
+            values[f"{ATTRIBUTE_PREFIX}{key}_ci_low"] = lo_hi[0]
+            values[f"{ATTRIBUTE_PREFIX}{key}_ci_high"] = lo_hi[1]
+    violations = attributes.get("violations")
+    rate = violations.get("attribute_violation_rate") if isinstance(violations, dict) else None
+    if isinstance(rate, (int, float)):
+        values["attribute_violation_rate"] = float(rate)
     return values
 
 

@@ -51,7 +51,7 @@ def cache_key(
     )
 
 
-_SchemaKey = tuple[tuple[str, ...], tuple[str, ...]]
+_SchemaKey = str  # the schema's canonical JSON (types and attribute declarations)
 
 
 def _usage_details(usage: Usage) -> dict[str, int] | None:
@@ -78,7 +78,7 @@ class LLMPipeline:
     retry: RetryPolicy | None = None
 
     def __post_init__(self) -> None:
-        # The JSON schema depends only on the item schema's types: build and hash it once each.
+        # The JSON schema depends only on the item schema: build and hash it once per schema.
         self._contracts: dict[_SchemaKey, tuple[dict[str, Any], str]] = {}
         self._tracer: CallTracer = self.tracer if self.tracer is not None else NullTracer()
         self._retry: RetryPolicy = (
@@ -99,9 +99,7 @@ class LLMPipeline:
             await close()
 
     def _contract(self, schema: Schema | None) -> tuple[dict[str, Any], str]:
-        key: _SchemaKey = (
-            (tuple(schema.entity_types), tuple(schema.relationship_types)) if schema else ((), ())
-        )
+        key: _SchemaKey = json.dumps(schema.model_dump(mode="json")) if schema else ""
         found = self._contracts.get(key)
         if found is None:
             json_schema = extraction_json_schema(schema)

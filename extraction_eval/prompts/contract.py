@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,31 +39,87 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _pair(key: str | None = None, values: list[str] | None = None) -> dict[str, Any]:
+    """One attribute ``{key, value}``; with a declaration, both are enums."""
+    return _object({"key": _string([key] if key else None), "value": _string(values)})
+
+
+def _attribute_list(declared: dict[str, list[str]] | None) -> dict[str, Any]:
+    """Free pairs, or for a declared type one pair shape per key (anyOf when several)."""
+    if declared is None:
+        return {"type": "array", "items": _pair()}
+    pairs = [_pair(key, list(values)) for key, values in declared.items()]
+    return {"type": "array", "items": pairs[0] if len(pairs) == 1 else {"anyOf": pairs}}
+
+
+def _variants(
+    types: list[str],
+    declarations: dict[str, dict[str, list[str]]],
+    build: Callable[[dict[str, Any], dict[str, Any] | None], dict[str, Any]],
+    *,
+    free_attributes: bool,
+) -> dict[str, Any]:
+    """The object schema for one kind: unchanged without declarations; otherwise one variant
+    per declared type (type fixed, attributes closed) plus one for the remaining types."""
+    if not declarations:
+        return build(_string(types), _attribute_list(None) if free_attributes else None)
+    variants = [
+        build(_string([name]), _attribute_list(keys)) for name, keys in declarations.items()
+    ]
+    declared = {" ".join(name.casefold().split()) for name in declarations}
+    rest = [t for t in types if " ".join(t.casefold().split()) not in declared]
+    if rest or not types:  # open types: anything else keeps free-form attributes
+        variants.append(build(_string(rest), _attribute_list(None)))
+    return variants[0] if len(variants) == 1 else {"anyOf": variants}
+
+
 def extraction_json_schema(schema: Schema | None = None) -> dict[str, Any]:
-    """JSON schema of the answer; with a ``schema``, types are constrained to its enums."""
+    """JSON schema of the answer; with a ``schema``, types are constrained to its enums and
+    declared attributes to their keys and allowed values.
+
+    Strict mode allows no free-form map and requires every property, so declared attributes
+    stay ``{key, value}`` pairs whose key and value are enums, and a type with declarations
+    gets its own object variant (``anyOf``) fixing its type and its attribute pairs.
+    """
     entity_types = list(schema.entity_types) if schema else []
     relationship_types = list(schema.relationship_types) if schema else []
-    attribute = _object({"key": _string(), "value": _string()})
-    entity = _object(
-        {
-            "name": _string(),
-            "type": _string(entity_types),
-            "evidence": _string(),
-            "attributes": {"type": "array", "items": attribute},
-        }
-    )
-    relationship = _object(
-        {
+
+    def entity(type_: dict[str, Any], attributes: dict[str, Any] | None) -> dict[str, Any]:
+        return _object(
+            {"name": _string(), "type": type_, "evidence": _string(), "attributes": attributes}
+        )
+
+    def relationship(type_: dict[str, Any], attributes: dict[str, Any] | None) -> dict[str, Any]:
+        properties: dict[str, Any] = {
             "source": _string(),
-            "type": _string(relationship_types),
+            "type": type_,
             "target": _string(),
             "evidence": _string(),
         }
-    )
+        if attributes is not None:
+            properties["attributes"] = attributes
+        return _object(properties)
+
     return _object(
         {
-            "entities": {"type": "array", "items": entity},
-            "relationships": {"type": "array", "items": relationship},
+            "entities": {
+                "type": "array",
+                "items": _variants(
+                    entity_types,
+                    schema.attributes if schema else {},
+                    entity,
+                    free_attributes=True,
+                ),
+            },
+            "relationships": {
+                "type": "array",
+                "items": _variants(
+                    relationship_types,
+                    schema.relationship_attributes if schema else {},
+                    relationship,
+                    free_attributes=False,
+                ),
+            },
         }
     )
 

@@ -70,16 +70,33 @@ def template_variables(content: str) -> list[str]:
         pos = end + len(_CLOSE)
 
 
+def _declared(declarations: Mapping[str, Mapping[str, Sequence[str]]]) -> str:
+    """Declared attributes as prompt text; they ride in the type variables, so templates
+    (local or already pushed to LangFuse) need no new variable."""
+    if not declarations:
+        return ""
+    parts = [
+        f"{name}: " + "; ".join(f"{key} = {' | '.join(values)}" for key, values in keys.items())
+        for name, keys in declarations.items()
+    ]
+    return (
+        '. Declared attributes, as {"key", "value"} pairs using only these keys and values'
+        " (leave out a key the text does not settle): " + " / ".join(parts)
+    )
+
+
 def prompt_variables(text: str, schema: Schema | None) -> dict[str, str]:
     """The values for the template; also what a LangFuse prompt client's ``compile`` gets."""
     entity_types = list(schema.entity_types) if schema else []
     relationship_types = list(schema.relationship_types) if schema else []
     return {
         "text": text,
-        "entity_types": ", ".join(entity_types) if entity_types else ANY_ENTITY_TYPES,
+        "entity_types": (", ".join(entity_types) if entity_types else ANY_ENTITY_TYPES)
+        + _declared(schema.attributes if schema else {}),
         "relationship_types": (
             ", ".join(relationship_types) if relationship_types else ANY_RELATIONSHIP_TYPES
-        ),
+        )
+        + _declared(schema.relationship_attributes if schema else {}),
     }
 
 

@@ -27,7 +27,15 @@ from extraction_eval.errors import UsageError
 from extraction_eval.scorefile import parse_extraction
 from extraction_eval.types import DatasetItem
 
-__all__ = ["item_to_json", "parse_lines", "read_items", "sample_items", "write_items"]
+__all__ = [
+    "JOURNAL_DATASET",
+    "item_to_json",
+    "journal_items",
+    "parse_lines",
+    "read_items",
+    "sample_items",
+    "write_items",
+]
 
 
 def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
@@ -44,14 +52,27 @@ def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
         raise UsageError(f"cannot read {p}: {exc.strerror or exc}") from None
 
 
-def sample_items() -> list[DatasetItem]:
-    """The bundled sample dataset (``extraction-eval``), validated by the tests."""
-    ref = resources.files("extraction_eval").joinpath("data", "sample_dataset.jsonl")
+def _bundled(filename: str) -> list[DatasetItem]:
+    ref = resources.files("extraction_eval").joinpath("data", filename)
     with resources.as_file(ref) as path:
         items, warnings = read_items(path)
-    if warnings:  # pragma: no cover - the bundled file is validated by tests
-        raise UsageError(f"bundled sample dataset: {warnings[0]}")
+    if warnings:  # pragma: no cover - the bundled files are validated by tests
+        raise UsageError(f"bundled dataset {filename}: {warnings[0]}")
     return items
+
+
+def sample_items() -> list[DatasetItem]:
+    """The bundled sample dataset (``extraction-eval``), validated by the tests."""
+    return _bundled("sample_dataset.jsonl")
+
+
+JOURNAL_DATASET = "journal-example"
+
+
+def journal_items() -> list[DatasetItem]:
+    """The bundled journal dataset (``journal-example``): observations with schema-declared
+    attributes (domain, polarity, intensity, time), validated by the tests."""
+    return _bundled("journal_dataset.jsonl")
 
 
 def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[DatasetItem], list[str]]:

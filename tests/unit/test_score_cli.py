@@ -136,12 +136,35 @@ def test_example_report_by_hand() -> None:
         "hallucination_count": 1,
         "hallucination_rate": 0.5,
     }
-    assert r["attributes"] == {
-        "entities": {
-            "intensity": {"agree": 1, "total": 3, "accuracy": 1 / 3},
-            "polarity": {"agree": 2, "total": 3, "accuracy": 2 / 3},
+    assert r["attributes"]["entities"] == {
+        "intensity": {"agree": 1, "total": 3, "accuracy": 1 / 3},
+        "polarity": {"agree": 2, "total": 3, "accuracy": 2 / 3},
+    }
+    assert r["attributes"]["relationships"] == {}
+    # pooled per key (the attr.<key> values); every attribute sits in one item, so every
+    # resample holds 0 or k copies of it and the CI collapses onto the value
+    assert r["attributes"]["keys"] == {
+        "intensity": {
+            "agree": 1,
+            "total": 3,
+            "accuracy": 1 / 3,
+            "ci": {"low": 1 / 3, "high": 1 / 3},
         },
-        "relationships": {},
+        "polarity": {
+            "agree": 2,
+            "total": 3,
+            "accuracy": 2 / 3,
+            "ci": {"low": 2 / 3, "high": 2 / 3},
+        },
+    }
+    # no schema declares attributes in the example: nothing is checked
+    assert r["attributes"]["violations"] == {
+        "declared": False,
+        "checked": 0,
+        "objects": 0,
+        "count": 0,
+        "attribute_violation_rate": None,
+        "items": [],
     }
     assert r["per_type"]["entities"]["LOC"] == {
         "tp": 3,  # Springfeld, Warsaw, Paris (Austin, Dallas missed; merged pred is fp)
