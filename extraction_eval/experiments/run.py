@@ -22,13 +22,14 @@ from extraction_eval.experiments.runner import (
     select_items,
 )
 from extraction_eval.pipeline.factory import make_pipeline
+from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 from extraction_eval.types import DatasetItem, ItemResult
 
 log = logging.getLogger(__name__)
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
-_RESUME_INVARIANTS = ("model", "temperature", "prompt_hash", "pipeline_ref")
+_RESUME_INVARIANTS = ("model", "temperature", "prompt_hash", "pipeline_ref", "price_override")
 
 
 class ProgressHook(Protocol):
@@ -147,6 +148,7 @@ def prepare(
         pipeline=pipeline,
         scoring=config.scoring,
         context_texts=ContextIndex({item.id: item.text for item in items}),
+        pricer=Pricer.for_config(config.pipeline),
     )
     return PreparedRun(config, run, list(items), todo, runner, prompt, warnings)
 
