@@ -239,7 +239,36 @@ def test_cost_text_never_shows_a_bare_dash() -> None:
     assert (
         cost_text(0.5, 2, db)
         == "0.500000 (genai-prices 9.9; 2 items not counted: unknown price for gpt-x)"
-    )  # noqa: E501
+    )
     assert cost_text(0.0, 0, {"pricing": {"source": "offline"}}).startswith("0 (offline")
     override = {"pricing": {"source": "override", "input_per_mtok": 1.0, "output_per_mtok": 2.0}}
     assert "your prices: $1.0 in / $2.0 out per 1M tokens" in cost_text(0.1, 0, override)
+
+
+# --- what the providers report ----------------------------------------------------------------
+
+
+def test_providers_report_cached_and_thinking_tokens_the_way_they_are_billed() -> None:
+    from google.genai import types as gtypes
+    from openai.types.completion_usage import CompletionUsage, PromptTokensDetails
+
+    from extraction_eval.llm.gemini_provider import _output_tokens
+    from extraction_eval.llm.openai_provider import _cached_tokens
+
+    # Gemini counts thinking apart from the answer but bills both as output
+    meta = gtypes.GenerateContentResponseUsageMetadata(
+        prompt_token_count=50, candidates_token_count=10, thoughts_token_count=5
+    )
+    assert _output_tokens(meta) == 15
+    assert _output_tokens(gtypes.GenerateContentResponseUsageMetadata()) is None
+    usage = CompletionUsage(
+        prompt_tokens=2000,
+        completion_tokens=10,
+        total_tokens=2010,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=1536),
+    )
+    assert _cached_tokens(usage) == 1536
+    assert (
+        _cached_tokens(CompletionUsage(prompt_tokens=1, completion_tokens=1, total_tokens=2))
+        is None
+    )
