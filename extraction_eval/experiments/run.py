@@ -143,6 +143,13 @@ def prepare(
     run, todo = open_run(
         store, config, items, dataset_version=dataset_version, record=record, backend=backend
     )
+    started_with = (run.config.get("pricing") or {}).get("version")
+    now_with = record["pricing"].get("version")
+    if todo and started_with != now_with:  # a resumed run, priced by another database version
+        warnings.append(
+            f"items run now are priced with genai-prices {now_with}; run {config.name!r}"
+            f" started with {started_with} (its record keeps that)"
+        )
     pipeline = make_pipeline(config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer)
     runner = ItemRunner(
         pipeline=pipeline,

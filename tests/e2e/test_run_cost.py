@@ -126,3 +126,17 @@ def test_offline_baseline_costs_nothing_and_says_why() -> None:
     assert all(r["cost_usd"] == 0.0 for r in exported("base"))
     config, summary = summary_of("base")
     assert config["pricing"] == {"source": "offline"} and summary["cost_usd"] == 0.0
+
+
+def test_resume_after_a_price_database_upgrade_warns(server: LoopbackServer) -> None:
+    args = ["--name", "up", "--model", "openai:gpt-4o-mini"]
+    assert run(server, *args, "--limit", "2").exit_code == 0
+    store = LocalStore()
+    first = store.get_run("up")
+    assert first is not None
+    older = {**first.config, "pricing": {**first.config["pricing"], "version": "0.0.1"}}
+    store.update_run(first.id, config=older)
+    result = run(server, *args, "--resume")
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())  # the console wraps long lines
+    assert f"priced with genai-prices {DB_VERSION}; run 'up' started with 0.0.1" in said
