@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ExtractionEvalError(Exception):
     """Base class: a problem a user can act on, shown without a traceback."""
@@ -53,7 +55,10 @@ class ProviderError(ExtractionEvalError):
 class SchemaFailure(ExtractionEvalError):
     """The model answered, but not with valid JSON in the extraction schema."""
 
-    def __init__(self, message: str, *, raw: str | None = None, attempts: int = 1) -> None:
+    def __init__(
+        self, message: str, *, raw: str | None = None, attempts: int = 1, usage: Any = None
+    ) -> None:
         super().__init__(message)
         self.raw = raw
         self.attempts = attempts  # model calls made for the answer that failed to parse
+        self.usage = usage  # the tokens (and cost) that answer took: a failed call is paid too

@@ -180,6 +180,8 @@ class Usage(_Frozen):
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+    # of tokens_in, read from the provider's prompt cache (priced lower); not stored per row
+    tokens_cached: int | None = None
 
 
 class TaxonomyTag(_Frozen):

@@ -73,6 +73,32 @@ class RichProgress:
         self._progress.update(self._task, advance=1, errors=self._errors)
 
 
+def cost_text(cost_usd: float | None, unpriced_items: int, config: dict[str, Any]) -> str:
+    """The run's cost and where its prices came from; never a bare dash: a cost we could not
+    compute says why (offline, tokens not reported, or a model the price list lacks)."""
+    pricing = config.get("pricing") or {}
+    source = pricing.get("source")
+    if source == "offline":
+        return "0 (offline, no model call)"
+    model = pricing.get("model_ref") or config.get("model")
+    unknown = f"unknown price for {model}"
+    if cost_usd is None:
+        return unknown if unpriced_items else "not reported"
+    if source == "override":
+        where = (
+            f"your prices: ${pricing.get('input_per_mtok')} in /"
+            f" ${pricing.get('output_per_mtok')} out per 1M tokens"
+        )
+    elif source:
+        where = f"{source} {pricing.get('version') or ''}".strip()
+    else:
+        where = ""
+    parts = [where] if where else []
+    if unpriced_items:
+        parts.append(f"{unpriced_items} items not counted: {unknown}")
+    return _fmt(cost_usd, 6) + (f" ({'; '.join(parts)})" if parts else "")
+
+
 def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     s = outcome.summary
     run = outcome.run
@@ -99,7 +125,7 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
         "latency p50 / p95 ms", f"{_fmt(s.latency_p50_ms, 1)} / {_fmt(s.latency_p95_ms, 1)}"
     )
     facts.add_row("tokens in / out", f"{s.tokens_in} / {s.tokens_out}")
-    facts.add_row("cost USD", _fmt(s.cost_usd, 6))
+    facts.add_row("cost USD", cost_text(s.cost_usd, s.unpriced_items, run.config))
     facts.add_row("cache hits", str(s.cache_hits))
     if prompt := prompt_summary(run.config):
         facts.add_row("prompt", escape(prompt))
@@ -221,6 +247,10 @@ def render_run_items(
             line = Text(f"  {r.item_id}  ")
             line.append(target, style=f"link {target}" if r.trace_url else "")
             console.print(line, soft_wrap=True)
+
+    summary = run.summary or {}
+    cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
+    console.print(f"cost USD: {cost}", highlight=False, soft_wrap=True)
 
 
 def _ci_span(lo: Any, hi: Any) -> str:

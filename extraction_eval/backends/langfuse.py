@@ -763,6 +763,7 @@ class _Generation:
         *,
         output: Any = None,
         usage_details: dict[str, int] | None = None,
+        cost_details: dict[str, float] | None = None,
         level: str | None = None,
         status_message: str | None = None,
         metadata: dict[str, Any] | None = None,
@@ -772,6 +773,7 @@ class _Generation:
         self._observation.update(
             output=output,
             usage_details=usage_details,
+            cost_details=cost_details,
             level=level,
             status_message=status_message,
             metadata=metadata,

@@ -62,6 +62,13 @@ def run_cmd(
     verify: Annotated[
         bool, typer.Option(help="LangFuse mode: read back that every trace and score arrived.")
     ] = True,
+    price_in: Annotated[
+        float | None,
+        typer.Option(help="USD per 1M input tokens (with --price-out): replaces genai-prices."),
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option(help="USD per 1M output tokens (with --price-in).")
+    ] = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     if backend not in ("auto", "local", "langfuse"):
@@ -83,6 +90,8 @@ def run_cmd(
             pipeline=pipeline,
             timeout_s=timeout,
             max_attempts=max_attempts,
+            price_in=price_in,
+            price_out=price_out,
         ),
         scoring=scoring,
         concurrency=concurrency,

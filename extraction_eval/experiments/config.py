@@ -13,6 +13,7 @@ from typing import Any, Literal
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.pipeline.base import PipelineConfig
+from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.types import DatasetItem
 
 Backend = Literal["auto", "local", "langfuse"]
@@ -27,6 +28,7 @@ _TRACKED_PACKAGES = (
     "scipy",
     "numpy",
     "pydantic",
+    "genai-prices",
 )
 
 
@@ -153,6 +155,7 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
     """The JSON-able record of a run's configuration (no secrets: keys never enter RunConfig)."""
     pipeline = dataclasses.asdict(config.pipeline)
     user_pipeline = config.pipeline.pipeline
+    pricer = Pricer.for_config(config.pipeline)
     record: dict[str, Any] = {
         "dataset": config.dataset,
         # a user's pipeline replaces the model: say so rather than record the unused default
@@ -163,6 +166,9 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
         "concurrency": config.concurrency,
         "limit": config.limit,
         "scoring": _scoring_record(config.scoring),
+        "pricing": pricer.record(),
+        # what --resume compares: results priced two ways must not be summed silently
+        "price_override": [pricer.price_in, pricer.price_out] if pricer.override else None,
         "packages": package_versions(),
         "git": git_state(),
     }

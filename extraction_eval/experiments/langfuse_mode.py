@@ -150,6 +150,7 @@ def experiment_metadata(record: Mapping[str, Any]) -> dict[str, str]:
     """The run's parameters as LangFuse experiment metadata (the SDK wants string values)."""
     prompt = record.get("prompt") or {}
     packages = record.get("packages") or {}
+    pricing = record.get("pricing") or {}
     meta = {
         "provider": record.get("provider"),
         "model": record.get("model"),
@@ -164,6 +165,11 @@ def experiment_metadata(record: Mapping[str, Any]) -> dict[str, str]:
         "dataset": record.get("dataset"),
         "extraction_eval_version": __version__,
         "langfuse_sdk_version": packages.get("langfuse"),
+        "price_source": pricing.get("source"),
+        "price_version": pricing.get("version"),
+        "price_model": pricing.get("model_id") or pricing.get("model_ref"),
+        "price_input_per_mtok": pricing.get("input_per_mtok"),
+        "price_output_per_mtok": pricing.get("output_per_mtok"),
     }
     return {k: str(v) for k, v in meta.items() if v is not None}
 

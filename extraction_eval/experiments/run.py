@@ -22,6 +22,7 @@ from extraction_eval.experiments.runner import (
     select_items,
 )
 from extraction_eval.pipeline.factory import make_pipeline
+from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.prompts.versions import select_run_prompt
 from extraction_eval.types import DatasetItem, ItemResult
@@ -29,7 +30,7 @@ from extraction_eval.types import DatasetItem, ItemResult
 log = logging.getLogger(__name__)
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
-_RESUME_INVARIANTS = ("model", "temperature", "prompt_hash", "pipeline_ref")
+_RESUME_INVARIANTS = ("model", "temperature", "prompt_hash", "pipeline_ref", "price_override")
 
 
 class ProgressHook(Protocol):
@@ -146,11 +147,19 @@ def prepare(
     run, todo = open_run(
         store, config, items, dataset_version=dataset_version, record=record, backend=backend
     )
+    started_with = (run.config.get("pricing") or {}).get("version")
+    now_with = record["pricing"].get("version")
+    if todo and started_with != now_with:  # a resumed run, priced by another database version
+        warnings.append(
+            f"items run now are priced with genai-prices {now_with}; run {config.name!r}"
+            f" started with {started_with} (its record keeps that)"
+        )
     pipeline = make_pipeline(config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer)
     runner = ItemRunner(
         pipeline=pipeline,
         scoring=config.scoring,
         context_texts=ContextIndex({item.id: item.text for item in items}),
+        pricer=Pricer.for_config(config.pipeline),
     )
     return PreparedRun(config, run, list(items), todo, runner, prompt, warnings)
 

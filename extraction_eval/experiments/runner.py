@@ -19,7 +19,8 @@ from extraction_eval.errors import ProviderError, SchemaFailure
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
 from extraction_eval.experiments.summary import RunSummary, summarize
 from extraction_eval.pipeline.base import Pipeline
-from extraction_eval.types import DatasetItem, ItemResult, Score, TaxonomyTag
+from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.types import DatasetItem, ItemResult, Score, TaxonomyTag, Usage
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class ItemRunner:
     pipeline: Pipeline
     scoring: ScoringConfig
     context_texts: Mapping[str, str] = field(default_factory=dict)
+    pricer: Pricer | None = None  # fills in the cost of outputs that report tokens only
 
     async def run_item(self, item: DatasetItem) -> ItemResult:
         started = time.perf_counter()
@@ -66,6 +68,7 @@ class ItemRunner:
             message = _one_line(exc)
             scored = self.score(item, None)
             tags = taxonomy_tags(scored)
+            spent = getattr(exc, "usage", None)  # a schema failure's answer was paid for
             return ItemResult(
                 item_id=item.id,
                 error=message,
@@ -73,6 +76,7 @@ class ItemRunner:
                 raw_output=getattr(exc, "raw", None),
                 attempts=int(getattr(exc, "attempts", 1) or 1),
                 latency_ms=round(latency, 3),
+                usage=spent if isinstance(spent, Usage) else Usage(),
                 scores=[
                     *scored.scores(),
                     Score(
@@ -91,7 +95,7 @@ class ItemRunner:
             raw_output=out.raw,
             attempts=out.attempts,
             latency_ms=round(latency, 3),
-            usage=out.usage,
+            usage=self.pricer.priced(out.usage, out.model) if self.pricer else out.usage,
             cache_hit=out.cache_hit,
             scores=[
                 *scored.scores(),

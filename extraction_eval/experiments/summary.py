@@ -35,6 +35,8 @@ class RunSummary:
     score_means: dict[str, float]  # mean of every item-level score, by name
     score_counts: dict[str, int] = field(default_factory=dict)  # items each mean is over
     values: dict[str, float] = field(default_factory=dict)  # run-level values for --fail-under
+    # items that reported tokens but have no cost (model not in the price database)
+    unpriced_items: int = 0
     run_scores: list[Score] = field(default_factory=list)
 
     @property
@@ -54,6 +56,7 @@ class RunSummary:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "cost_usd": self.cost_usd,
+            "unpriced_items": self.unpriced_items,
             "values": self.values,
             "score_means": self.score_means,
             "score_counts": self.score_counts,
@@ -81,6 +84,12 @@ def summarize(
     schema_failures = sum(1 for r in results if r.error_kind == "schema")
     latencies = [r.latency_ms for r in results if r.latency_ms is not None and not r.cache_hit]
     costs = [r.usage.cost_usd for r in results if r.usage.cost_usd is not None]
+    unpriced = sum(
+        1
+        for r in results
+        if r.usage.cost_usd is None
+        and (r.usage.tokens_in is not None or r.usage.tokens_out is not None)
+    )
 
     sums: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
@@ -111,6 +120,7 @@ def summarize(
         score_means=means,
         score_counts={name: counts[name] for name in sorted(sums)},
         values=values,
+        unpriced_items=unpriced,
     )
     summary.run_scores = run_scores(summary)
     return summary

@@ -24,6 +24,13 @@ API_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
+def _output_tokens(usage: Any) -> int | None:
+    """Answer plus thinking tokens: Gemini bills both as output but counts them apart."""
+    if usage is None or usage.candidates_token_count is None:
+        return None
+    return int(usage.candidates_token_count) + int(usage.thoughts_token_count or 0)
+
+
 def to_gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Our strict JSON schema -> Gemini's OpenAPI-subset ``response_schema``.
 
@@ -183,7 +190,8 @@ class GeminiProvider:
             model=response.model_version or self.model,
             usage=Usage(
                 tokens_in=usage.prompt_token_count if usage else None,
-                tokens_out=usage.candidates_token_count if usage else None,
+                tokens_out=_output_tokens(usage),
+                tokens_cached=usage.cached_content_token_count if usage else None,
             ),
         )
 

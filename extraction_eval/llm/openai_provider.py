@@ -26,6 +26,13 @@ PLACEHOLDER_API_KEY = "not-needed"
 SCHEMA_NAME = "extraction"
 
 
+def _cached_tokens(usage: Any) -> int | None:
+    """Prompt tokens served from OpenAI's prompt cache (part of ``prompt_tokens``)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return cached if isinstance(cached, int) else None
+
+
 def _retryable_status(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
@@ -157,7 +164,8 @@ class OpenAIProvider:
             model=response.model or self.model,
             usage=Usage(
                 tokens_in=usage.prompt_tokens if usage else None,
-                tokens_out=usage.completion_tokens if usage else None,
+                tokens_out=usage.completion_tokens if usage else None,  # reasoning included
+                tokens_cached=_cached_tokens(usage),
             ),
         )
 

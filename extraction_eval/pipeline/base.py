@@ -22,6 +22,14 @@ class PipelineConfig:
     timeout_s: float = 60.0
     max_attempts: int = 4
     extra: dict[str, Any] = field(default_factory=dict)
+    # USD per 1M tokens, both or neither: replace the genai-prices database (self-hosted models)
+    price_in: float | None = None
+    price_out: float | None = None
+
+    def __post_init__(self) -> None:
+        from extraction_eval.pipeline.pricing import check_prices
+
+        check_prices(self.price_in, self.price_out)
 
     @property
     def provider(self) -> str:

@@ -17,6 +17,7 @@ from extraction_eval.llm.base import Completion, CompletionRequest, Provider, Re
 from extraction_eval.llm.context import item_context
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
+from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.pipeline.tracing import CallTracer, GenerationHandle, NullTracer
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import PromptTemplate
@@ -81,6 +82,7 @@ class LLMPipeline:
         # The JSON schema depends only on the item schema: build and hash it once per schema.
         self._contracts: dict[_SchemaKey, tuple[dict[str, Any], str]] = {}
         self._tracer: CallTracer = self.tracer if self.tracer is not None else NullTracer()
+        self._pricer = Pricer.for_config(self.config)
         self._retry: RetryPolicy = (
             self.retry
             if self.retry is not None
@@ -145,7 +147,7 @@ class LLMPipeline:
             if cached is not None:
                 completion, extraction = cached
                 generation.update(output=extraction.model_dump(), metadata={"cache_hit": True})
-                return self._output(completion, extraction, attempts=0, cache_hit=True)
+                return self._output(completion, extraction, attempts=0, spent=None)
             return await self._call(request, key, generation)
 
     def _from_cache(self, key: str) -> tuple[Completion, Extraction] | None:
@@ -174,34 +176,44 @@ class LLMPipeline:
             )
             raise
         usage = _usage_details(completion.usage)
+        # the model the provider reports it ran, else the one asked for
+        cost = self._pricer.cost(completion.usage, completion.model or self.config.model_name)
+        spent = completion.usage.model_copy(update={"cost_usd": cost.usd})
         try:
             extraction = parse_extraction(completion.text)
         except SchemaFailure as exc:
             generation.update(
                 output=completion.text,
                 usage_details=usage,
+                cost_details=cost.details(),
                 level="ERROR",
                 status_message=f"schema failure: {_one_line(exc)}",
                 metadata={"attempts": attempts},
             )
-            raise SchemaFailure(str(exc), raw=completion.text, attempts=attempts) from None
+            raise SchemaFailure(
+                str(exc), raw=completion.text, attempts=attempts, usage=spent
+            ) from None
         if self.cache is not None:
             self.cache.put(key, completion)
         generation.update(
-            output=extraction.model_dump(), usage_details=usage, metadata={"attempts": attempts}
+            output=extraction.model_dump(),
+            usage_details=usage,
+            cost_details=cost.details(),
+            metadata={"attempts": attempts} | ({"cost": cost.reason} if cost.reason else {}),
         )
-        return self._output(completion, extraction, attempts=attempts, cache_hit=False)
+        return self._output(completion, extraction, attempts=attempts, spent=spent)
 
     def _output(
-        self, completion: Completion, extraction: Extraction, *, attempts: int, cache_hit: bool
+        self, completion: Completion, extraction: Extraction, *, attempts: int, spent: Usage | None
     ) -> PipelineOutput:
+        """``spent`` is the priced usage of a model call; None for a cache hit, which spent no
+        tokens and nothing (reporting the cached usage would count tokens and cost twice)."""
         return PipelineOutput(
             extraction=extraction,
             raw=completion.text,
-            # A cache hit spent no tokens; reporting the cached usage would double-count cost.
-            usage=Usage() if cache_hit else completion.usage,
+            usage=Usage(cost_usd=0.0) if spent is None else spent,
             attempts=attempts,
-            cache_hit=cache_hit,
+            cache_hit=spent is None,
             model=completion.model,
             prompt=self.prompt,
         )

@@ -782,3 +782,30 @@ def test_failure_categories_are_categorical_scores_on_every_trace_failed_ones_to
     show = cli.invoke(app, ["runs", "show", "tax-1", "--category", "context_bleed"])
     assert show.exit_code == 0, show.stderr
     assert by_item["sample-002"].trace_url in show.stdout.replace("\n", "")
+
+
+# --- cost on the generation and in the experiment metadata ----------------------------------
+
+
+def test_generation_carries_the_cost_and_the_experiment_names_its_prices(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, items: list[DatasetItem], fake_model: str
+) -> None:
+    upload(server, items[:3])
+    use_langfuse(server, monkeypatch, "cost")
+    result = run_cli(
+        "--name", "cost-1", "--model", fake_model, "--price-in", "1", "--price-out", "2",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    run, rows = mirror("cost-1")
+    generations = [s for s in server.spans if s["name"] == "extract"]
+    assert len(generations) == 3
+    for gen in generations:  # the fake reports 11 in / 7 out: $1 and $2 per 1M tokens
+        cost = json.loads(gen["attributes"]["langfuse.observation.cost_details"])
+        assert cost == {"input": pytest.approx(11 / 1e6), "output": pytest.approx(14 / 1e6)}
+    # the schema failure's call was paid too: every row carries its cost
+    assert [r.usage.cost_usd for r in rows] == [pytest.approx(25 / 1e6)] * 3
+    assert run.summary["cost_usd"] == pytest.approx(round(75 / 1e6, 6))
+    roots = item_runs(server, run.experiment_id)
+    meta = json.loads(next(iter(roots.values()))["attributes"]["langfuse.experiment.metadata"])
+    assert (meta["price_source"], meta["price_input_per_mtok"]) == ("override", "1.0")
+    assert meta["price_output_per_mtok"] == "2.0"

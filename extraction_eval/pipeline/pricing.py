@@ -1,0 +1,193 @@
+"""What a model call cost, from the tokens its provider reported.
+
+Prices come from the ``genai-prices`` database bundled with that package (a maintained, dated
+price list; we never fetch updates, so a run's prices are the installed version's) or from the
+user's own per-million-token prices (``--price-in`` / ``--price-out``, e.g. a self-hosted
+model). Cost is computed where a pipeline's output is built, never in scoring, and a cost we
+cannot compute is ``None`` with a reason rather than a silent zero.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from extraction_eval.errors import UsageError
+from extraction_eval.types import Usage
+
+if TYPE_CHECKING:
+    from extraction_eval.pipeline.base import PipelineConfig
+
+PRICE_DB = "genai-prices"
+# our provider name -> genai-prices provider id; others are looked up by model name alone
+PROVIDER_IDS = {"openai": "openai", "gemini": "google"}
+NOT_REPORTED = "not reported"
+
+
+def check_prices(price_in: float | None, price_out: float | None) -> None:
+    """Both or neither, each finite and >= 0: a one-line error otherwise."""
+    if (price_in is None) != (price_out is None):
+        raise UsageError("--price-in and --price-out go together: give both (USD per 1M tokens)")
+    for option, value in (("--price-in", price_in), ("--price-out", price_out)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise UsageError(
+                f"{option} must be a finite number >= 0 (USD per 1M tokens), got {value}"
+            )
+
+
+def price_db_version() -> str | None:
+    try:
+        return importlib.metadata.version(PRICE_DB)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A call's cost in USD, split like LangFuse's ``cost_details``; ``reason`` when unknown."""
+
+    usd: float | None
+    input_usd: float | None = None
+    output_usd: float | None = None
+    reason: str | None = None
+
+    def details(self) -> dict[str, float] | None:
+        """LangFuse ``cost_details`` (it adds the total itself)."""
+        if self.input_usd is None or self.output_usd is None:
+            return None
+        return {"input": self.input_usd, "output": self.output_usd}
+
+
+def _per_mtok(value: Any) -> float | None:
+    """A genai-prices price (a Decimal, or tiered prices: their base) as a float."""
+    if value is None:
+        return None
+    if isinstance(value, Decimal):
+        return float(value)
+    base = getattr(value, "base", None)
+    return float(base) if isinstance(base, Decimal) else None
+
+
+def _reported(usage: Usage) -> bool:
+    return usage.tokens_in is not None or usage.tokens_out is not None
+
+
+@dataclass(frozen=True)
+class Pricer:
+    """Prices one run's calls. ``provider`` is ours (``openai``, ``gemini``, ``offline``,
+    ``pipeline`` for a user's function); ``model`` the requested model name."""
+
+    provider: str
+    model: str | None
+    price_in: float | None = None
+    price_out: float | None = None
+
+    @classmethod
+    def for_config(cls, config: PipelineConfig) -> Pricer:
+        if config.pipeline:
+            provider, model = "pipeline", None
+        else:
+            provider, model = config.provider, config.model_name
+        return cls(provider, model, config.price_in, config.price_out)
+
+    @property
+    def override(self) -> bool:
+        return self.price_in is not None and self.price_out is not None
+
+    def cost(self, usage: Usage, model: str | None = None) -> Cost:
+        """The cost of ``usage`` for ``model`` (what the provider reported), falling back to the
+        requested model when the reported one is not in the price database."""
+        if usage.cost_usd is not None:  # the pipeline reported its own cost
+            return Cost(usage.cost_usd)
+        if self.provider == "offline":
+            return Cost(0.0, 0.0, 0.0)
+        if not _reported(usage):
+            return Cost(None, reason=NOT_REPORTED)
+        tokens_in, tokens_out = usage.tokens_in or 0, usage.tokens_out or 0
+        if self.price_in is not None and self.price_out is not None:
+            cost_in = tokens_in * self.price_in / 1e6
+            cost_out = tokens_out * self.price_out / 1e6
+            return Cost(cost_in + cost_out, cost_in, cost_out)
+        refs = [m for m in dict.fromkeys((model, self.model)) if m]
+        if not refs:
+            return Cost(None, reason="unknown model")
+        for ref in refs:
+            calc = _calc(ref, self.provider, tokens_in, tokens_out, usage.tokens_cached)
+            if calc is not None:
+                return Cost(
+                    float(calc.total_price), float(calc.input_price), float(calc.output_price)
+                )
+        return Cost(None, reason=f"unknown price for {refs[0]}")
+
+    def priced(self, usage: Usage, model: str | None = None) -> Usage:
+        """``usage`` with its cost filled in (unchanged when it has one or none can be had)."""
+        if usage.cost_usd is not None:
+            return usage
+        cost = self.cost(usage, model)
+        return usage if cost.usd is None else usage.model_copy(update={"cost_usd": cost.usd})
+
+    def record(self) -> dict[str, Any]:
+        """Where this run's prices come from, for the run record and the experiment metadata."""
+        if self.provider == "offline":
+            return {"source": "offline"}
+        if self.price_in is not None and self.price_out is not None:
+            return {
+                "source": "override",
+                "input_per_mtok": self.price_in,
+                "output_per_mtok": self.price_out,
+            }
+        record: dict[str, Any] = {
+            "source": PRICE_DB,
+            "version": price_db_version(),
+            "snapshot": "bundled",  # the package's own data; never updated from the network
+            "provider_id": PROVIDER_IDS.get(self.provider),
+            "model_ref": self.model,
+        }
+        if self.model is None:  # a user's pipeline: priced by the model each output names
+            return record
+        found = _lookup(self.model, self.provider)
+        if found is None:
+            record["reason"] = f"unknown price for {self.model}"
+            return record
+        model_id, prices = found
+        record["model_id"] = model_id
+        record["input_per_mtok"] = _per_mtok(prices.input_mtok)
+        record["output_per_mtok"] = _per_mtok(prices.output_mtok)
+        record["cache_read_per_mtok"] = _per_mtok(prices.cache_read_mtok)
+        return record
+
+
+def _lookup(model: str, provider: str) -> tuple[str, Any] | None:
+    """The database's model id and current prices for ``model``, or None when unknown."""
+    from datetime import UTC, datetime
+
+    from genai_prices import data_snapshot
+
+    try:
+        _, info = data_snapshot.get_snapshot().find_provider_model(
+            model, None, PROVIDER_IDS.get(provider), None
+        )
+    except LookupError:
+        return None
+    return info.id, info.get_prices(datetime.now(UTC))
+
+
+def _calc(
+    model: str, provider: str, tokens_in: int, tokens_out: int, tokens_cached: int | None
+) -> Any:
+    """genai-prices' ``PriceCalculation``, or None when the model (or usage) has no price."""
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    usage = PriceUsage(
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cache_read_tokens=tokens_cached or None,  # part of input_tokens, priced lower
+    )
+    try:
+        return calc_price(usage, model, provider_id=PROVIDER_IDS.get(provider))
+    except (LookupError, ValueError):
+        return None
