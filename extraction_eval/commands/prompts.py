@@ -15,7 +15,7 @@ from extraction_eval.backends.langfuse import (
     push_prompt,
 )
 from extraction_eval.commands.common import console, err_console, handle_errors
-from extraction_eval.errors import ConfigError
+from extraction_eval.errors import ConfigError, UsageError
 from extraction_eval.prompts.template import PROMPT_NAME, PromptTemplate, load_local_prompt
 
 prompts_app = typer.Typer(
@@ -34,6 +34,12 @@ def _require_langfuse(what: str) -> None:
         )
 
 
+def _require_text(*options: tuple[str, str | None]) -> None:
+    for option, value in options:
+        if value is not None and not value.strip():
+            raise UsageError(f"{option} must not be empty")
+
+
 @prompts_app.command("push")
 @handle_errors
 def push_cmd(
@@ -44,6 +50,7 @@ def push_cmd(
     ] = False,
 ) -> None:
     """Create the local template as a LangFuse chat prompt (a new project starts from ours)."""
+    _require_text(("--name", name), ("--label", label))
     _require_langfuse("prompts push")
     lf = connect()
     try:
@@ -69,6 +76,9 @@ def show_cmd(
     ] = False,
 ) -> None:
     """Print the prompt a run would use: from LangFuse when configured, else the local one."""
+    _require_text(("--name", name), ("--label", label))
+    if version is not None and version < 1:
+        raise UsageError(f"--version must be at least 1, got {version}")
     warnings: list[str] = []
     template: PromptTemplate
     if local or not langfuse_configured():

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from extraction_eval.types import DatasetItem, Extraction, Usage
+from extraction_eval.validation import check_int, check_number, check_text, check_url
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,20 @@ class PipelineConfig:
     timeout_s: float = 60.0
     max_attempts: int = 4
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse values that cannot work before a run exists (a notebook gets this too)."""
+        check_text("model", self.model)
+        if self.base_url is not None:
+            check_url("base_url", self.base_url)
+        check_number("temperature", self.temperature, minimum=0.0)
+        check_text("prompt_name", self.prompt_name)
+        if self.prompt_label is not None:
+            check_text("prompt_label", self.prompt_label)
+        if self.prompt_version is not None:
+            check_int("prompt_version", self.prompt_version, minimum=1)
+        check_number("timeout_s", self.timeout_s, above=0.0)
+        check_int("max_attempts", self.max_attempts, minimum=1)
 
     @property
     def provider(self) -> str:
