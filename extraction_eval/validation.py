@@ -54,7 +54,7 @@ def check_choice(field: str, value: object, allowed: Iterable[str]) -> str:
 def check_text(field: str, value: object) -> str:
     """A non-blank string (names, labels)."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidValue(field, f"must be a non-empty text, got {value!r}")
+        raise InvalidValue(field, f"must not be empty, got {value!r}")
     return value
 
 

@@ -332,7 +332,7 @@ class LocalStore:
         """Active items as of ``version`` (default: the latest), in insertion order."""
         if isinstance(version, str):
             if not version.isdigit():
-                raise UsageError(f"local dataset versions are numbers, got {version!r}")
+                raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
             version = int(version)
         with self._tx(write=False) as conn:
             row = _require_dataset(conn, name)

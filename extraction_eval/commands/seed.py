@@ -94,6 +94,8 @@ def seed(
     for option, path in (("--input-path", input_path), ("--output-path", output_path)):
         if path is not None and not all(part.strip() for part in path.split(".")):
             raise UsageError(f"{option} must be a dotted path like a.b.0, got {path!r}")
+    if not trace_ids and not (tag or since or score):
+        raise UsageError("name trace ids, or select traces with --tag, --since or --score")
     if not langfuse_configured():
         raise ConfigError(
             "seed-from-trace reads LangFuse: set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY"
