@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
 
 import typer
 from dotenv import find_dotenv, load_dotenv
+from rich.markup import escape
 
+from extraction_eval.commands.common import err_console
 from extraction_eval.commands.datasets import datasets_app
 from extraction_eval.commands.prompts import prompts_app
 from extraction_eval.commands.run import run_cmd
@@ -35,26 +40,56 @@ _seed_app = typer.Typer(add_completion=False)
 _seed_app.command()(seed)
 
 
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _error(message: str) -> None:
+    err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def _startup() -> None:
     """Read ``.env`` (never overriding the real environment) and keep library logs quiet."""
     load_dotenv(find_dotenv(usecwd=True), override=False)
-    level = os.environ.get("EXTRACTION_EVAL_LOG_LEVEL", "WARNING").upper()
+    level = os.environ.get("EXTRACTION_EVAL_LOG_LEVEL", "WARNING").strip().upper() or "WARNING"
+    if level not in _LOG_LEVELS:
+        _error(f"EXTRACTION_EVAL_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
+        sys.exit(2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if level != "DEBUG":
         # The SDK logs export failures itself; we report what is missing after a read-back.
         logging.getLogger("langfuse").setLevel(logging.CRITICAL)
 
 
-def main() -> None:
+def invoke(cli: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
+    """Run ``cli`` and return its exit code; a usage error (wrong type, unknown option,
+    missing argument) is one ``error:`` line on stderr, not typer's boxed panel."""
+    try:
+        result = cli(args=argv, prog_name=prog_name, standalone_mode=False)
+    except typer.TyperException as exc:  # click's UsageError, BadParameter, ...
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            return exc.exit_code  # the help was printed already
+        message = " ".join(exc.format_message().split())
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:
+            message += f" (see '{ctx.command_path} --help')"
+        _error(message)
+        return exc.exit_code
+    except typer.Abort:
+        _error("aborted")
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
     _startup()
-    app()
+    sys.exit(invoke(app, argv, "extraction-eval"))
 
 
-def run_experiment_main() -> None:
+def run_experiment_main(argv: Sequence[str] | None = None) -> NoReturn:
     _startup()
-    _run_app()
+    sys.exit(invoke(_run_app, argv, "run-experiment"))
 
 
-def seed_from_trace_main() -> None:
+def seed_from_trace_main(argv: Sequence[str] | None = None) -> NoReturn:
     _startup()
-    _seed_app()
+    sys.exit(invoke(_seed_app, argv, "seed-from-trace"))

@@ -62,3 +62,13 @@ class SchemaFailure(ExtractionEvalError):
         self.raw = raw
         self.attempts = attempts  # model calls made for the answer that failed to parse
         self.usage = usage  # the tokens (and cost) that answer took: a failed call is paid too
+
+
+class InvalidValue(UsageError, ValueError):
+    """A configuration field has a value that cannot work (``field`` names it; the CLI shows
+    the matching ``--flag``). A ``ValueError`` too, so ``except ValueError`` callers still work."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field} {problem}")
+        self.field = field
+        self.problem = problem

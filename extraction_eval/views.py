@@ -51,8 +51,7 @@ class RichProgress:
         self._errors = 0
 
     def __enter__(self) -> RichProgress:
-        self._progress.start()
-        return self
+        return self  # the display starts with the run (``start``): a refused setup prints 1 line
 
     def __exit__(
         self,
@@ -60,9 +59,11 @@ class RichProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._progress.stop()
+        if self._task is not None:
+            self._progress.stop()
 
     def start(self, *, total: int, done: int) -> None:
+        self._progress.start()
         self._task = self._progress.add_task("items", total=total, completed=done, errors=0)
 
     def advance(self, result: ItemResult) -> None:

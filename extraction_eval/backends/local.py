@@ -344,7 +344,7 @@ class LocalStore:
         """Active items as of ``version`` (default: the latest), in insertion order."""
         if isinstance(version, str):
             if not version.isdigit():
-                raise UsageError(f"local dataset versions are numbers, got {version!r}")
+                raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
             version = int(version)
         with self._tx(write=False) as conn:
             row = _require_dataset(conn, name)
@@ -469,6 +469,15 @@ class LocalStore:
             _require_run(conn, run_id)
             if sets:
                 conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*params, run_id))
+
+    def delete_empty_run(self, run_id: int) -> bool:
+        """Delete the run if it has no result row (a setup that died before its first item);
+        a run with results is never deleted. True when it was deleted."""
+        with self._tx(write=True) as conn:
+            if conn.execute("SELECT 1 FROM results WHERE run_id = ?", (run_id,)).fetchone():
+                return False
+            cur = conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))  # scores cascade
+            return cur.rowcount > 0
 
     def record_result(self, run_id: int, result: ItemResult) -> None:
         """Upsert the item's row and replace its item-level scores and failure taxonomy, all

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from extraction_eval.errors import ExtractionEvalError
+from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -24,6 +26,52 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+# Config fields whose command-line flag is not ``--`` + the field name with dashes.
+_FLAGS = {"timeout_s": "--timeout"}
+
+
+def flag(field: str) -> str:
+    """The command-line option for a config field (``max_attempts`` -> ``--max-attempts``)."""
+    return _FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
+def error_line(exc: ExtractionEvalError) -> str:
+    """The one line a user sees; a config field is shown as the flag they typed."""
+    if isinstance(exc, InvalidValue):
+        return f"{flag(exc.field)} {exc.problem}"
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def check_writable(option: str, path: Path) -> None:
+    """Refuse an output path before any work is done, so a typo costs nothing."""
+    parent = path.parent if str(path.parent) else Path(".")
+    problem = None
+    if path.is_dir():
+        problem = "is a directory"
+    elif not parent.is_dir():
+        problem = f"directory {parent} does not exist"
+    elif not os.access(path if path.exists() else parent, os.W_OK):
+        problem = "permission denied"
+    if problem:
+        raise UsageError(f"{option} {path}: cannot write: {problem}")
+
+
+def check_readable(option: str, path: Path) -> None:
+    """Refuse an input path before anything is written or sent."""
+    problem = None
+    if not path.exists():
+        problem = "file not found"
+    elif path.is_dir():
+        problem = "is a directory"
+    elif not path.is_file():
+        problem = "not a file"
+    elif not os.access(path, os.R_OK):
+        problem = "permission denied"
+    if problem:
+        raise UsageError(f"{option} {path}: {problem}")
+
+
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Domain errors become ``error: <one line>`` and their exit code; no traceback."""
 
@@ -32,7 +80,7 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except ExtractionEvalError as exc:
-            fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, exc.exit_code)
+            fail(error_line(exc), exc.exit_code)
         except KeyboardInterrupt:
             fail("interrupted; what finished is saved (runs: continue with --resume)", 130)
 

@@ -16,7 +16,13 @@ from rich.table import Table
 
 from extraction_eval.backends import DatasetBackend, get_dataset_backend
 from extraction_eval.backends.base import DatasetInfo
-from extraction_eval.commands.common import console, err_console, handle_errors
+from extraction_eval.commands.common import (
+    check_readable,
+    check_writable,
+    console,
+    err_console,
+    handle_errors,
+)
 from extraction_eval.errors import UsageError
 from extraction_eval.seeds.jsonl import (
     JOURNAL_DATASET,
@@ -68,7 +74,10 @@ def upload_cmd(
     description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
 ) -> None:
     """Upload (or update) items by id; changed content makes a new dataset version."""
+    if not name.strip():
+        raise UsageError("NAME must not be empty")
     if file is not None:
+        check_readable("FILE", file)
         items, warnings = read_items(file)
     else:  # the bundled journal example under its own name, else the bundled sample
         items, warnings = (journal_items() if name == JOURNAL_DATASET else sample_items()), []
@@ -182,6 +191,8 @@ def export_cmd(
     version: VersionOpt = None,
 ) -> None:
     """The dataset as JSONL (the upload format), byte-stable: same items, same bytes."""
+    if out is not None:
+        check_writable("--out", out)
     with _backend() as backend:
         items = backend.get_items(name, version=version)
     if out is None:
@@ -192,5 +203,5 @@ def export_cmd(
         with out.open("w", encoding="utf-8", newline="\n") as fh:
             n = write_items(items, fh)
     except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise UsageError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
     err_console.print(f"wrote {n} items to {escape(str(out))}", highlight=False, soft_wrap=True)

@@ -65,6 +65,12 @@ def _template(name: str, system: Path | None, user: Path | None) -> PromptTempla
     return PromptTemplate(name=name, messages=check_messages(messages))
 
 
+def _require_text(*options: tuple[str, str | None]) -> None:
+    for option, value in options:
+        if value is not None and not value.strip():
+            raise UsageError(f"{option} must not be empty")
+
+
 @prompts_app.command("push")
 @handle_errors
 def push_cmd(
@@ -89,6 +95,7 @@ def push_cmd(
     local: LocalOpt = False,
 ) -> None:
     """Store a new prompt version with labels; unchanged content makes no new version."""
+    _require_text(("--name", name), *(("--label", x) for x in label or []))
     labels = label or ["staging"]
     template = _template(name, system, user)
     if _use_local(local):
@@ -168,6 +175,9 @@ def show_cmd(
 ) -> None:
     """Print a prompt version; without --label/--version locally, the bundled template (what a
     run without --prompt-label uses)."""
+    _require_text(("--name", name), ("--label", label))
+    if version is not None and version < 1:
+        raise UsageError(f"--version must be at least 1, got {version}")
     warnings: list[str] = []
     template: PromptTemplate
     if _use_local(local):

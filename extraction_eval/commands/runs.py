@@ -9,9 +9,16 @@ from typing import Annotated
 import typer
 
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.commands.common import (
+    check_writable,
+    console,
+    err_console,
+    fail,
+    handle_errors,
+)
 from extraction_eval.evaluators.taxonomy import CATEGORIES
 from extraction_eval.experiments.reporting import compare_runs, export_run, get_run
+from extraction_eval.validation import check_int
 from extraction_eval.views import render_compare, render_run_items, render_runs
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
@@ -74,13 +81,18 @@ def export_cmd(
     (byte-stable)."""
     if fmt not in ("jsonl", "csv"):
         fail(f"--format must be jsonl or csv, got {fmt!r}")
+    if out is not None:
+        check_writable("--out", out)
     store = LocalStore()
     run = get_run(store, name, dataset)
     text = export_run(store.results(run.id), fmt, deterministic=deterministic)  # type: ignore[arg-type]
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            fail(f"--out {out}: cannot write: {exc.strerror or exc}")
 
 
 @handle_errors
@@ -91,6 +103,7 @@ def compare_cmd(
     dataset: DatasetOpt = None,
 ) -> None:
     """Run-level scores side by side, and the items whose entity F1 changed most."""
+    check_int("top", top, minimum=0)  # before the store is opened
     store = LocalStore()
     a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
     render_compare(compare_runs(store, a, b, top=top), console)

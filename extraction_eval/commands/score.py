@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from extraction_eval.errors import ExtractionEvalError, UsageError
+from extraction_eval.commands.common import check_readable, check_writable, error_line
+from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.config import (
     EVIDENCE_MODES,
@@ -30,11 +31,11 @@ def _dump(obj: Any, *, indent: int | None = 2) -> str:
     return json.dumps(obj, sort_keys=True, indent=indent, ensure_ascii=False, allow_nan=False)
 
 
-def _write(path: Path, text: str) -> None:
+def _write(option: str, path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -65,6 +66,12 @@ def _run(
         raise UsageError(f"--resamples must be >= 0, got {resamples}")
     if (gold is None) != (predictions is None):
         raise UsageError("give both --gold and --predictions, or neither (bundled example)")
+    for option, path in (("--gold", gold), ("--predictions", predictions)):
+        if path is not None:
+            check_readable(option, path)
+    for option, path in (("--out", out), ("--per-item", per_item)):
+        if path is not None:
+            check_writable(option, path)
     try:
         config = ScoringConfig(
             match=cast(MatchMode, _choice("--match", match, MATCH_MODES)),
@@ -74,17 +81,21 @@ def _run(
             resamples=resamples,
             seed=seed,
         )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    except InvalidValue as exc:
+        raise UsageError(error_line(exc)) from None
     if gold is None or predictions is None:
         gold, predictions = example_paths()
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     scored = score_files(gold, predictions, config)
     report = scored.report
     if out is not None:
-        _write(out, _dump(report) + "\n")
+        _write("--out", out, _dump(report) + "\n")
     if per_item is not None:
-        _write(per_item, "".join(_dump(s.to_json(), indent=None) + "\n" for s in scored.items))
+        _write(
+            "--per-item",
+            per_item,
+            "".join(_dump(s.to_json(), indent=None) + "\n" for s in scored.items),
+        )
     if output_format == "json":
         sys.stdout.write(_dump(report) + "\n")
         sys.stdout.flush()
@@ -158,6 +169,6 @@ def score(
             err,
         )
     except ExtractionEvalError as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        message = error_line(exc)
         err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None

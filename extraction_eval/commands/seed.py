@@ -9,8 +9,14 @@ from rich.markup import escape
 
 from extraction_eval.backends.langfuse import close_client, connect, langfuse_configured
 from extraction_eval.commands.common import console, err_console, handle_errors
-from extraction_eval.errors import ConfigError
-from extraction_eval.seeds.from_trace import DEFAULT_DATASET, SeedReport, seed_from_traces
+from extraction_eval.errors import ConfigError, UsageError
+from extraction_eval.seeds.from_trace import (
+    DEFAULT_DATASET,
+    ScoreFilter,
+    SeedReport,
+    parse_since,
+    seed_from_traces,
+)
 
 
 def _say(message: str) -> None:
@@ -76,6 +82,20 @@ def seed(
     """Seed a dataset from production traces in LangFuse: each trace's input text and its
     validated extraction (a recorded human correction, else the trace output) become one
     item, linked back by source_trace_id. Seeding a trace again updates the same item."""
+    # Options are checked before LangFuse is needed: a typo is named even without keys.
+    if not dataset.strip():
+        raise UsageError("--dataset must not be empty")
+    if since is not None:
+        parse_since(since)
+    for raw in score or ():
+        ScoreFilter.parse(raw)
+    if tag is not None and not tag.strip():
+        raise UsageError("--tag must not be empty")
+    for option, path in (("--input-path", input_path), ("--output-path", output_path)):
+        if path is not None and not all(part.strip() for part in path.split(".")):
+            raise UsageError(f"{option} must be a dotted path like a.b.0, got {path!r}")
+    if not trace_ids and not (tag or since or score):
+        raise UsageError("name trace ids, or select traces with --tag, --since or --score")
     if not langfuse_configured():
         raise ConfigError(
             "seed-from-trace reads LangFuse: set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY"

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal, get_args
 
+from extraction_eval.errors import InvalidValue
+from extraction_eval.validation import check_choice, check_int, check_number
+
 MatchMode = Literal["exact", "casefold", "fuzzy", "span"]
 EvidenceMode = Literal["strict", "relaxed"]
 
@@ -72,20 +75,16 @@ class ScoringConfig:
     _inverse: dict[str, str] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        if self.match not in MATCH_MODES:
-            raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {self.match!r}")
-        if self.evidence not in EVIDENCE_MODES:
-            raise ValueError(
-                f"evidence must be one of {', '.join(EVIDENCE_MODES)}, got {self.evidence!r}"
-            )
-        for name in ("threshold", "span_threshold"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be between 0 and 1, got {value}")
-        if not 0.0 < self.confidence < 1.0:
-            raise ValueError(f"confidence must be between 0 and 1, got {self.confidence}")
-        if self.resamples < 0:
-            raise ValueError(f"resamples must be >= 0, got {self.resamples}")
+        # InvalidValue is a ValueError too: callers that catch ValueError keep working.
+        check_choice("match", self.match, MATCH_MODES)
+        check_choice("evidence", self.evidence, EVIDENCE_MODES)
+        check_number("threshold", self.threshold, minimum=0.0, maximum=1.0)
+        check_number("span_threshold", self.span_threshold, minimum=0.0, maximum=1.0)
+        check_number("confidence", self.confidence, above=0.0)
+        if self.confidence >= 1.0:
+            raise InvalidValue("confidence", f"must be below 1, got {self.confidence:g}")
+        check_int("resamples", self.resamples, minimum=0)
+        check_int("seed", self.seed, minimum=0)  # numpy refuses negative seeds
         pairs = _normalise_pairs(self.inverse_pairs)
         object.__setattr__(self, "inverse_pairs", pairs)
         object.__setattr__(self, "symmetric", frozenset(type_key(t) for t in self.symmetric))

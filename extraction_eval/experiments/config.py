@@ -8,13 +8,14 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from extraction_eval.errors import UsageError
+from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.types import DatasetItem
+from extraction_eval.validation import check_choice, check_int, check_number, check_text
 
 Backend = Literal["auto", "local", "langfuse"]
 
@@ -48,10 +49,15 @@ class RunConfig:
     dataset_version: int | str | None = None
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise UsageError(f"--concurrency must be at least 1, got {self.concurrency}")
-        if self.limit is not None and self.limit < 0:
-            raise UsageError(f"--limit must be positive, got {self.limit}")
+        """Refuse values that cannot work before a run exists (a notebook gets this too)."""
+        check_text("dataset", self.dataset)
+        if self.name is not None:
+            check_text("name", self.name)
+        check_int("concurrency", self.concurrency, minimum=1)
+        if self.limit is not None:
+            check_int("limit", self.limit, minimum=1)
+        check_choice("backend", self.backend, get_args(Backend))
+        check_fail_under(self.fail_under)
 
 
 def parse_fail_under(values: list[str]) -> dict[str, float]:
@@ -60,8 +66,6 @@ def parse_fail_under(values: list[str]) -> dict[str, float]:
     ``attr.<key>`` names are accepted here by shape only: whether the dataset has that
     attribute is known once its items are loaded (:func:`check_fail_under_attributes`).
     """
-    from extraction_eval.experiments.summary import ATTRIBUTE_PREFIX, RUN_VALUE_NAMES
-
     out: dict[str, float] = {}
     for raw in values:
         key, sep, val = raw.partition("=")
@@ -70,16 +74,44 @@ def parse_fail_under(values: list[str]) -> dict[str, float]:
                 raise ValueError
             out[key.strip()] = float(val)
         except ValueError:
-            raise UsageError(f"--fail-under expects NAME=NUMBER, got {raw!r}") from None
-        name = key.strip()
-        if name.startswith(ATTRIBUTE_PREFIX):
-            if not name[len(ATTRIBUTE_PREFIX) :].strip():
-                raise UsageError(f"--fail-under: {name!r} names no attribute (attr.<key>)")
-            continue
-        if name not in RUN_VALUE_NAMES:
-            known = ", ".join(sorted(RUN_VALUE_NAMES))
-            raise UsageError(f"--fail-under: unknown score {name!r}; known: {known}, attr.<key>")
+            raise InvalidValue("fail_under", f"expects NAME=NUMBER, got {raw!r}") from None
+    check_fail_under(out)
     return out
+
+
+def fail_under_range(name: str) -> tuple[float, float | None] | None:
+    """The values a run-level figure can take (``None``: no upper bound), or ``None`` when
+    ``--fail-under`` does not know the name. Rates, P/R/F1, accuracies and their CI bounds
+    are in [0, 1]; ``hallucination_rate`` counts objects per gold-empty item (>= 0)."""
+    from extraction_eval.experiments.summary import RUN_VALUE_NAMES
+
+    if name == "hallucination_rate":
+        return (0.0, None)
+    if name in RUN_VALUE_NAMES or name.startswith("attr."):  # attr.<key>: per-attribute rates
+        return (0.0, 1.0)
+    return None
+
+
+def check_fail_under(thresholds: Mapping[str, float]) -> None:
+    """Each threshold names a known run-level value and lies in that value's range.
+
+    ``attr.<key>`` names are accepted here by shape only: whether the dataset has that
+    attribute is known once its items are loaded (:func:`check_fail_under_attributes`).
+    """
+    from extraction_eval.experiments.summary import ATTRIBUTE_PREFIX, RUN_VALUE_NAMES
+
+    for name, value in thresholds.items():
+        bounds = fail_under_range(name)
+        if name.startswith(ATTRIBUTE_PREFIX) and not name[len(ATTRIBUTE_PREFIX) :].strip():
+            raise InvalidValue("fail_under", f"{name!r} names no attribute (attr.<key>)")
+        if bounds is None:
+            known = ", ".join(sorted(RUN_VALUE_NAMES))
+            raise InvalidValue("fail_under", f"unknown score {name!r}; known: {known}, attr.<key>")
+        low, high = bounds
+        try:
+            check_number(name, value, minimum=low, maximum=high)
+        except InvalidValue as exc:
+            raise InvalidValue("fail_under", f"{name}={value}: {exc}") from None
 
 
 def dataset_attribute_keys(items: Iterable[DatasetItem]) -> set[str]:
@@ -111,9 +143,9 @@ def check_fail_under_attributes(
         base = key.removesuffix("_ci_low").removesuffix("_ci_high")
         if key not in keys and base not in keys:
             known = ", ".join(sorted(keys)) or "none"
-            raise UsageError(
-                f"--fail-under {name}: dataset {dataset!r} has no attribute {key!r} "
-                f"(its attributes: {known})"
+            raise InvalidValue(
+                "fail_under",
+                f"{name}: dataset {dataset!r} has no attribute {key!r} (its attributes: {known})",
             )
 
 

@@ -53,7 +53,13 @@ from extraction_eval.backends.langfuse import (
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.run import PreparedRun, ProgressHook, _NoProgress, prepare
+from extraction_eval.experiments.run import (
+    PreparedRun,
+    ProgressHook,
+    _NoProgress,
+    discard_if_empty,
+    prepare,
+)
 from extraction_eval.experiments.runner import RunOutcome, finalize
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 from extraction_eval.types import DatasetItem, ItemResult, Score
@@ -441,7 +447,10 @@ class _LangfuseRun:
                 experiment_url = res.experiment_url or experiment_url
             status = "finished"
         finally:
-            results, summary = self._close_run(prep, status, experiment_url)
+            # died before its first item (the exception goes on): the run is deleted
+            discarded = status != "finished" and discard_if_empty(self.store, prep)
+            if not discarded:
+                results, summary = self._close_run(prep, status, experiment_url)
 
         lost = [i.id for i in prep.todo if i.id not in self.recorded]
         if lost:  # cannot happen unless the SDK dropped a task before it ran: say so

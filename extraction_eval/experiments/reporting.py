@@ -15,6 +15,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
 from extraction_eval.experiments.runner import FAILURE_CATEGORY_SCORE
 from extraction_eval.types import ItemResult, Score
+from extraction_eval.validation import check_int
 
 
 def get_run(store: LocalStore, name: str, dataset: str | None = None) -> RunRecord:
@@ -121,6 +122,7 @@ def _entity_f1(result: ItemResult) -> float | None:
 
 def compare_runs(store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10) -> dict[str, Any]:
     """Run-level values side by side and the items whose entity F1 moved most."""
+    check_int("top", top, minimum=0)
     va = (a.summary or {}).get("values") or {}
     vb = (b.summary or {}).get("values") or {}
     run_level = []

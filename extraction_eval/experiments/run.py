@@ -58,6 +58,7 @@ class PreparedRun:
     runner: ItemRunner
     prompt: PromptTemplate
     warnings: list[str]
+    created: bool = False  # this invocation created the run (see ``discard_if_empty``)
 
 
 def default_run_name(config: RunConfig) -> str:
@@ -90,9 +91,9 @@ def open_run(
     backend: str = "local",
 ) -> tuple[RunRecord, list[DatasetItem]]:
     """Create the run, or reopen it for ``--resume`` / ``--retry-errors``; return what to do."""
-    assert config.name is not None
-    existing = store.get_run(config.name, config.dataset)
+    existing = check_reuse(store, config, record)
     if existing is None:
+        assert config.name is not None
         run = store.create_run(
             name=config.name,
             dataset=config.dataset,
@@ -101,6 +102,18 @@ def open_run(
             backend=backend,
         )
         return run, list(items)
+    store.update_run(existing.id, status="running")
+    done = {r.item_id: r for r in store.results(existing.id)}
+    return existing, select_items(items, done, retry_errors=config.retry_errors)
+
+
+def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) -> RunRecord | None:
+    """The stored run this invocation continues (None: a new one); raise when the name is
+    taken without ``--resume`` / ``--retry-errors`` or the resumed run's setup changed."""
+    assert config.name is not None
+    existing = store.get_run(config.name, config.dataset)
+    if existing is None:
+        return None
     if not (config.resume or config.retry_errors):
         raise UsageError(
             f"run {config.name!r} already exists on dataset {config.dataset!r}; "
@@ -112,9 +125,13 @@ def open_run(
         raise UsageError(
             f"cannot resume run {config.name!r}: {', '.join(changed)} differ from the original run"
         )
-    store.update_run(existing.id, status="running")
-    done = {r.item_id: r for r in store.results(existing.id)}
-    return existing, select_items(items, done, retry_errors=config.retry_errors)
+    return existing
+
+
+def discard_if_empty(store: LocalStore, prep: PreparedRun) -> bool:
+    """A run this invocation created that ended before its first item leaves nothing behind:
+    it is deleted, so the same ``--name`` works again without ``--resume``."""
+    return prep.created and store.delete_empty_run(prep.run.id)
 
 
 def prepare(
@@ -144,6 +161,16 @@ def prepare(
     # unknown one is an error before the run exists), else the bundled template
     prompt = prompt or select_run_prompt(store, config.pipeline)
     record = run_record(config, prompt, **(extra_record or {}))
+    # Everything that can refuse the setup (name taken, unknown provider, missing key, bad
+    # --pipeline) runs before the run record exists: a refused setup leaves nothing behind.
+    created = check_reuse(store, config, record) is None
+    pipeline = make_pipeline(config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer)
+    runner = ItemRunner(
+        pipeline=pipeline,
+        scoring=config.scoring,
+        context_texts=ContextIndex({item.id: item.text for item in items}),
+        pricer=Pricer.for_config(config.pipeline),
+    )
     run, todo = open_run(
         store, config, items, dataset_version=dataset_version, record=record, backend=backend
     )
@@ -154,14 +181,7 @@ def prepare(
             f"items run now are priced with genai-prices {now_with}; run {config.name!r}"
             f" started with {started_with} (its record keeps that)"
         )
-    pipeline = make_pipeline(config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer)
-    runner = ItemRunner(
-        pipeline=pipeline,
-        scoring=config.scoring,
-        context_texts=ContextIndex({item.id: item.text for item in items}),
-        pricer=Pricer.for_config(config.pipeline),
-    )
-    return PreparedRun(config, run, list(items), todo, runner, prompt, warnings)
+    return PreparedRun(config, run, list(items), todo, runner, prompt, warnings, created)
 
 
 async def close_pipeline(pipeline: object) -> None:
@@ -203,7 +223,10 @@ async def arun_local(
         status = "finished"
     finally:
         await close_pipeline(prep.runner.pipeline)
-        results, summary = finalize(store, prep.run, prep.items, prep.runner, status=status)
+        # died before its first item (the exception goes on): nothing to finalize
+        discarded = status != "finished" and discard_if_empty(store, prep)
+        if not discarded:
+            results, summary = finalize(store, prep.run, prep.items, prep.runner, status=status)
     run = store.get_run(prep.run.name, prep.run.dataset) or prep.run
     return RunOutcome(
         run=run, results=results, summary=summary, ran=len(prep.todo), warnings=prep.warnings

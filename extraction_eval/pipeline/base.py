@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from extraction_eval.types import DatasetItem, Extraction, Usage
+from extraction_eval.validation import check_int, check_number, check_text, check_url
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,18 @@ class PipelineConfig:
     price_out: float | None = None
 
     def __post_init__(self) -> None:
+        """Refuse values that cannot work before a run exists (a notebook gets this too)."""
+        check_text("model", self.model)
+        if self.base_url is not None:
+            check_url("base_url", self.base_url)
+        check_number("temperature", self.temperature, minimum=0.0)
+        check_text("prompt_name", self.prompt_name)
+        if self.prompt_label is not None:
+            check_text("prompt_label", self.prompt_label)
+        if self.prompt_version is not None:
+            check_int("prompt_version", self.prompt_version, minimum=1)
+        check_number("timeout_s", self.timeout_s, above=0.0)
+        check_int("max_attempts", self.max_attempts, minimum=1)
         from extraction_eval.pipeline.pricing import check_prices
 
         check_prices(self.price_in, self.price_out)

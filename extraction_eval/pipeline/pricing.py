@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from extraction_eval.errors import UsageError
+from extraction_eval.errors import InvalidValue
 from extraction_eval.types import Usage
 
 if TYPE_CHECKING:
@@ -30,11 +30,12 @@ NOT_REPORTED = "not reported"
 def check_prices(price_in: float | None, price_out: float | None) -> None:
     """Both or neither, each finite and >= 0: a one-line error otherwise."""
     if (price_in is None) != (price_out is None):
-        raise UsageError("--price-in and --price-out go together: give both (USD per 1M tokens)")
-    for option, value in (("--price-in", price_in), ("--price-out", price_out)):
+        missing = "price_out" if price_out is None else "price_in"
+        raise InvalidValue(missing, "is needed too: prices go in pairs (USD per 1M tokens)")
+    for field, value in (("price_in", price_in), ("price_out", price_out)):
         if value is not None and not (math.isfinite(value) and value >= 0):
-            raise UsageError(
-                f"{option} must be a finite number >= 0 (USD per 1M tokens), got {value}"
+            raise InvalidValue(
+                field, f"must be a finite number >= 0 (USD per 1M tokens), got {value}"
             )
 
 

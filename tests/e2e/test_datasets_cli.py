@@ -108,7 +108,7 @@ def test_errors_are_one_line_with_exit_codes(tmp_path: Path) -> None:
     code, _, err = _invoke("export", "extraction-eval", "--version", "9")
     assert code == 2 and err.strip().startswith("error: dataset 'extraction-eval' has no version 9")
     code, _, err = _invoke("upload", "d", str(tmp_path / "missing.jsonl"))
-    assert code == 2 and err.strip() == f"error: file not found: {tmp_path / 'missing.jsonl'}"
+    assert code == 2 and err.strip() == f"error: FILE {tmp_path / 'missing.jsonl'}: file not found"
     empty = tmp_path / "empty.jsonl"
     empty.write_text("{bad\n")
     code, _, err = _invoke("upload", "d", str(empty))

@@ -102,7 +102,7 @@ def test_failures_are_rows_and_retry_errors_reruns_only_them(
 
 def test_fail_under_sets_exit_code_and_unknown_name_is_usage_error() -> None:
     code, _, err = _invoke(
-        "run", "--name", "fu", "--limit", "3", "--pipeline", PIPE, "--fail-under", "entity_f1=1.01"
+        "run", "--name", "fu", "--limit", "3", "--pipeline", PIPE, "--fail-under", "entity_f1=1"
     )
     assert code == 1 and "entity_f1" in err
     code, _, err = _invoke(

@@ -134,11 +134,11 @@ def test_no_tokens_is_not_reported_and_offline_costs_nothing() -> None:
 @pytest.mark.parametrize(
     ("price_in", "price_out", "message"),
     [
-        (1.0, None, "go together"),
-        (None, 2.0, "go together"),
-        (-1.0, 2.0, "--price-in must be a finite number >= 0"),
-        (1.0, math.inf, "--price-out must be a finite number >= 0"),
-        (math.nan, 1.0, "--price-in must be a finite number >= 0"),
+        (1.0, None, "price_out is needed too"),
+        (None, 2.0, "price_in is needed too"),
+        (-1.0, 2.0, "price_in must be a finite number >= 0"),
+        (1.0, math.inf, "price_out must be a finite number >= 0"),
+        (math.nan, 1.0, "price_in must be a finite number >= 0"),
     ],
 )
 def test_bad_override_is_a_one_line_usage_error(

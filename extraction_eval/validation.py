@@ -1,0 +1,66 @@
+"""Checks shared by the config objects, so a notebook gets the same refusals as the CLI.
+
+Each raises :class:`~extraction_eval.errors.InvalidValue` naming the field and the problem.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from extraction_eval.errors import InvalidValue
+
+
+def check_int(field: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidValue(field, f"must be a whole number, got {value!r}")
+    if value < minimum:
+        raise InvalidValue(field, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def check_number(
+    field: str,
+    value: object,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    above: float | None = None,
+) -> float:
+    """A finite number within the bounds (``above``: strictly greater than)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidValue(field, f"must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise InvalidValue(field, f"must be a finite number, got {value}")
+    if minimum is not None and maximum is not None and not minimum <= value <= maximum:
+        raise InvalidValue(field, f"must be between {minimum:g} and {maximum:g}, got {value:g}")
+    if minimum is not None and value < minimum:
+        raise InvalidValue(field, f"must be at least {minimum:g}, got {value:g}")
+    if maximum is not None and value > maximum:
+        raise InvalidValue(field, f"must be at most {maximum:g}, got {value:g}")
+    if above is not None and value <= above:
+        raise InvalidValue(field, f"must be greater than {above:g}, got {value:g}")
+    return float(value)
+
+
+def check_choice(field: str, value: object, allowed: Iterable[str]) -> str:
+    options = tuple(allowed)
+    if not isinstance(value, str) or value not in options:
+        raise InvalidValue(field, f"must be one of {', '.join(options)}, got {value!r}")
+    return value
+
+
+def check_text(field: str, value: object) -> str:
+    """A non-blank string (names, labels)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidValue(field, f"must not be empty, got {value!r}")
+    return value
+
+
+def check_url(field: str, value: str) -> str:
+    """An http(s) URL with a host (a typo here would fail every item, not the run)."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidValue(field, f"must be an http:// or https:// URL, got {value!r}")
+    return value

@@ -1,0 +1,41 @@
+"""LangFuse mode goes through the same ``prepare``: a refused setup leaves no run in the local
+mirror and no experiment in LangFuse, and the same name then works without ``--resume``."""
+
+from __future__ import annotations
+
+import pytest
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.errors import ConfigError
+from extraction_eval.experiments.config import RunConfig
+from extraction_eval.experiments.run import run_experiment
+from extraction_eval.pipeline.base import PipelineConfig
+from tests.integration.test_langfuse_experiment import DATASET, PIPE, upload, use_langfuse
+from tests.support.langfuse_server import FakeLangfuse
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "message"),
+    [
+        (PipelineConfig(model="nope:x"), "unknown model provider"),
+        (PipelineConfig(model="openai:gpt-4o-mini"), "OPENAI_API_KEY"),
+        (PipelineConfig(pipeline="nosuchmod:fn"), "cannot import"),
+    ],
+)
+def test_refused_setup_leaves_no_run_and_the_name_is_free(
+    server: FakeLangfuse,
+    monkeypatch: pytest.MonkeyPatch,
+    pipeline: PipelineConfig,
+    message: str,
+) -> None:
+    upload(server, LocalStore().get_items(DATASET)[:2])
+    use_langfuse(server, monkeypatch, "setup-failure")
+    with pytest.raises(ConfigError, match=message):
+        run_experiment(RunConfig(dataset=DATASET, name="same", pipeline=pipeline))
+    assert LocalStore().list_runs() == []
+    assert server.spans_named("experiment-item-run") == []
+
+    outcome = run_experiment(
+        RunConfig(dataset=DATASET, name="same", pipeline=PipelineConfig(pipeline=PIPE))
+    )
+    assert outcome.run.status == "finished" and len(outcome.results) == 2
