@@ -32,7 +32,6 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -40,15 +39,15 @@ from extraction_eval import __version__
 from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
+    RunDataset,
     VerifyReport,
-    _order,
-    _parse_version,
-    api_errors,
+    as_evaluation,
     close_client,
     connect,
     fetch_prompt,
-    normalise_item,
+    post_score,
     read_back,
+    run_score_id,
 )
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
@@ -62,7 +61,7 @@ from extraction_eval.experiments.run import (
 )
 from extraction_eval.experiments.runner import RunOutcome, finalize
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
-from extraction_eval.types import DatasetItem, ItemResult, Score
+from extraction_eval.types import DatasetItem, ItemResult
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -83,7 +82,6 @@ log = logging.getLogger(__name__)
 
 VERIFY_TIMEOUT_ENV = "EXTRACTION_EVAL_VERIFY_TIMEOUT"
 DEFAULT_VERIFY_TIMEOUT_S = 60.0
-_ITEMS_PAGE_SIZE = 100
 # Span attribute the SDK propagates onto the task span (and everything under it).
 _EXPERIMENT_ID_ATTR = "langfuse.experiment.id"
 _PROBE_TRACE_ID = "0" * 32
@@ -180,34 +178,6 @@ def experiment_metadata(record: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in meta.items() if v is not None}
 
 
-def _run_score_id(experiment_id: str, name: str) -> str:
-    """Deterministic, so a resumed run overwrites its run-level scores (LangFuse upserts by
-    score id) instead of adding a second set."""
-    from langfuse import Langfuse
-
-    return str(Langfuse.create_trace_id(seed=f"extraction-eval/run-score/{experiment_id}/{name}"))
-
-
-def _evaluation(score: Score) -> Any:
-    from langfuse import Evaluation
-
-    return Evaluation(
-        name=score.name, value=score.value, comment=score.comment, data_type=score.data_type
-    )
-
-
-def _post_score(lf: Langfuse, score: Score, **subject: str | None) -> None:
-    """Queue one score (the SDK batches it); ``subject``: trace/observation or experiment."""
-    create: Any = lf.create_score  # overloaded per data type; ours carries its own
-    create(
-        name=score.name,
-        value=score.value,
-        data_type=score.data_type,
-        comment=score.comment,
-        **subject,
-    )
-
-
 def _current_experiment_id() -> str | None:
     """The experiment id the SDK put on the current (task) span, if any."""
     from opentelemetry import trace as otel_trace
@@ -254,15 +224,6 @@ def run_langfuse(
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
 
 
-@dataclass
-class _Dataset:
-    items: list[DatasetItem]  # active items, upload order
-    raw_by_id: dict[str, Any]  # our item id -> the SDK's DatasetItem (what run_experiment needs)
-    langfuse_id: str | None
-    version: str | None
-    pinned: datetime | None
-
-
 class _LangfuseRun:
     def __init__(
         self,
@@ -287,30 +248,9 @@ class _LangfuseRun:
 
     # before spending -------------------------------------------------------------------------
 
-    def _load_dataset(self) -> _Dataset:
-        name = self.config.dataset
-        pinned = (
-            _parse_version(self.config.dataset_version)
-            if self.config.dataset_version is not None
-            else None
-        )
-        with api_errors(
-            self.lf,
-            f"reading dataset {name!r}",
-            not_found=f"dataset {name!r} not found in LangFuse",
-        ):
-            dataset = self.lf.get_dataset(
-                name, fetch_items_page_size=_ITEMS_PAGE_SIZE, version=pinned
-            )
-        stored = _order([normalise_item(raw) for raw in dataset.items])
-        raw_by_lf_id = {str(raw.id): raw for raw in dataset.items}
-        active = [s for s in stored if s.item.status == "ACTIVE"]
-        return _Dataset(
-            items=[s.item for s in active],
-            raw_by_id={s.item.id: raw_by_lf_id[s.langfuse_id] for s in active},
-            langfuse_id=getattr(dataset, "id", None),
-            version=LangfuseDatasetBackend._version(dataset, stored),
-            pinned=pinned,
+    def _load_dataset(self) -> RunDataset:
+        return LangfuseDatasetBackend(self.lf).load_for_run(
+            self.config.dataset, version=self.config.dataset_version
         )
 
     def _prompt(self, warnings: list[str]) -> PromptTemplate:
@@ -350,7 +290,7 @@ class _LangfuseRun:
                 # Ctrl-C during the write: the row still lands (the loop waits for its
                 # thread) and no evaluator will run, so score the trace here to match it.
                 for score in result.scores:
-                    _post_score(lf, score, trace_id=trace_id, observation_id=observation_id)
+                    post_score(lf, score, trace_id=trace_id, observation_id=observation_id)
                 raise
             except Exception as exc:  # reported after the run; LangFuse still gets the item
                 self.mirror_errors.append(f"{ours.id}: {exc}")
@@ -360,7 +300,7 @@ class _LangfuseRun:
                 # No evaluator runs for a failed task: score its trace here, then raise so
                 # the SDK marks the run and task observations ERROR (LangFuse's error count).
                 for score in result.scores:
-                    _post_score(lf, score, trace_id=trace_id, observation_id=observation_id)
+                    post_score(lf, score, trace_id=trace_id, observation_id=observation_id)
                 raise ItemFailed(result.error or "extraction failed")
             if trace_id:
                 self._parked[trace_id] = result
@@ -393,7 +333,7 @@ class _LangfuseRun:
             """Item evaluator: the scores of the result its task parked under this trace."""
             trace_id = lf.get_current_trace_id()
             result = parked.pop(trace_id, None) if trace_id else None
-            return [_evaluation(s) for s in result.scores] if result else []
+            return [as_evaluation(s) for s in result.scores] if result else []
 
         return extraction_eval_scores
 
@@ -490,11 +430,11 @@ class _LangfuseRun:
         results, summary = finalize(self.store, prep.run, prep.items, prep.runner, status=status)
         if self.experiment_id:
             for score in summary.run_scores:
-                _post_score(
+                post_score(
                     self.lf,
                     score,
                     dataset_run_id=self.experiment_id,
-                    score_id=_run_score_id(self.experiment_id, score.name),
+                    score_id=run_score_id(self.experiment_id, score.name),
                 )
         else:
             log.warning("no LangFuse experiment id for run %r: run scores not sent", prep.run.name)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from extraction_eval.errors import ConfigError
 from extraction_eval.llm.base import Provider
-from extraction_eval.pipeline.base import PipelineConfig
 
 if TYPE_CHECKING:
     from extraction_eval.llm.openai_provider import ResponseFormat
@@ -16,7 +16,27 @@ OPENAI_COMPATIBLE = ("openai-compatible", "openai_compatible", "compatible")
 KNOWN = "openai:<model>, gemini:<model>, fake:<name>, offline:baseline, or any name with --base-url"
 
 
-def make_provider(config: PipelineConfig) -> Provider:
+class ProviderSettings(Protocol):
+    """What choosing a provider reads from a run's settings (``PipelineConfig`` has it), so
+    ``llm`` stays below ``pipeline`` in the import order."""
+
+    @property
+    def model(self) -> str: ...  # "provider:model"
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def extra(self) -> Mapping[str, Any]: ...
+
+
+def make_provider(config: ProviderSettings) -> Provider:
     """The provider for ``config.model``; a ``base_url`` makes any other name OpenAI-compatible.
 
     ``config.extra["response_format"]`` (json_schema | json_object | text) picks how strictly
@@ -54,13 +74,13 @@ def make_provider(config: PipelineConfig) -> Provider:
     raise ConfigError(f"unknown model provider {provider!r} in {config.model!r}; use {KNOWN}")
 
 
-def _require_model(config: PipelineConfig) -> str:
+def _require_model(config: ProviderSettings) -> str:
     if ":" not in config.model or not config.model_name.strip():
         raise ConfigError(f"--model {config.model!r} names no model; write provider:model")
     return config.model_name
 
 
-def _response_format(extra: dict[str, Any]) -> ResponseFormat:
+def _response_format(extra: Mapping[str, Any]) -> ResponseFormat:
     from extraction_eval.llm.openai_provider import RESPONSE_FORMATS
 
     value = extra.get("response_format", "json_schema")

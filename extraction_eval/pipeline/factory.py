@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from extraction_eval.llm.base import ResponseCache
+from extraction_eval.llm.tracing import CallTracer
 from extraction_eval.pipeline.base import Pipeline, PipelineConfig
-from extraction_eval.pipeline.tracing import CallTracer
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 
 if TYPE_CHECKING:  # tenacity loads only when a model-backed pipeline is built

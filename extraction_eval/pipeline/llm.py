@@ -16,9 +16,9 @@ from extraction_eval.errors import SchemaFailure
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
 from extraction_eval.llm.context import item_context
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
+from extraction_eval.llm.tracing import CallTracer, GenerationHandle, NullTracer
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
 from extraction_eval.pipeline.pricing import Pricer
-from extraction_eval.pipeline.tracing import CallTracer, GenerationHandle, NullTracer
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.types import DatasetItem, Extraction, Schema, Usage

@@ -12,13 +12,29 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from extraction_eval.errors import ConfigError, UsageError
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 
-if TYPE_CHECKING:  # a type only: pipelines import prompts, not the other way round
-    from extraction_eval.pipeline.base import PipelineConfig
+
+class PromptRequest(Protocol):
+    """What a run asks of the prompt (``PipelineConfig`` fits): pipelines import prompts, not
+    the other way round."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def pipeline(self) -> str | None: ...
+    @property
+    def prompt_name(self) -> str: ...
+    @property
+    def prompt_label(self) -> str | None: ...
+    @property
+    def prompt_version(self) -> int | None: ...
+
 
 LATEST = "latest"
 DEFAULT_LABEL = "production"  # what LangFuse serves when neither label nor version is given
@@ -108,7 +124,7 @@ def check_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, str]
     return out
 
 
-def select_run_prompt(store: PromptStore, pipeline: PipelineConfig) -> PromptTemplate:
+def select_run_prompt(store: PromptStore, pipeline: PromptRequest) -> PromptTemplate:
     """Local mode's prompt: the stored version asked for by label or version, else the bundled
     template. Anything asked for that does not exist, or that the pipeline would not send,
     is an error before the run starts, never a silent fallback."""

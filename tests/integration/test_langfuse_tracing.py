@@ -11,9 +11,9 @@ import pytest
 from extraction_eval.backends.langfuse import LangfuseTracer, fetch_prompt, push_prompt
 from extraction_eval.errors import ProviderError
 from extraction_eval.llm.fake import FakeProvider
+from extraction_eval.llm.tracing import CallTracer
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.llm import LLMPipeline
-from extraction_eval.pipeline.tracing import CallTracer
 from extraction_eval.types import DatasetItem
 from tests.support.langfuse_server import FakeLangfuse
 

@@ -1,0 +1,68 @@
+"""LangFuse adapters: thin layers over the ``langfuse`` SDK 5 (never re-implementing what it does).
+
+- ``client``: ``connect`` / ``check_auth`` / ``langfuse_configured``: a client, and a fail-fast
+  key check that turns bad keys or an unreachable server into one-line ``BackendError``\\ s.
+- ``errors``: ``api_errors``, SDK / HTTP failures as one-line domain errors.
+- ``datasets``: ``LangfuseDatasetBackend``, the ``DatasetBackend`` protocol on LangFuse datasets.
+- ``prompts``: ``fetch_prompt`` / ``push_prompt``, the extraction prompt via LangFuse prompt
+  management, falling back to the local template visibly.
+- ``tracer``: ``LangfuseTracer``, the ``CallTracer`` seam as a LangFuse ``generation``.
+- ``scores``: posting scores, and deterministic ids for run-level ones.
+- ``readback``: ``read_back``, after a run poll LangFuse until every trace and score arrived.
+
+Secrets never appear in messages: errors name the server URL and the status, not the keys.
+"""
+
+from extraction_eval.backends.langfuse.client import (
+    ENV_BASE_URL,
+    ENV_HOST,
+    ENV_PUBLIC_KEY,
+    ENV_SECRET_KEY,
+    base_url_of,
+    check_auth,
+    close_client,
+    connect,
+    langfuse_configured,
+    resolve_base_url,
+)
+from extraction_eval.backends.langfuse.datasets import (
+    META_KEY,
+    LangfuseDatasetBackend,
+    RunDataset,
+    langfuse_item_id,
+    normalise_item,
+    to_dataset_item,
+)
+from extraction_eval.backends.langfuse.errors import api_errors
+from extraction_eval.backends.langfuse.prompts import fetch_prompt, push_prompt
+from extraction_eval.backends.langfuse.readback import VerifyReport, read_back
+from extraction_eval.backends.langfuse.scores import as_evaluation, post_score, run_score_id
+from extraction_eval.backends.langfuse.tracer import LangfuseTracer
+
+__all__ = [
+    "ENV_BASE_URL",
+    "ENV_HOST",
+    "ENV_PUBLIC_KEY",
+    "ENV_SECRET_KEY",
+    "META_KEY",
+    "LangfuseDatasetBackend",
+    "LangfuseTracer",
+    "RunDataset",
+    "VerifyReport",
+    "api_errors",
+    "as_evaluation",
+    "base_url_of",
+    "check_auth",
+    "close_client",
+    "connect",
+    "fetch_prompt",
+    "langfuse_configured",
+    "langfuse_item_id",
+    "normalise_item",
+    "post_score",
+    "push_prompt",
+    "read_back",
+    "resolve_base_url",
+    "run_score_id",
+    "to_dataset_item",
+]

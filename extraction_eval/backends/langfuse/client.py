@@ -1,0 +1,117 @@
+"""Connecting to LangFuse: a client from the arguments or the LANGFUSE_* environment, and a
+fail-fast key check that turns bad keys or an unreachable server into one-line
+``BackendError``\\ s. Secrets never appear in messages: errors name the server URL and the
+status, not the keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from extraction_eval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from langfuse import Langfuse
+
+
+ENV_PUBLIC_KEY = "LANGFUSE_PUBLIC_KEY"
+ENV_SECRET_KEY = "LANGFUSE_SECRET_KEY"
+ENV_BASE_URL = "LANGFUSE_BASE_URL"
+ENV_HOST = "LANGFUSE_HOST"  # deprecated by the SDK, still honoured
+DEFAULT_BASE_URL = "https://cloud.langfuse.com"
+
+
+def langfuse_configured(env: Mapping[str, str] | None = None) -> bool:
+    """True when keys and a server are set: LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and
+    LANGFUSE_BASE_URL (or the deprecated LANGFUSE_HOST)."""
+    env = os.environ if env is None else env
+    return bool(
+        env.get(ENV_PUBLIC_KEY, "").strip()
+        and env.get(ENV_SECRET_KEY, "").strip()
+        and (env.get(ENV_BASE_URL, "").strip() or env.get(ENV_HOST, "").strip())
+    )
+
+
+def resolve_base_url(base_url: str | None = None) -> str:
+    """The server the SDK will talk to: the argument, LANGFUSE_BASE_URL, LANGFUSE_HOST, cloud."""
+    url = (
+        base_url
+        or os.environ.get(ENV_BASE_URL, "").strip()
+        or os.environ.get(ENV_HOST, "").strip()
+        or DEFAULT_BASE_URL
+    )
+    return url.rstrip("/")
+
+
+def connect(
+    *,
+    public_key: str | None = None,
+    secret_key: str | None = None,
+    base_url: str | None = None,
+    check: bool = True,
+    flush_at: int | None = None,
+    flush_interval: float | None = None,
+    timeout_s: int | None = None,
+) -> Langfuse:
+    """A LangFuse client from the arguments or the environment, key-checked unless
+    ``check=False``.
+
+    Missing keys are a ``ConfigError``; wrong keys or an unreachable server a ``BackendError``
+    (see ``check_auth``). Note the SDK keeps one client per public key per process: a second
+    ``connect`` with the same key reuses the first one's server and flush settings.
+    """
+    public_key = public_key or os.environ.get(ENV_PUBLIC_KEY, "").strip() or None
+    secret_key = secret_key or os.environ.get(ENV_SECRET_KEY, "").strip() or None
+    missing = [
+        name
+        for name, value in ((ENV_PUBLIC_KEY, public_key), (ENV_SECRET_KEY, secret_key))
+        if not value
+    ]
+    if missing:
+        raise ConfigError(f"LangFuse keys missing: set {' and '.join(missing)}")
+    url = resolve_base_url(base_url)
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"LangFuse base URL must start with http:// or https://, got {url!r}")
+
+    from langfuse import Langfuse  # deferred: keeps `--help` and local mode fast
+
+    lf = Langfuse(
+        public_key=public_key,
+        secret_key=secret_key,
+        base_url=url,
+        flush_at=flush_at,
+        flush_interval=flush_interval,
+        timeout=timeout_s,
+    )
+    if check:
+        check_auth(lf)  # on failure the client is left as is: see close_client
+    return lf
+
+
+def close_client(lf: Langfuse) -> None:
+    """Deliver everything queued (spans, scores) and return; use in ``finally``.
+
+    Deliberately ``flush()``, not ``shutdown()``: the SDK keeps one client per public key for
+    the whole process, and after ``shutdown()`` every later client with that key silently
+    drops its scores ("Score dropped: Langfuse client has been shut down"). The SDK's own
+    atexit hook shuts down at interpreter exit.
+    """
+    lf.flush()
+
+
+def base_url_of(lf: Langfuse) -> str:
+    return str(getattr(lf, "_base_url", None) or "LangFuse").rstrip("/")
+
+
+def check_auth(lf: Langfuse) -> None:
+    """Fail fast before spending anything: ``BackendError`` (one line, no secret) when the
+    keys are refused or the server cannot be reached; ``ConfigError`` without keys."""
+    # deferred: the errors module names this module's settings in its messages
+    from extraction_eval.backends.langfuse.errors import api_errors
+
+    with api_errors(lf, "checking the API keys"):
+        ok = lf.auth_check()
+    if not ok:
+        raise ConfigError(f"LangFuse keys missing: set {ENV_PUBLIC_KEY} and {ENV_SECRET_KEY}")

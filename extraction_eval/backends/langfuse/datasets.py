@@ -1,0 +1,378 @@
+"""``LangfuseDatasetBackend``: the ``DatasetBackend`` protocol on LangFuse datasets.
+
+Item ids. LangFuse item ids are unique across the whole project and at most 255 characters,
+so an item is stored under ``langfuse_item_id(dataset, item.id)`` (``"{dataset}:{id}"``, hashed
+when too long); its own id and upload position are kept in ``metadata["extraction_eval"]``
+and restored on the way back, so a round trip gives the same items in the same order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from extraction_eval.backends.base import (
+    DatasetInfo,
+    UploadReport,
+    item_content_hash,
+    item_expected_output,
+    item_from_payload,
+    item_input,
+)
+from extraction_eval.backends.langfuse.client import close_client, connect
+from extraction_eval.backends.langfuse.errors import api_errors
+from extraction_eval.errors import NotFoundError, UsageError
+from extraction_eval.types import DatasetItem
+
+if TYPE_CHECKING:
+    from langfuse import Langfuse
+
+
+log = logging.getLogger(__name__)
+
+META_KEY = "extraction_eval"  # item metadata we own: {"item_id": ..., "position": ...}
+MAX_ITEM_ID_LEN = 255
+ITEMS_PAGE_SIZE = 100
+
+
+def langfuse_item_id(dataset: str, item_id: str) -> str:
+    """The project-wide LangFuse id of ``item_id`` in ``dataset`` (deterministic, <= 255)."""
+    key = f"{dataset}:{item_id}"
+    if len(key) <= MAX_ITEM_ID_LEN:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return f"{dataset[:100]}:{item_id[:100]}~{digest}"
+
+
+def _iso(ts: datetime | None) -> str | None:
+    if ts is None:
+        return None
+    ts = ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _parse_version(version: int | str | datetime | None) -> datetime | None:
+    if version is None:
+        return None
+    if isinstance(version, datetime):
+        return version if version.tzinfo else version.replace(tzinfo=UTC)
+    if isinstance(version, int) or not str(version).strip():
+        raise UsageError(
+            "LangFuse dataset versions are timestamps (as `datasets show` prints them,"
+            f" e.g. 2026-01-31T12:00:00.000Z), got {version!r}"
+        )
+    try:
+        ts = datetime.fromisoformat(str(version).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"not an ISO timestamp: {version!r}") from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def _status(value: Any) -> str:
+    raw = getattr(value, "value", value)
+    return str(raw).upper() if raw else "ACTIVE"
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A LangFuse item normalised: our item, plus where it sits and when it last changed."""
+
+    item: DatasetItem
+    langfuse_id: str
+    position: int | None
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def normalise_item(raw: Any) -> _Stored:
+    """One SDK ``DatasetItem`` -> our ``DatasetItem`` (the one place that knows the shapes)."""
+    metadata = dict(raw.metadata) if isinstance(raw.metadata, dict) else {}
+    ours = metadata.pop(META_KEY, None)
+    ours = ours if isinstance(ours, dict) else {}
+    item_id = str(ours.get("item_id") or raw.id)
+    position = ours.get("position")
+    data_input = raw.input
+    if data_input is None:
+        raise UsageError(f"LangFuse dataset item {raw.id} has no input")
+    if isinstance(data_input, dict) and not isinstance(data_input.get("text"), str):
+        raise UsageError(
+            f"LangFuse dataset item {raw.id}: input has no 'text' string"
+            f" (keys: {', '.join(sorted(map(str, data_input))) or 'none'})"
+        )
+    if not isinstance(data_input, (dict, str)):
+        raise UsageError(
+            f"LangFuse dataset item {raw.id}: input must be a string or"
+            f" {{'text': ...}}, got {type(data_input).__name__}"
+        )
+    expected = _json_value(raw.expected_output)
+    item = item_from_payload(
+        id=item_id,
+        input=data_input,
+        expected_output=expected,
+        metadata=metadata,
+        source_trace_id=raw.source_trace_id,
+        source_observation_id=raw.source_observation_id,
+        status=_status(raw.status),
+    )
+    return _Stored(
+        item=item,
+        langfuse_id=str(raw.id),
+        position=position if isinstance(position, int) else None,
+        created_at=raw.created_at,
+        updated_at=raw.updated_at,
+    )
+
+
+def to_dataset_item(raw: Any) -> DatasetItem:
+    """An SDK ``DatasetItem`` (as ``get_dataset`` / ``run_experiment`` hand it out) -> ours,
+    with our own id restored; ``UsageError`` if its input is not text or ``{"text": ...}``."""
+    return normalise_item(raw).item
+
+
+def _order(stored: Sequence[_Stored]) -> list[_Stored]:
+    """Upload order: our recorded position first, then creation time (items made elsewhere)."""
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(
+        stored,
+        key=lambda s: (
+            s.position is None,
+            s.position if s.position is not None else 0,
+            s.created_at or far,
+            s.langfuse_id,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class RunDataset:
+    """A dataset as a LangFuse-mode run needs it, read once: our items, and the SDK's own
+    items that ``run_experiment`` links each trace to."""
+
+    items: list[DatasetItem]  # active items, upload order
+    raw_by_id: dict[str, Any]  # our item id -> the SDK's DatasetItem (what run_experiment needs)
+    langfuse_id: str | None
+    version: str | None
+    pinned: datetime | None
+
+
+class LangfuseDatasetBackend:
+    """``DatasetBackend`` on LangFuse datasets, through the SDK.
+
+    ``upload_items`` reads the dataset once, then upserts only new or changed items (stable
+    ids), so a re-upload sends nothing and never duplicates. ``version`` is the timestamp of
+    the latest item change; pass it back to ``get_items`` to read the items as they were.
+    """
+
+    def __init__(self, lf: Langfuse) -> None:
+        self._lf = lf
+
+    @classmethod
+    def from_env(cls) -> LangfuseDatasetBackend:
+        """Connected (and key-checked) from the LANGFUSE_* environment variables."""
+        return cls(connect())
+
+    def close(self) -> None:
+        close_client(self._lf)
+
+    # reads
+
+    def _fetch(self, name: str, version: datetime | None = None) -> Any:
+        with api_errors(
+            self._lf,
+            f"reading dataset {name!r}",
+            not_found=f"dataset {name!r} not found in LangFuse",
+        ):
+            return self._lf.get_dataset(
+                name, fetch_items_page_size=ITEMS_PAGE_SIZE, version=version
+            )
+
+    def _stored(self, dataset: Any) -> list[_Stored]:
+        return _order([normalise_item(raw) for raw in dataset.items])
+
+    @staticmethod
+    def _version(dataset: Any, stored: Sequence[_Stored]) -> str | None:
+        stamps = [s.updated_at for s in stored if s.updated_at] or [dataset.updated_at]
+        return _iso(max(stamps)) if stamps and stamps[0] else None
+
+    def _info(self, dataset: Any, stored: Sequence[_Stored]) -> DatasetInfo:
+        return DatasetInfo(
+            name=dataset.name,
+            description=dataset.description,
+            metadata=dict(dataset.metadata) if isinstance(dataset.metadata, dict) else {},
+            version=self._version(dataset, stored),
+            item_count=sum(1 for s in stored if s.item.status == "ACTIVE"),
+            created_at=_iso(dataset.created_at),
+            updated_at=_iso(dataset.updated_at),
+        )
+
+    def get_dataset(self, name: str) -> DatasetInfo:
+        dataset = self._fetch(name)
+        return self._info(dataset, self._stored(dataset))
+
+    def get_items(
+        self, name: str, *, version: int | str | datetime | None = None
+    ) -> list[DatasetItem]:
+        """Active items in upload order; ``version`` (a timestamp) reads the past."""
+        dataset = self._fetch(name, _parse_version(version))
+        return [s.item for s in self._stored(dataset) if s.item.status == "ACTIVE"]
+
+    def load_for_run(self, name: str, *, version: int | str | datetime | None = None) -> RunDataset:
+        """Active items in upload order with their SDK items, the dataset's LangFuse id and
+        version; ``version`` (a timestamp) pins the items as they were."""
+        pinned = _parse_version(version)
+        dataset = self._fetch(name, pinned)
+        stored = self._stored(dataset)
+        raw_by_lf_id = {str(raw.id): raw for raw in dataset.items}
+        active = [s for s in stored if s.item.status == "ACTIVE"]
+        return RunDataset(
+            items=[s.item for s in active],
+            raw_by_id={s.item.id: raw_by_lf_id[s.langfuse_id] for s in active},
+            langfuse_id=getattr(dataset, "id", None),
+            version=self._version(dataset, stored),
+            pinned=pinned,
+        )
+
+    def items_by_id(self, name: str) -> dict[str, DatasetItem]:
+        """Every item (any status) by our id; empty when the dataset does not exist yet."""
+        try:
+            dataset = self._fetch(name)
+        except NotFoundError:
+            return {}
+        return {s.item.id: s.item for s in self._stored(dataset)}
+
+    def list_datasets(self) -> list[DatasetInfo]:
+        """Every dataset, with its item count (all statuses; one cheap request each).
+
+        ``version`` is left empty here: computing it needs every item (``get_dataset`` does).
+        """
+        out: list[DatasetInfo] = []
+        page = 1
+        while True:
+            with api_errors(self._lf, "listing datasets"):
+                batch = self._lf.api.datasets.list(page=page, limit=100)
+            for ds in batch.data:
+                with api_errors(self._lf, f"counting the items of dataset {ds.name!r}"):
+                    count = self._lf.api.dataset_items.list(
+                        dataset_name=ds.name, page=1, limit=1
+                    ).meta.total_items
+                out.append(
+                    DatasetInfo(
+                        name=ds.name,
+                        description=ds.description,
+                        metadata=dict(ds.metadata) if isinstance(ds.metadata, dict) else {},
+                        version=None,
+                        item_count=int(count),
+                        created_at=_iso(ds.created_at),
+                        updated_at=_iso(ds.updated_at),
+                    )
+                )
+            if page >= batch.meta.total_pages:
+                break
+            page += 1
+        return sorted(out, key=lambda d: d.name)
+
+    # writes
+
+    def upload_items(
+        self,
+        dataset: str,
+        items: Sequence[DatasetItem],
+        *,
+        description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> UploadReport:
+        """Create the dataset if missing and upsert new or changed items by stable id."""
+        name = dataset.strip()
+        if not name:
+            raise UsageError("dataset name must not be empty")
+        seen: set[str] = set()
+        for item in items:
+            if item.id in seen:
+                raise UsageError(f"item id {item.id!r} appears twice in one upload")
+            seen.add(item.id)
+
+        try:
+            current = self._fetch(name)
+        except NotFoundError:
+            current = None
+        dataset_created = current is None
+        if current is None:
+            with api_errors(self._lf, f"creating dataset {name!r}"):
+                self._lf.create_dataset(name=name, description=description, metadata=metadata)
+            existing: dict[str, _Stored] = {}
+            version: str | None = None
+        else:
+            stored = self._stored(current)
+            existing = {s.item.id: s for s in stored}
+            version = self._version(current, stored)
+            header_metadata = current.metadata if isinstance(current.metadata, dict) else {}
+            if (description is not None and description != current.description) or (
+                metadata is not None and metadata != header_metadata
+            ):
+                log.warning(
+                    "dataset %r already exists in LangFuse: its description and metadata"
+                    " were left unchanged",
+                    name,
+                )
+        next_position = 1 + max(
+            (s.position for s in existing.values() if s.position is not None), default=-1
+        )
+        created = updated = unchanged = 0
+        latest: list[datetime] = []
+        for item in items:
+            previous = existing.get(item.id)
+            if previous is not None and item_content_hash(previous.item) == item_content_hash(item):
+                unchanged += 1
+                continue
+            if previous is not None and previous.position is not None:
+                position = previous.position
+            else:
+                position, next_position = next_position, next_position + 1
+            lf_id = previous.langfuse_id if previous else langfuse_item_id(name, item.id)
+            result = self._upsert(name, item, lf_id, position)
+            if result.updated_at:
+                latest.append(result.updated_at)
+            if previous is None:
+                created += 1
+            else:
+                updated += 1
+        if latest:
+            version = _iso(max(latest))
+        return UploadReport(
+            dataset=name,
+            version=version,
+            created=created,
+            updated=updated,
+            unchanged=unchanged,
+            new_version=bool(created or updated),
+            dataset_created=dataset_created,
+        )
+
+    def _upsert(self, dataset: str, item: DatasetItem, lf_id: str, position: int) -> Any:
+        from langfuse.api import DatasetStatus
+
+        with api_errors(self._lf, f"uploading item {item.id!r} to dataset {dataset!r}"):
+            return self._lf.create_dataset_item(
+                dataset_name=dataset,
+                id=lf_id,
+                input=item_input(item),
+                expected_output=item_expected_output(item),
+                metadata={**item.metadata, META_KEY: {"item_id": item.id, "position": position}},
+                source_trace_id=item.source_trace_id,
+                source_observation_id=item.source_observation_id,
+                status=DatasetStatus(item.status),
+            )

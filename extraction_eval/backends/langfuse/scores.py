@@ -1,0 +1,42 @@
+"""Scores to LangFuse: queued through the SDK (which batches them), with deterministic ids for
+run-level scores so a resumed run overwrites its set instead of adding a second one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from extraction_eval.types import Score
+
+if TYPE_CHECKING:
+    from langfuse import Langfuse
+
+__all__ = ["as_evaluation", "post_score", "run_score_id"]
+
+
+def run_score_id(experiment_id: str, name: str) -> str:
+    """Deterministic, so a resumed run overwrites its run-level scores (LangFuse upserts by
+    score id) instead of adding a second set."""
+    from langfuse import Langfuse
+
+    return str(Langfuse.create_trace_id(seed=f"extraction-eval/run-score/{experiment_id}/{name}"))
+
+
+def as_evaluation(score: Score) -> Any:
+    """Our score as the SDK's ``Evaluation`` (what an item evaluator returns)."""
+    from langfuse import Evaluation
+
+    return Evaluation(
+        name=score.name, value=score.value, comment=score.comment, data_type=score.data_type
+    )
+
+
+def post_score(lf: Langfuse, score: Score, **subject: str | None) -> None:
+    """Queue one score (the SDK batches it); ``subject``: trace/observation or experiment."""
+    create: Any = lf.create_score  # overloaded per data type; ours carries its own
+    create(
+        name=score.name,
+        value=score.value,
+        data_type=score.data_type,
+        comment=score.comment,
+        **subject,
+    )

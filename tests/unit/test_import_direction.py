@@ -1,0 +1,164 @@
+"""The package's import direction (README "Design"), checked on the source with ``ast``.
+
+``cli -> commands -> experiments / seeds -> pipeline -> evaluators, llm, backends, prompts ->
+types``: a module may import its own layer or lower ones, never a higher one; ``evaluators``
+(pure scoring) imports nothing from ``llm`` or ``backends``. Nothing is imported to check this,
+so a violation is found even in a module no test loads.
+
+Every import counts, wherever it sits: at module level, deferred inside a function, or under
+``if TYPE_CHECKING:`` (a type-only import is still a dependency a reader has to follow, and it
+is how cycles creep back in).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import extraction_eval
+
+PACKAGE = "extraction_eval"
+ROOT = Path(extraction_eval.__file__).parent
+
+# The longest dotted prefix that matches decides a module's layer (higher imports lower).
+LAYERS: dict[str, int] = {
+    # the vocabulary everything shares
+    "extraction_eval": 0,  # the package root only re-exports types (and __version__)
+    "extraction_eval.types": 0,
+    "extraction_eval.errors": 0,
+    # building blocks
+    "extraction_eval.evaluators": 1,
+    "extraction_eval.llm": 1,
+    "extraction_eval.backends": 1,
+    "extraction_eval.prompts": 1,
+    # pipelines: providers + prompts + tracing put together
+    "extraction_eval.pipeline": 2,
+    # use cases
+    "extraction_eval.experiments": 3,
+    "extraction_eval.seeds": 3,
+    "extraction_eval.scorefile": 3,  # `score` on files; seeds read gold with its parser
+    # presentation and commands
+    "extraction_eval.commands": 4,
+    "extraction_eval.views": 4,
+    "extraction_eval.render": 4,
+    # the entry points
+    "extraction_eval.cli": 5,
+    "extraction_eval.__main__": 5,
+}
+
+# Same-layer imports are allowed, except these (importer prefix -> forbidden prefixes).
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "extraction_eval.evaluators": ("extraction_eval.llm", "extraction_eval.backends"),
+}
+
+# Known violations still to fix, each with why it is there. The test fails when one of them is
+# gone (so the entry is removed with the fix) as well as when a new one appears.
+KNOWN: dict[tuple[str, str], str] = {
+    ("extraction_eval.backends.local", "extraction_eval.seeds.jsonl"): (
+        "LocalStore seeds the bundled sample with the gold-JSONL reader (deferred import);"
+        " fixing it means moving that reader and scorefile.parse_extraction below backends"
+    ),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _layer(module: str) -> tuple[str, int] | None:
+    matches = [(p, n) for p, n in LAYERS.items() if module == p or module.startswith(p + ".")]
+    return max(matches, key=lambda m: len(m[0]), default=None)
+
+
+def _imports(path: Path, module: str, known: set[str]) -> list[tuple[int, str]]:
+    """(line, imported module) for every import of this package in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names if a.name.split(".")[0] == PACKAGE)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                anchor = module.split(".") if is_package else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            if base.split(".")[0] != PACKAGE:
+                continue
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                sub = f"{base}.{alias.name}"
+                out.append((node.lineno, sub if sub in known else base))
+    return sorted(out)
+
+
+def _violations() -> tuple[list[str], set[tuple[str, str]]]:
+    """Offending imports (one line each), and which ``KNOWN`` exceptions were seen."""
+    modules = _modules()
+    known = set(modules)
+    problems: list[str] = []
+    excused: set[tuple[str, str]] = set()
+    for module, path in modules.items():
+        own = _layer(module)
+        assert own is not None, f"{module} has no layer: add it to LAYERS"
+        for line, target in _imports(path, module, known):
+            if (module, target) in KNOWN:
+                excused.add((module, target))
+                continue
+            theirs = _layer(target)
+            assert theirs is not None, f"{module}:{line} imports {target}, which has no layer"
+            where = f"{path.relative_to(ROOT.parent)}:{line}: {module} imports {target}"
+            if theirs[1] > own[1]:
+                problems.append(f"{where} (layer {own[1]} imports layer {theirs[1]})")
+            for importer, banned in FORBIDDEN.items():
+                inside = module == importer or module.startswith(importer + ".")
+                if inside and any(target == b or target.startswith(b + ".") for b in banned):
+                    problems.append(f"{where} ({importer} must not import {', '.join(banned)})")
+    return problems, excused
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    problems, _ = _violations()
+    assert not problems, "imports against the layer order:\n" + "\n".join(problems)
+
+
+def test_known_exceptions_are_still_needed() -> None:
+    _, excused = _violations()
+    fixed = sorted(set(KNOWN) - excused)
+    assert not fixed, f"no longer imported, remove from KNOWN: {fixed}"
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = [m for m in _modules() if _layer(m) is None]
+    assert not missing, f"modules with no layer in LAYERS: {missing}"
+
+
+def test_the_checker_sees_every_kind_of_import(tmp_path: Path) -> None:
+    """A deferred import and one under TYPE_CHECKING are found like a top-level one."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import extraction_eval.cli\n"
+        "if TYPE_CHECKING:\n"
+        "    from extraction_eval.pipeline.base import PipelineConfig\n"
+        "def f() -> None:\n"
+        "    from extraction_eval import commands\n"
+        "    from . import base\n"
+    )
+    path = tmp_path / "extraction_eval" / "llm" / "probe.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source, encoding="utf-8")
+    known = {"extraction_eval.commands", "extraction_eval.llm.base"}
+    found = _imports(path, "extraction_eval.llm.probe", known)
+    assert found == [
+        (2, "extraction_eval.cli"),
+        (4, "extraction_eval.pipeline.base"),
+        (6, "extraction_eval.commands"),
+        (7, "extraction_eval.llm.base"),
+    ]
