@@ -72,3 +72,29 @@ class InvalidValue(UsageError, ValueError):
         super().__init__(f"{field} {problem}")
         self.field = field
         self.problem = problem
+
+
+def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str:
+    """What a user sees of an error: one line, whitespace folded, capped at ``limit``.
+
+    A pydantic ``ValidationError`` becomes its first three problems (``loc: msg``); an
+    exception with no message becomes its type name; ``with_type`` puts the type first
+    (``TimeoutError: ...``), for rows where the kind of failure matters.
+    """
+    errors = getattr(error, "errors", None)
+    if isinstance(error, BaseException) and callable(errors) and hasattr(error, "error_count"):
+        parts = []
+        for err in errors()[:3]:
+            loc = ".".join(str(p) for p in err["loc"] if p != "expected")
+            parts.append(f"{loc}: {err['msg']}" if loc else str(err["msg"]))
+        more = int(error.error_count()) - len(parts)
+        text = "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+    else:
+        text = " ".join(str(error).split())
+    if isinstance(error, BaseException):
+        name = type(error).__name__
+        if not text:
+            text = name
+        elif with_type:
+            text = f"{name}: {text}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
