@@ -2,6 +2,7 @@
 
 cfg = ScoringConfig(match="fuzzy", threshold=0.85)
 s = score_item(item_id="x", text=..., gold=..., pred=..., config=cfg)
+scores = item_scores(s)             # what the stores record per item
 report = aggregate([s, ...], cfg)
 """
 
@@ -13,6 +14,14 @@ from extraction_eval.evaluators.config import (
     ScoringConfig,
 )
 from extraction_eval.evaluators.evidence import ContextIndex, TextIndex
+from extraction_eval.evaluators.item import (
+    VALUE_NAMES,
+    AttributeCount,
+    Grounding,
+    ItemScore,
+    TypeCount,
+    score_item,
+)
 from extraction_eval.evaluators.matching import (
     EntityAlignment,
     EntityPair,
@@ -23,15 +32,8 @@ from extraction_eval.evaluators.matching import (
     assign,
 )
 from extraction_eval.evaluators.metrics import Counts, f1, precision, recall
-from extraction_eval.evaluators.scoring import (
-    VALUE_NAMES,
-    AttributeCount,
-    Grounding,
-    ItemScore,
-    TypeCount,
-    aggregate,
-    score_item,
-)
+from extraction_eval.evaluators.report import aggregate
+from extraction_eval.evaluators.scores import item_scores
 from extraction_eval.evaluators.stats import bootstrap_prf
 from extraction_eval.evaluators.taxonomy import CATEGORIES, TaxonomyEntry
 
@@ -61,6 +63,7 @@ __all__ = [
     "assign",
     "bootstrap_prf",
     "f1",
+    "item_scores",
     "precision",
     "recall",
     "score_item",

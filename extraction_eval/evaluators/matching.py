@@ -22,8 +22,6 @@ import numpy as np
 from numpy.typing import NDArray
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
-from scipy import sparse
-from scipy.optimize import linear_sum_assignment
 
 from extraction_eval.evaluators.config import MatchMode, ScoringConfig, type_key
 from extraction_eval.types import Entity, Relationship
@@ -104,6 +102,8 @@ def word_set(text: str) -> frozenset[str]:
 
 def jaccard_matrix(pred: Sequence[frozenset[str]], gold: Sequence[frozenset[str]]) -> FloatArray:
     """Pairwise Jaccard similarity via a sparse incidence product (two empty sets -> 1.0)."""
+    from scipy import sparse  # deferred: scipy costs ~0.5 s to import, the CLI's --help none
+
     n, m = len(pred), len(gold)
     if n == 0 or m == 0:
         return np.zeros((n, m), dtype=np.float64)
@@ -155,6 +155,8 @@ def _solve(
         weights += np.rint(np.clip(sim, 0.0, 1.0) * quantum)
     if rank is not None and max_rank:
         weights += rank.astype(np.float64) * b
+    from scipy.optimize import linear_sum_assignment  # deferred, like scipy.sparse above
+
     weights[~adm] = 0.0
     r, c = linear_sum_assignment(weights, maximize=True)
     keep = adm[r, c]

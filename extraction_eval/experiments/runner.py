@@ -16,7 +16,7 @@ from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
+from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
 from extraction_eval.experiments.summary import RunSummary, summarize
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
@@ -78,7 +78,7 @@ class ItemRunner:
                 latency_ms=round(latency, 3),
                 usage=spent if isinstance(spent, Usage) else Usage(),
                 scores=[
-                    *scored.scores(),
+                    *item_scores(scored),
                     Score(
                         name="extraction_error", value=True, data_type="BOOLEAN", comment=message
                     ),
@@ -98,7 +98,7 @@ class ItemRunner:
             usage=self.pricer.priced(out.usage, out.model) if self.pricer else out.usage,
             cache_hit=out.cache_hit,
             scores=[
-                *scored.scores(),
+                *item_scores(scored),
                 Score(name="extraction_error", value=False, data_type="BOOLEAN"),
                 *category_scores(tags),
             ],

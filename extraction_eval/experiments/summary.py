@@ -1,7 +1,7 @@
 """Run-level figures: micro scores with CIs, failure counts, latency, tokens and cost.
 
 Every item counts: a failed item was scored by the runner as a failure (see
-``extraction_eval.evaluators.scoring``), so it is in the micro counts (all its gold objects
+``extraction_eval.evaluators.item``), so it is in the micro counts (all its gold objects
 missed), a 0 in the macro means, a zero_fp_pass failure on a gold-empty item, and in the failure
 counts. Each rate is kept with what it is computed over (``score_counts``, the report's counts).
 """

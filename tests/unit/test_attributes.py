@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from extraction_eval.errors import UsageError
-from extraction_eval.evaluators import ScoringConfig, aggregate, score_item
+from extraction_eval.evaluators import ScoringConfig, aggregate, item_scores, score_item
 from extraction_eval.evaluators.stats import bootstrap_ratios
 from extraction_eval.experiments.config import check_fail_under_attributes, parse_fail_under
 from extraction_eval.experiments.summary import run_values, summarize
@@ -219,7 +219,7 @@ def test_violations_are_counted_per_object_and_the_item_is_still_scored() -> Non
         ("entity", 1, "mood", "happy", "undeclared key"),
         ("relationship", 0, "certainty", "certain", "value not allowed"),
     ]
-    scores = {x.name: x for x in s.scores()}
+    scores = {x.name: x for x in item_scores(s)}
     assert scores["attribute_violations"].value == 3.0
     assert "polarity='maybe': value not allowed" in (scores["attribute_violations"].comment or "")
     assert scores["entity_f1"].value == 0.8  # tp=2, fp=1 (Ana), fn=0
@@ -242,7 +242,7 @@ def test_no_declarations_means_nothing_checked_and_no_violation_score() -> None:
     pred = Extraction(entities=[obs("I had a headache", polarity="whatever")])
     s = score_item(item_id="i", text=TEXT, gold=Extraction(), pred=pred, config=CFG)
     assert s.attribute_checked == 0 and s.attribute_violations == ()
-    assert "attribute_violations" not in {x.name for x in s.scores()}
+    assert "attribute_violations" not in {x.name for x in item_scores(s)}
 
 
 # ---- accuracy, per item and per run -------------------------------------------------------
@@ -283,8 +283,8 @@ def _two_items() -> list[Any]:
 
 def test_attribute_accuracy_by_hand_per_item_and_per_run() -> None:
     a, b = _two_items()
-    sa = {x.name: x.value for x in a.scores()}
-    sb = {x.name: x.value for x in b.scores()}
+    sa = {x.name: x.value for x in item_scores(a)}
+    sb = {x.name: x.value for x in item_scores(b)}
     assert sa["attr.polarity"] == pytest.approx(2 / 3) and sa["attr.domain"] == 1.0
     assert sb["attr.polarity"] == 0.0 and sb["attr.domain"] == 1.0
     report = aggregate([a, b], CFG)
@@ -345,8 +345,8 @@ def test_run_level_violation_rate_counts_objects() -> None:
     s1 = score_item(item_id="1", text=TEXT, gold=gold, pred=bad, config=CFG, schema=SCHEMA)
     s2 = score_item(item_id="2", text=TEXT, gold=gold, pred=good, config=CFG, schema=SCHEMA)
     results = [
-        ItemResult(item_id="1", output=bad, scores=s1.scores()),
-        ItemResult(item_id="2", output=good, scores=s2.scores()),
+        ItemResult(item_id="1", output=bad, scores=item_scores(s1)),
+        ItemResult(item_id="2", output=good, scores=item_scores(s2)),
     ]
     summary = summarize(results, [s1, s2], CFG)
     v = summary.report["attributes"]["violations"]

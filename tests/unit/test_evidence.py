@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from extraction_eval.evaluators import ContextIndex, ScoringConfig, TextIndex, aggregate, score_item
+from extraction_eval.evaluators import (
+    ContextIndex,
+    ScoringConfig,
+    TextIndex,
+    aggregate,
+    item_scores,
+    score_item,
+)
 from extraction_eval.evaluators.evidence import find_in_other_text, normalize
 from extraction_eval.types import Entity, Extraction, Relationship
 
@@ -116,7 +123,7 @@ def test_coverage_counts_every_predicted_object() -> None:
         config=ScoringConfig(evidence="strict", resamples=0),
     )
     assert strict.evidence_coverage_rate() == 1 / 4
-    names = {sc.name: sc for sc in s.scores()}
+    names = {sc.name: sc for sc in item_scores(s)}
     assert names["evidence_coverage_rate"].value == 0.5
     assert names["evidence_coverage_rate"].comment == "grounded=2 predicted=4"
 
@@ -126,7 +133,7 @@ def test_coverage_is_null_without_any_evidence() -> None:
     gold = Extraction(entities=[Entity(name="He", type="X")])
     no_ev = score_item(item_id="a", text=TEXT, gold=gold, pred=gold, config=cfg)
     assert no_ev.evidence_coverage_rate() is None
-    assert "evidence_coverage_rate" not in {sc.name for sc in no_ev.scores()}
+    assert "evidence_coverage_rate" not in {sc.name for sc in item_scores(no_ev)}
     report = aggregate([no_ev], cfg)
     assert report["evidence"]["evidence_coverage_rate"] is None
     assert report["macro"]["evidence_coverage_rate"] is None

@@ -18,7 +18,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from extraction_eval.cli import app
-from extraction_eval.evaluators import ItemScore, ScoringConfig, aggregate, score_item
+from extraction_eval.evaluators import ItemScore, ScoringConfig, aggregate, item_scores, score_item
 from extraction_eval.evaluators.stats import bootstrap_prf
 from extraction_eval.experiments.runner import ItemRunner, run_bounded
 from extraction_eval.experiments.summary import summarize
@@ -60,7 +60,7 @@ def test_failed_gold_empty_item_fails_zero_fp_and_scores_zero() -> None:
     assert {k: values[k] for k in RATIOS} == dict.fromkeys(RATIOS, 0.0)
     assert values["evidence_coverage_rate"] is None  # nothing predicted, nothing to ground
 
-    scores = {x.name: x for x in s.scores()}
+    scores = {x.name: x for x in item_scores(s)}
     assert scores["zero_fp_pass"].value is False
     assert scores["zero_fp_pass"].data_type == "BOOLEAN"
     assert "errored" in (scores["zero_fp_pass"].comment or "")

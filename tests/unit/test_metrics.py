@@ -12,6 +12,7 @@ from extraction_eval.evaluators import (
     ScoringConfig,
     aggregate,
     f1,
+    item_scores,
     precision,
     recall,
     score_item,
@@ -155,7 +156,7 @@ def test_item_scores_contract() -> None:
         entities=[Entity(name="Ann", type="PER", evidence="Ann"), Entity(name="Bob", type="PER")],
     )
     s = score_item(item_id="i", text="Acme employs Ann", gold=gold, pred=pred, config=cfg)
-    scores = {sc.name: sc for sc in s.scores()}
+    scores = {sc.name: sc for sc in item_scores(s)}
     assert list(scores) == [*ITEM_SCORES, "evidence_coverage_rate"]
     assert all(sc.data_type == "NUMERIC" for sc in scores.values())
     assert scores["entity_precision"].value == 1 / 2
@@ -167,19 +168,19 @@ def test_item_scores_contract() -> None:
     assert scores["evidence_coverage_rate"].value == 1 / 2  # 1 grounded of 2 predicted objects
 
     empty_gold = score_item(item_id="e", text="Nothing.", gold=Extraction(), pred=pred, config=cfg)
-    scores = {sc.name: sc for sc in empty_gold.scores()}
+    scores = {sc.name: sc for sc in item_scores(empty_gold)}
     assert list(scores)[-2:] == ["zero_fp_pass", "hallucination_count"]
     assert scores["zero_fp_pass"].value is False
     assert scores["zero_fp_pass"].data_type == "BOOLEAN"
     assert scores["hallucination_count"].value == 2.0
 
     ok = score_item(item_id="k", text="Nothing.", gold=Extraction(), pred=Extraction(), config=cfg)
-    scores = {sc.name: sc for sc in ok.scores()}
+    scores = {sc.name: sc for sc in item_scores(ok)}
     assert scores["zero_fp_pass"].value is True
     assert all(scores[n].value == 1.0 for n in ITEM_SCORES)  # both empty
 
     failed = score_item(item_id="f", text="Ann", gold=gold, pred=None, config=cfg)
     assert failed.failed and failed.entities == Counts(0, 0, 2)
-    assert {sc.name: sc for sc in failed.scores()}["entity_f1"].comment == (
+    assert {sc.name: sc for sc in item_scores(failed)}["entity_f1"].comment == (
         "tp=0 fp=0 fn=2; errored: no output, scored 0"
     )

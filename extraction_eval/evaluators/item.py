@@ -1,10 +1,9 @@
-"""Per-item scoring and run aggregation: the API the CLI and the experiment runner share.
+"""Per-item scoring: one item's gold and prediction into an :class:`ItemScore`.
 
 An :class:`ItemScore` keeps only counts and pairs; every ratio is computed from counts when it
 is asked for. A failed item (no output) never counts as a pass: its ratios are 0, never the
-both-empty 1.0, and on a gold-empty item it fails ``zero_fp_pass``. :func:`aggregate` sums
-counts over items (micro, the headline), averages per-item values (macro) and bootstraps the
-micro figures.
+both-empty 1.0, and on a gold-empty item it fails ``zero_fp_pass``. Turning it into stored
+scores is :mod:`.scores`; summing many into the run report is :mod:`.report`.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-
-import numpy as np
 
 from extraction_eval.evaluators.attributes import (
     AttributeViolation,
@@ -36,21 +33,18 @@ from extraction_eval.evaluators.metrics import (
     accuracy,
     counts_json,
     f1,
-    mean,
     precision,
     ratio,
     recall,
-    sum_counts,
     vacuous,
 )
-from extraction_eval.evaluators.stats import bootstrap_prf, bootstrap_ratios
 from extraction_eval.evaluators.taxonomy import (
     CATEGORIES,
     TaxonomyEntry,
     classify_entities,
     classify_relationships,
 )
-from extraction_eval.types import Entity, Extraction, Relationship, Schema, Score
+from extraction_eval.types import Entity, Extraction, Relationship, Schema
 
 Kind = Literal["entity", "relationship"]
 
@@ -244,100 +238,6 @@ class ItemScore:
             "evidence_coverage_rate": self.evidence_coverage_rate(),
         }
 
-    def scores(self) -> list[Score]:
-        """LangFuse-compatible item scores (see the README, "Scoring reference" for the list)."""
-        v = self.values()
-        e, t, r = self.entities, self.entities_typed, self.relationships
-        note = "; errored: no output, scored 0" if self.failed else ""
-
-        def c(x: Counts) -> str:
-            return f"tp={x.tp} fp={x.fp} fn={x.fn}{note}"
-
-        mt = " ".join(f"{k}={n}" for k, n in self.match_type_counts().items() if n)
-        out = [
-            Score(name="entity_precision", value=_f(v["entity_precision"]), comment=c(e)),
-            Score(name="entity_recall", value=_f(v["entity_recall"]), comment=c(e)),
-            Score(name="entity_f1", value=_f(v["entity_f1"]), comment=c(e)),
-            Score(name="entity_typed_f1", value=_f(v["entity_typed_f1"]), comment=c(t)),
-            Score(
-                name="type_accuracy",
-                value=_f(v["type_accuracy"]),
-                comment=f"correct={self.type_correct} matched={e.tp}{note}",
-            ),
-            Score(
-                name="relationship_precision", value=_f(v["relationship_precision"]), comment=c(r)
-            ),
-            Score(name="relationship_recall", value=_f(v["relationship_recall"]), comment=c(r)),
-            Score(
-                name="relationship_f1",
-                value=_f(v["relationship_f1"]),
-                comment=c(r) + (f"; {mt}" if mt else ""),
-            ),
-            Score(
-                name="relationship_accuracy",
-                value=_f(v["relationship_accuracy"]),
-                comment=f"correct={r.tp} extracted={r.predicted}{note}",
-            ),
-        ]
-        coverage = v["evidence_coverage_rate"]
-        if coverage is not None:
-            out.append(
-                Score(
-                    name="evidence_coverage_rate",
-                    value=coverage,
-                    comment=f"grounded={self.grounded()} predicted={self.predicted_objects}",
-                )
-            )
-        for key, (agree, total) in self.attribute_key_counts().items():
-            if total:
-                out.append(
-                    Score(
-                        name=f"attr.{key}",
-                        value=agree / total,
-                        comment=f"agree={agree} total={total} (matched pairs with a gold {key})",
-                    )
-                )
-        if self.attributes_declared:
-            shown = "; ".join(v.describe() for v in self.attribute_violations[:5])
-            more = len(self.attribute_violations) - 5
-            out.append(
-                Score(
-                    name="attribute_violations",
-                    value=float(self.attribute_violation_count),
-                    comment=f"objects checked={self.attribute_checked}"
-                    + (f"; {shown}" if shown else "")
-                    + (f"; +{more} more" if more > 0 else ""),
-                )
-            )
-        if self.gold_empty and self.failed:
-            # No output: a failure of zero_fp_pass; no hallucination_count (there was no output
-            # to count in), so its mean stays the run's hallucination_rate.
-            out.append(
-                Score(
-                    name="zero_fp_pass",
-                    value=False,
-                    data_type="BOOLEAN",
-                    comment="gold is empty; the item errored (no output): counted as a failure",
-                )
-            )
-        elif self.gold_empty:
-            out.append(
-                Score(
-                    name="zero_fp_pass",
-                    value=self.predicted_objects == 0,
-                    data_type="BOOLEAN",
-                    comment=f"gold is empty; predicted objects={self.predicted_objects}",
-                )
-            )
-            out.append(
-                Score(
-                    name="hallucination_count",
-                    value=float(self.hallucination_count),
-                    comment="predicted objects on an item whose gold is empty",
-                )
-            )
-        return out
-
     def to_json(self) -> dict[str, Any]:
         """The ``--per-item`` line: counts, pairs, match types, grounding and taxonomy."""
         e, r = self.entities, self.relationships
@@ -375,7 +275,7 @@ class ItemScore:
                 "entities": {t.label: _tc_json(t) for t in self.entity_types},
                 "relationships": {t.label: _tc_json(t) for t in self.relationship_types},
             },
-            "attributes": _attributes_json(self.attributes),
+            "attributes": attributes_json(self.attributes),
             "attribute_violations": {
                 "checked": self.attribute_checked,
                 "objects": self.attribute_violation_count,
@@ -406,10 +306,6 @@ class ItemScore:
         }
 
 
-def _f(value: float | None) -> float:
-    return 0.0 if value is None else value
-
-
 def _entity_pair_json(p: EntityPair) -> dict[str, Any]:
     return {"pred": p.pred, "gold": p.gold, "similarity": p.similarity, "type_equal": p.type_equal}
 
@@ -418,7 +314,7 @@ def _tc_json(t: TypeCount) -> dict[str, Any]:
     return counts_json(Counts(t.tp, t.fp, t.fn))
 
 
-def _attributes_json(attrs: Iterable[AttributeCount]) -> dict[str, dict[str, dict[str, Any]]]:
+def attributes_json(attrs: Iterable[AttributeCount]) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {"entities": {}, "relationships": {}}
     for a in attrs:
         group = out["entities" if a.kind == "entity" else "relationships"]
@@ -428,46 +324,6 @@ def _attributes_json(attrs: Iterable[AttributeCount]) -> dict[str, dict[str, dic
     for group in out.values():
         for cur in group.values():
             cur["accuracy"] = ratio(cur["agree"], cur["total"], both_empty=False)
-    return out
-
-
-def _attributes_report(items: Sequence[ItemScore], config: ScoringConfig) -> dict[str, Any]:
-    """Per kind (as per item) plus, per key (kinds pooled: the ``attr.<key>`` values), accuracy
-    with a bootstrap CI over items, and the run's schema violations."""
-    out: dict[str, Any] = _attributes_json(a for s in items for a in s.attributes)
-    per_item = [s.attribute_key_counts() for s in items]
-    keys = sorted({k for counts in per_item for k in counts})
-    ci = bootstrap_ratios(
-        {
-            k: np.asarray([c.get(k, (0, 0)) for c in per_item], dtype=np.int64).reshape(-1, 2)
-            for k in keys
-        },
-        resamples=config.resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-    )
-    pooled: dict[str, dict[str, Any]] = {}
-    for k in keys:
-        agree = sum(c.get(k, (0, 0))[0] for c in per_item)
-        total = sum(c.get(k, (0, 0))[1] for c in per_item)
-        bounds = None if ci is None else ci[k]
-        pooled[k] = {
-            "agree": agree,
-            "total": total,
-            "accuracy": agree / total if total else None,
-            "ci": None if bounds is None else {"low": bounds[0], "high": bounds[1]},
-        }
-    out["keys"] = pooled
-    checked = sum(s.attribute_checked for s in items)
-    objects = sum(s.attribute_violation_count for s in items)
-    out["violations"] = {
-        "declared": any(s.attributes_declared for s in items),
-        "checked": checked,
-        "objects": objects,
-        "count": sum(len(s.attribute_violations) for s in items),
-        "attribute_violation_rate": objects / checked if checked else None,
-        "items": sorted(s.item_id for s in items if s.attribute_violations),
-    }
     return out
 
 
@@ -625,172 +481,3 @@ def score_item(
         attribute_checked=checked,
         attribute_violations=violations,
     )
-
-
-# ---- aggregation ---------------------------------------------------------------------------
-
-
-def _merge_types(groups: Iterable[Iterable[TypeCount]]) -> dict[str, dict[str, Any]]:
-    labels: dict[str, str] = {}
-    sums: dict[str, list[int]] = {}
-    for group in groups:
-        for t in group:
-            if t.key not in labels or t.label < labels[t.key]:
-                labels[t.key] = t.label
-            acc = sums.setdefault(t.key, [0, 0, 0])
-            acc[0] += t.tp
-            acc[1] += t.fp
-            acc[2] += t.fn
-    return {labels[k]: counts_json(Counts(*v)) for k, v in sums.items()}
-
-
-def _count_array(counts: Sequence[Counts]) -> np.ndarray[Any, np.dtype[np.int64]]:
-    return np.asarray(counts, dtype=np.int64).reshape(len(counts), 3)
-
-
-def aggregate(
-    items: Sequence[ItemScore], config: ScoringConfig, *, warnings: Sequence[str] = ()
-) -> dict[str, Any]:
-    """The run report (``score --format json``). Deterministic and independent of item order
-    and item ids; ``json.dumps(report, sort_keys=True)`` is byte-stable.
-
-    Failed items count everywhere as failures: in the micro counts (all their gold missed), as
-    0 in the macro means, as zero_fp_pass failures; and while any item failed, summed counts
-    of 0 never earn the both-empty 1.0."""
-    ent = [s.entities for s in items]
-    typed = [s.entities_typed for s in items]
-    rel = [s.relationships for s in items]
-    e, t, r = sum_counts(ent), sum_counts(typed), sum_counts(rel)
-    type_correct = sum(s.type_correct for s in items)
-    any_failed = any(s.failed for s in items)
-
-    match_types: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
-    entity_match_types = {"exact": 0, "fuzzy": 0}
-    taxonomy: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
-    for s in items:
-        for k, n in s.match_type_counts().items():
-            match_types[k] += n
-        for k, n in s.entity_match_type_counts().items():
-            entity_match_types[k] += n
-        for k, n in s.taxonomy_counts().items():
-            taxonomy[k] += n
-
-    evidence = _evidence_report(items, config)
-    values = [s.values() for s in items]
-    macro_values = {name: [x for v in values if (x := v[name]) is not None] for name in VALUE_NAMES}
-    macro = {name: mean(xs) for name, xs in macro_values.items()}
-
-    empty = [s for s in items if s.gold_empty]
-    # Rates over the gold-empty items: zero_fp_pass_rate over all of them (an errored item is a
-    # failure); hallucination_rate over those that produced an output (an errored item has no
-    # objects to count, and must not dilute the rate towards 0).
-    errored_empty = sum(1 for s in empty if s.failed)
-    scored_empty = len(empty) - errored_empty
-    hallucinations = sum(s.hallucination_count for s in empty if not s.failed)
-    passed = sum(1 for s in empty if s.zero_fp_pass)
-    no_prediction = sorted(s.item_id for s in items if s.failed)
-
-    ci = bootstrap_prf(
-        {
-            "entities": _count_array(ent),
-            "entities_typed": _count_array(typed),
-            "relationships": _count_array(rel),
-        },
-        resamples=config.resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-        failed=np.asarray([s.failed for s in items], dtype=np.bool_),
-    )
-    all_warnings = list(warnings)
-    if no_prediction:
-        all_warnings.append(
-            f"{len(no_prediction)} item(s) had no prediction (errored) and were scored as "
-            "failures: "
-            + ", ".join(no_prediction[:20])
-            + (f", ... ({len(no_prediction) - 20} more)" if len(no_prediction) > 20 else "")
-        )
-    return {
-        "config": config.to_json(),
-        "items": len(items),
-        "failed_items": len(no_prediction),
-        "no_prediction": {"count": len(no_prediction), "ids": no_prediction},
-        "entities": {**counts_json(e, failed=any_failed), "type_correct": type_correct},
-        "entities_typed": counts_json(t, failed=any_failed),
-        "type_accuracy": accuracy(type_correct, e.tp, both_empty=vacuous(e, failed=any_failed)),
-        "relationships": counts_json(r, failed=any_failed),
-        "relationship_accuracy": accuracy(
-            r.tp, r.predicted, both_empty=vacuous(r, failed=any_failed)
-        ),
-        "match_types": match_types,
-        "entity_match_types": entity_match_types,
-        "per_type": {
-            "entities": _merge_types(s.entity_types for s in items),
-            "relationships": _merge_types(s.relationship_types for s in items),
-        },
-        "attributes": _attributes_report(items, config),
-        "evidence": evidence,
-        "negative_space": {
-            "gold_empty_items": len(empty),
-            "errored": errored_empty,
-            "scored": scored_empty,
-            "zero_fp_pass_count": passed,
-            "zero_fp_pass_rate": passed / len(empty) if empty else None,
-            "hallucination_count": hallucinations,
-            "hallucination_rate": hallucinations / scored_empty if scored_empty else None,
-        },
-        "taxonomy": taxonomy,
-        "macro": macro,
-        "macro_items": {name: len(xs) for name, xs in macro_values.items()},
-        "ci": _ci_json(ci, config),
-        "warnings": all_warnings,
-    }
-
-
-def _ci_json(ci: dict[str, dict[str, list[float]]] | None, config: ScoringConfig) -> dict[str, Any]:
-    """Flat names matching the item scores: ``entity_f1: {"low", "high"}``, ..."""
-    out: dict[str, Any] = {
-        "method": "percentile bootstrap over items",
-        "level": config.confidence,
-        "resamples": config.resamples,
-        "seed": config.seed,
-    }
-    for group, prefix in (
-        ("entities", "entity"),
-        ("entities_typed", "entity_typed"),
-        ("relationships", "relationship"),
-    ):
-        for metric in ("precision", "recall", "f1"):
-            bounds = None if ci is None else ci[group][metric]
-            out[f"{prefix}_{metric}"] = (
-                None if bounds is None else {"low": bounds[0], "high": bounds[1]}
-            )
-    return out
-
-
-def _evidence_report(items: Sequence[ItemScore], config: ScoringConfig) -> dict[str, Any]:
-    def block(kind: Kind | None) -> dict[str, Any]:
-        if kind == "entity":
-            predicted = sum(s.n_pred_entities for s in items)
-        elif kind == "relationship":
-            predicted = sum(s.n_pred_relationships for s in items)
-        else:
-            predicted = sum(s.predicted_objects for s in items)
-        with_ev = sum(s.with_evidence(kind) for s in items)
-        grounded = sum(s.grounded(kind) for s in items)
-        return {
-            "predicted": predicted,
-            "with_evidence": with_ev,
-            "grounded": grounded,
-            "coverage_rate": ratio(grounded, predicted, both_empty=False) if with_ev else None,
-        }
-
-    overall = block(None)
-    return {
-        "mode": config.evidence,
-        "predicted": overall["predicted"],
-        "with_evidence": overall["with_evidence"],
-        "grounded": overall["grounded"],
-        "evidence_coverage_rate": overall["coverage_rate"],
-        "entities": block("entity"),
-        "relationships": block("relationship"),
-    }
