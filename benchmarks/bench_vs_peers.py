@@ -8,10 +8,13 @@
                        async task calling the model through the official ``AsyncOpenAI`` client and
                        a trivial evaluator (``get_dataset`` + the run + its flush);
   (d) a bare ``asyncio`` + ``AsyncOpenAI`` loop (semaphore of C, same client settings): the floor
-                       for this client on this machine.
+                       for this client on this machine;
+  (e) optional, not in the default set: (d) with the ``openai`` SDK's aiohttp transport
+                       (``DefaultAioHttpClient``; needs ``pip install aiohttp``).
 
 Every model call sends the same request (our prompt, the strict JSON schema, temperature 0,
-``max_retries=0``, 60 s timeout) to the loopback OpenAI-compatible server
+``max_retries=0``, 60 s timeout; the model is named after the run, so our response cache never
+answers from an earlier run) to the loopback OpenAI-compatible server
 (tests/support/openai_server.py), which answers after ``--latency`` seconds. Both servers run
 in their own processes, and every measurement runs in a fresh interpreter of its own (import
 time excluded; no leftover SDK threads from an earlier mode), one at a time. Only 127.0.0.1 is
@@ -42,13 +45,13 @@ if str(REPO) not in sys.path:  # tests.support (the fake servers) lives in the r
     sys.path.insert(0, str(REPO))
 
 DATASET = "bench-peers"
-MODEL = "bench"
 TIMEOUT_S = 60.0  # our default --timeout, used by every mode
 MODES = {
     "a": "ours, local mode",
     "b": "ours, LangFuse mode",
     "c": "LangFuse SDK run_experiment",
     "d": "bare asyncio + openai",
+    "e": "bare, openai over aiohttp",  # optional (needs aiohttp): another transport's floor
 }
 
 _LANGFUSE_SERVER = """
@@ -74,10 +77,12 @@ def make_items(n: int) -> list[Any]:
     ]
 
 
-def request_kwargs(text: str, prompt: Any, json_schema: dict[str, Any]) -> dict[str, Any]:
+def request_kwargs(
+    text: str, prompt: Any, json_schema: dict[str, Any], model: str
+) -> dict[str, Any]:
     """The body our OpenAI provider sends for ``text`` (so every mode asks the same)."""
     return {
-        "model": MODEL,
+        "model": model,
         "messages": [{"role": m.role, "content": m.content} for m in prompt.compile(text, None)],
         "temperature": 0.0,
         "timeout": TIMEOUT_S,
@@ -88,10 +93,11 @@ def request_kwargs(text: str, prompt: Any, json_schema: dict[str, Any]) -> dict[
     }
 
 
-def openai_client(url: str) -> Any:
-    from openai import AsyncOpenAI
+def openai_client(url: str, transport: str = "httpx") -> Any:
+    from openai import AsyncOpenAI, DefaultAioHttpClient
 
-    return AsyncOpenAI(api_key="bench", base_url=url, max_retries=0)
+    http_client = DefaultAioHttpClient() if transport == "aiohttp" else None
+    return AsyncOpenAI(api_key="bench", base_url=url, max_retries=0, http_client=http_client)
 
 
 # --- the four modes (each runs in its own worker process) ------------------------------------
@@ -99,6 +105,7 @@ def openai_client(url: str) -> Any:
 
 def mode_a(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments import run as run_module
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
@@ -107,16 +114,30 @@ def mode_a(args: argparse.Namespace) -> dict[str, Any]:
     config = RunConfig(
         dataset=DATASET,
         name=args.run_name,
-        pipeline=PipelineConfig(model=f"openai:{MODEL}", base_url=args.openai_url),
+        pipeline=PipelineConfig(model=f"openai:{args.run_name}", base_url=args.openai_url),
         concurrency=args.concurrency,
         backend="local",
     )
+    finalize_s = 0.0
+    finalize = run_module.finalize
+
+    def timed_finalize(*a: Any, **k: Any) -> Any:
+        nonlocal finalize_s
+        t = time.perf_counter()
+        try:
+            return finalize(*a, **k)
+        finally:
+            finalize_s += time.perf_counter() - t
+
+    run_module.finalize = timed_finalize  # type: ignore[assignment]
     with Timed() as t:
         outcome = run_experiment(config, store=store)
     return {
         "wall": t.wall,
         "cpu": t.cpu,
+        "finalize": finalize_s,
         "results": len(outcome.results),
+        "cache_hits": sum(r.cache_hit for r in outcome.results),
         "errors": outcome.summary.errors,
     }
 
@@ -131,7 +152,7 @@ def mode_b(args: argparse.Namespace) -> dict[str, Any]:
     config = RunConfig(
         dataset=DATASET,
         name=args.run_name,
-        pipeline=PipelineConfig(model=f"openai:{MODEL}", base_url=args.openai_url),
+        pipeline=PipelineConfig(model=f"openai:{args.run_name}", base_url=args.openai_url),
         concurrency=args.concurrency,
         backend="langfuse",
     )
@@ -155,6 +176,7 @@ def mode_b(args: argparse.Namespace) -> dict[str, Any]:
         "wall_no_readback": t.wall - verify_s,
         "readback": verify_s,
         "results": len(outcome.results),
+        "cache_hits": sum(r.cache_hit for r in outcome.results),
         "errors": outcome.summary.errors,
     }
 
@@ -172,7 +194,7 @@ def mode_c(args: argparse.Namespace) -> dict[str, Any]:
         loop_id = id(asyncio.get_running_loop())
         client = clients.get(loop_id) or clients.setdefault(loop_id, openai_client(args.openai_url))
         response = await client.chat.completions.create(
-            **request_kwargs(item.input["text"], prompt, json_schema)
+            **request_kwargs(item.input["text"], prompt, json_schema, args.run_name)
         )
         return json.loads(response.choices[0].message.content or "null")
 
@@ -196,7 +218,7 @@ def mode_c(args: argparse.Namespace) -> dict[str, Any]:
     return {"wall": t.wall, "cpu": t.cpu, "results": len(result.item_results), "errors": None}
 
 
-def mode_d(args: argparse.Namespace) -> dict[str, Any]:
+def mode_d(args: argparse.Namespace, transport: str = "httpx") -> dict[str, Any]:
     from extraction_eval.prompts.contract import extraction_json_schema
     from extraction_eval.prompts.template import load_local_prompt
 
@@ -204,13 +226,13 @@ def mode_d(args: argparse.Namespace) -> dict[str, Any]:
     texts = [item.text for item in make_items(args.items)]
 
     async def main() -> tuple[int, int]:
-        client = openai_client(args.openai_url)
+        client = openai_client(args.openai_url, transport)
         semaphore = asyncio.Semaphore(args.concurrency)
 
         async def one(text: str) -> Any:
             async with semaphore:
                 response = await client.chat.completions.create(
-                    **request_kwargs(text, prompt, json_schema)
+                    **request_kwargs(text, prompt, json_schema, args.run_name)
                 )
                 return json.loads(response.choices[0].message.content or "null")
 
@@ -231,7 +253,13 @@ def worker(args: argparse.Namespace) -> None:
     import openai  # noqa: F401  (imported before timing in every mode: import time is not compared)
 
     logging_quiet()
-    run = {"a": mode_a, "b": mode_b, "c": mode_c, "d": mode_d}[args.worker]
+    run = {
+        "a": mode_a,
+        "b": mode_b,
+        "c": mode_c,
+        "d": mode_d,
+        "e": lambda a: mode_d(a, transport="aiohttp"),
+    }[args.worker]
     if args.profile:  # cProfile of the main thread (the event loop), one .pstats per run
         import cProfile
 
@@ -336,7 +364,7 @@ def orchestrate(args: argparse.Namespace) -> None:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(modes) - set(MODES)
     if unknown:
-        raise SystemExit(f"unknown modes: {', '.join(sorted(unknown))} (choose from a,b,c,d)")
+        raise SystemExit(f"unknown modes: {', '.join(sorted(unknown))} (choose from a,b,c,d,e)")
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     n = 400 if args.quick and args.items is None else (args.items or 2000)
 
@@ -409,12 +437,16 @@ def orchestrate(args: argparse.Namespace) -> None:
 def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> None:
     ideal = n * latency / c
     extra = ""
+    if "finalize" in f:
+        extra = f"  of which finalize (re-score, bootstrap CIs, summary) {f['finalize']:.2f}s"
     if "wall_no_readback" in f:
         extra = (
             f"  without read-back {f['wall_no_readback']:.2f}s"
             f" ({f['wall_no_readback'] / ideal:.2f}x); read-back {f['readback']:.2f}s"
         )
     errors = "" if f.get("errors") is None else f" errors={f['errors']}"
+    if f.get("cache_hits"):
+        errors += f" cache_hits={f['cache_hits']} (not a fair run)"
     servers = f["server_cpu"]
     print(
         f"C={c:<3} ({mode}) {MODES[mode]:<28} wall {f['wall']:6.2f}s"
