@@ -269,7 +269,27 @@ def worker(args: argparse.Namespace) -> None:
         profiler.dump_stats(Path(args.profile) / f"{args.run_name}.pstats")
     else:
         figures = run(args)
+    figures["threads"] = _thread_cpu()
     print("RESULT " + json.dumps(figures), flush=True)
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds per live thread (Linux /proc), by thread name: where the work went."""
+    import threading
+
+    out: dict[str, float] = {}
+    for thread in threading.enumerate():
+        tid = thread.native_id
+        if tid is None:
+            continue
+        try:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = "main" if thread is threading.main_thread() else thread.name.split("-")[0]
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        out[name] = round(out.get(name, 0.0) + cpu, 2)
+    return out
 
 
 class Timed:
@@ -455,6 +475,9 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
         f" (servers: openai {servers['openai']:.1f}s, langfuse {servers['langfuse']:.1f}s)"
         f"  load {f['load']:.1f}  results={f['results']}{errors}{extra}"
     )
+    others = {k: v for k, v in f.get("threads", {}).items() if k != "main" and v >= 0.05}
+    if others:  # CPU of the SDKs' background threads (whole process life, not just the run)
+        print("        threads cpu: " + ", ".join(f"{k} {v:.1f}s" for k, v in others.items()))
 
 
 def _print_ratios(
