@@ -131,3 +131,40 @@ def test_every_run_value_is_a_known_fail_under_name() -> None:
     summary = summarize(results, scores, runner.scoring)
     assert "evidence_coverage_rate" in summary.values and "zero_fp_pass_rate" in summary.values
     assert set(summary.values) <= RUN_VALUE_NAMES
+
+
+def test_run_outcome_repr_is_short_so_asyncio_run_does_not_print_every_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On Python 3.11, ``asyncio.run`` builds the repr of its main task (and so of the task's
+    result) twice while restoring the SIGINT handler; a full dataclass repr of a 2,000-item
+    outcome cost ~0.3 s each time. The outcome's repr must not walk its results."""
+    from extraction_eval.backends.base import RunRecord
+    from extraction_eval.experiments.runner import RunOutcome
+
+    items = [_item(i) for i in range(300)]
+    runner, results = _run(ScriptedPipeline({}), items)
+    summary = summarize(results, [runner.score(i, GOLD) for i in items], runner.scoring)
+    run = RunRecord(
+        id=7, name="r", dataset="d", dataset_version=1, backend="local", experiment_id=None,
+        config={}, status="finished", started_at="t0", ended_at="t1", summary=summary.to_json(),
+    )  # fmt: skip
+    outcome = RunOutcome(run=run, results=results, summary=summary, ran=len(results))
+    reprs = 0
+    original = ItemResult.__repr__
+
+    def counting_repr(self: ItemResult) -> str:
+        nonlocal reprs
+        reprs += 1
+        return original(self)
+
+    monkeypatch.setattr(ItemResult, "__repr__", counting_repr)
+
+    async def main() -> RunOutcome:
+        return outcome
+
+    assert asyncio.run(main()) is outcome
+    text = repr(outcome)
+    assert reprs == 0
+    assert len(text) < 300
+    assert "'r'" in text and "300 results" in text

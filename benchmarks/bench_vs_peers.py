@@ -1,0 +1,531 @@
+"""Speed side by side: the same items, model server, latency and concurrency through
+
+  (a) our local mode   ``run_experiment`` (``--model openai:<name> --base-url <loopback>``,
+                       local SQLite store, default scoring incl. 10,000 bootstrap resamples);
+  (b) our LangFuse mode ``run_experiment`` against the fake LangFuse server (with the read-back
+                       check; the figure without it is printed too);
+  (c) the LangFuse SDK's own ``Langfuse.run_experiment`` on the same LangFuse dataset, with an
+                       async task calling the model through the official ``AsyncOpenAI`` client and
+                       a trivial evaluator (``get_dataset`` + the run + its flush);
+  (d) a bare ``asyncio`` + ``AsyncOpenAI`` loop (semaphore of C, same client settings): the floor
+                       for this client on this machine;
+  (e) optional, not in the default set: (d) with the ``openai`` SDK's aiohttp transport
+                       (``DefaultAioHttpClient``; needs ``pip install aiohttp``).
+
+Every model call sends the same request (our prompt, the strict JSON schema, temperature 0,
+``max_retries=0``, 60 s timeout; the model is named after the run, so our response cache never
+answers from an earlier run) to the loopback OpenAI-compatible server
+(tests/support/openai_server.py), which answers after ``--latency`` seconds. Both servers run
+in their own processes, and every measurement runs in a fresh interpreter of its own (import
+time excluded; no leftover SDK threads from an earlier mode), one at a time. Only 127.0.0.1 is
+used. The script prints figures; it is not a pass/fail test.
+
+    .venv/bin/python benchmarks/bench_vs_peers.py            # 2,000 items, C = 16 and 64
+    .venv/bin/python benchmarks/bench_vs_peers.py --quick    # 400 items
+    .venv/bin/python benchmarks/bench_vs_peers.py --modes a,d --concurrency 64 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # tests.support (the fake servers) lives in the repo
+    sys.path.insert(0, str(REPO))
+
+DATASET = "bench-peers"
+TIMEOUT_S = 60.0  # our default --timeout, used by every mode
+MODES = {
+    "a": "ours, local mode",
+    "b": "ours, LangFuse mode",
+    "c": "LangFuse SDK run_experiment",
+    "d": "bare asyncio + openai",
+    "e": "bare, openai over aiohttp",  # optional (needs aiohttp): another transport's floor
+}
+
+_LANGFUSE_SERVER = """
+import json, sys
+from tests.support.langfuse_server import FakeLangfuse
+server = FakeLangfuse(keys=json.loads(sys.argv[1])).start()
+print(server.base_url, flush=True)
+sys.stdin.read()  # serve until the benchmark closes stdin
+server.stop()
+"""
+
+
+def make_items(n: int) -> list[Any]:
+    from extraction_eval.types import DatasetItem, Entity, Extraction
+
+    return [
+        DatasetItem(
+            id=f"p{i:05d}",
+            text=f"Item {i}: Ada Lovelace worked with Charles Babbage in London.",
+            expected=Extraction(entities=[Entity(name="Ada Lovelace", type="person")]),
+        )
+        for i in range(n)
+    ]
+
+
+def request_kwargs(
+    text: str, prompt: Any, json_schema: dict[str, Any], model: str
+) -> dict[str, Any]:
+    """The body our OpenAI provider sends for ``text`` (so every mode asks the same)."""
+    return {
+        "model": model,
+        "messages": [{"role": m.role, "content": m.content} for m in prompt.compile(text, None)],
+        "temperature": 0.0,
+        "timeout": TIMEOUT_S,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "extraction", "schema": json_schema, "strict": True},
+        },
+    }
+
+
+def openai_client(url: str, transport: str = "httpx") -> Any:
+    from openai import AsyncOpenAI, DefaultAioHttpClient
+
+    http_client = DefaultAioHttpClient() if transport == "aiohttp" else None
+    return AsyncOpenAI(api_key="bench", base_url=url, max_retries=0, http_client=http_client)
+
+
+# --- the four modes (each runs in its own worker process) ------------------------------------
+
+
+def mode_a(args: argparse.Namespace) -> dict[str, Any]:
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments import run as run_module
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+
+    store = LocalStore(seed=False)
+    config = RunConfig(
+        dataset=DATASET,
+        name=args.run_name,
+        pipeline=PipelineConfig(model=f"openai:{args.run_name}", base_url=args.openai_url),
+        concurrency=args.concurrency,
+        backend="local",
+    )
+    finalize_s = 0.0
+    finalize = run_module.finalize
+
+    def timed_finalize(*a: Any, **k: Any) -> Any:
+        nonlocal finalize_s
+        t = time.perf_counter()
+        try:
+            return finalize(*a, **k)
+        finally:
+            finalize_s += time.perf_counter() - t
+
+    run_module.finalize = timed_finalize  # type: ignore[assignment]
+    with Timed() as t:
+        outcome = run_experiment(config, store=store)
+    return {
+        "wall": t.wall,
+        "cpu": t.cpu,
+        "finalize": finalize_s,
+        "results": len(outcome.results),
+        "cache_hits": sum(r.cache_hit for r in outcome.results),
+        "errors": outcome.summary.errors,
+    }
+
+
+def mode_b(args: argparse.Namespace) -> dict[str, Any]:
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments import langfuse_mode
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+
+    config = RunConfig(
+        dataset=DATASET,
+        name=args.run_name,
+        pipeline=PipelineConfig(model=f"openai:{args.run_name}", base_url=args.openai_url),
+        concurrency=args.concurrency,
+        backend="langfuse",
+    )
+    verify_s = 0.0
+    verify_run = langfuse_mode.verify_run
+
+    def timed_verify(*a: Any, **k: Any) -> Any:
+        nonlocal verify_s
+        t = time.perf_counter()
+        try:
+            return verify_run(*a, **k)
+        finally:
+            verify_s += time.perf_counter() - t
+
+    langfuse_mode.verify_run = timed_verify  # type: ignore[assignment]
+    with Timed() as t:
+        outcome = run_experiment(config, store=LocalStore(seed=False))
+    return {
+        "wall": t.wall,
+        "cpu": t.cpu,
+        "wall_no_readback": t.wall - verify_s,
+        "readback": verify_s,
+        "results": len(outcome.results),
+        "cache_hits": sum(r.cache_hit for r in outcome.results),
+        "errors": outcome.summary.errors,
+    }
+
+
+def mode_c(args: argparse.Namespace) -> dict[str, Any]:
+    from langfuse import Evaluation, Langfuse
+
+    from extraction_eval.prompts.contract import extraction_json_schema
+    from extraction_eval.prompts.template import load_local_prompt
+
+    prompt, json_schema = load_local_prompt(), extraction_json_schema(None)
+    clients: dict[int, Any] = {}  # one AsyncOpenAI per event loop (the SDK makes the loop)
+
+    async def task(*, item: Any, **_: Any) -> Any:
+        loop_id = id(asyncio.get_running_loop())
+        client = clients.get(loop_id) or clients.setdefault(loop_id, openai_client(args.openai_url))
+        response = await client.chat.completions.create(
+            **request_kwargs(item.input["text"], prompt, json_schema, args.run_name)
+        )
+        return json.loads(response.choices[0].message.content or "null")
+
+    def nonempty(*, output: Any, **_: Any) -> Evaluation:
+        return Evaluation(name="nonempty", value=float(output is not None), data_type="NUMERIC")
+
+    lf = Langfuse(
+        public_key=args.public_key, secret_key=args.secret_key, base_url=args.langfuse_url
+    )
+    with Timed() as t:
+        dataset = lf.get_dataset(DATASET, fetch_items_page_size=100)
+        result = lf.run_experiment(
+            name=args.run_name,
+            run_name=args.run_name,
+            data=dataset.items,
+            task=task,
+            evaluators=[nonempty],
+            max_concurrency=args.concurrency,
+        )
+        lf.flush()
+    return {"wall": t.wall, "cpu": t.cpu, "results": len(result.item_results), "errors": None}
+
+
+def mode_d(args: argparse.Namespace, transport: str = "httpx") -> dict[str, Any]:
+    from extraction_eval.prompts.contract import extraction_json_schema
+    from extraction_eval.prompts.template import load_local_prompt
+
+    prompt, json_schema = load_local_prompt(), extraction_json_schema(None)
+    texts = [item.text for item in make_items(args.items)]
+
+    async def main() -> tuple[int, int]:
+        client = openai_client(args.openai_url, transport)
+        semaphore = asyncio.Semaphore(args.concurrency)
+
+        async def one(text: str) -> Any:
+            async with semaphore:
+                response = await client.chat.completions.create(
+                    **request_kwargs(text, prompt, json_schema, args.run_name)
+                )
+                return json.loads(response.choices[0].message.content or "null")
+
+        try:
+            outs = await asyncio.gather(*(one(t) for t in texts), return_exceptions=True)
+        finally:
+            await client.close()
+        errors = sum(isinstance(o, BaseException) for o in outs)
+        return len(outs), errors
+
+    with Timed() as t:
+        results, errors = asyncio.run(main())
+    return {"wall": t.wall, "cpu": t.cpu, "results": results, "errors": errors}
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One measurement in this (fresh) process; prints a JSON line with the figures."""
+    import openai  # noqa: F401  (imported before timing in every mode: import time is not compared)
+
+    logging_quiet()
+    run = {
+        "a": mode_a,
+        "b": mode_b,
+        "c": mode_c,
+        "d": mode_d,
+        "e": lambda a: mode_d(a, transport="aiohttp"),
+    }[args.worker]
+    if args.profile:  # cProfile of the main thread (the event loop), one .pstats per run
+        import cProfile
+
+        profiler = cProfile.Profile()
+        figures = profiler.runcall(run, args)
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+        profiler.dump_stats(Path(args.profile) / f"{args.run_name}.pstats")
+    else:
+        figures = run(args)
+    figures["threads"] = _thread_cpu()
+    print("RESULT " + json.dumps(figures), flush=True)
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds per live thread (Linux /proc), by thread name: where the work went."""
+    import threading
+
+    out: dict[str, float] = {}
+    for thread in threading.enumerate():
+        tid = thread.native_id
+        if tid is None:
+            continue
+        try:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = "main" if thread is threading.main_thread() else thread.name.split("-")[0]
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        out[name] = round(out.get(name, 0.0) + cpu, 2)
+    return out
+
+
+class Timed:
+    """Wall and CPU time (this process, all threads) of the measured section."""
+
+    def __enter__(self) -> Timed:
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall0
+        self.cpu = time.process_time() - self.cpu0
+
+
+def logging_quiet() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)
+
+
+# --- the orchestrator ------------------------------------------------------------------------
+
+
+def _spawn_server(argv: list[str], stdin: bool = False) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        stdin=subprocess.PIPE if stdin else None,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def _measure(mode: str, concurrency: int, run: int, ctx: dict[str, Any]) -> dict[str, Any]:
+    public, secret = ctx["keys"].pop()  # the SDK keeps one client per key: a fresh pair each
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        mode,
+        "--items",
+        str(ctx["items"]),
+        "--concurrency",
+        str(concurrency),
+        "--run-name",
+        f"peers-{mode}-c{concurrency}-{run}",
+        "--openai-url",
+        ctx["openai_url"],
+        "--langfuse-url",
+        ctx["langfuse_url"],
+        "--public-key",
+        public,
+        "--secret-key",
+        secret,
+        *(["--profile", ctx["profile"]] if ctx["profile"] else []),
+    ]
+    env = {**os.environ, "EXTRACTION_EVAL_HOME": ctx["home"], "OPENAI_API_KEY": "bench"}
+    env["LANGFUSE_PUBLIC_KEY"], env["LANGFUSE_SECRET_KEY"] = public, secret
+    env["LANGFUSE_BASE_URL"] = ctx["langfuse_url"]
+    servers0 = {name: _proc_cpu(pid) for name, pid in ctx["server_pids"].items()}
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"mode {mode} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    figures: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    figures["server_cpu"] = {
+        name: _proc_cpu(pid) - servers0[name] for name, pid in ctx["server_pids"].items()
+    }
+    figures["load"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return figures
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds used so far by process ``pid`` (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def orchestrate(args: argparse.Namespace) -> None:
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise SystemExit(f"unknown modes: {', '.join(sorted(unknown))} (choose from a,b,c,d,e)")
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    n = 400 if args.quick and args.items is None else (args.items or 2000)
+
+    home = tempfile.mkdtemp(prefix="bench-peers-")
+    os.environ["EXTRACTION_EVAL_HOME"] = home
+    runs_needed = len(modes) * len(concurrencies) * args.repeat + 1
+    keys = [(f"pk-lf-peers-{i}", f"sk-lf-peers-{i}") for i in range(runs_needed)]
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        openai_proc, openai_url = _spawn_server(
+            [sys.executable, "-m", "tests.support.openai_server", "--latency", str(args.latency)]
+        )
+        procs.append(openai_proc)
+        lf_proc, langfuse_url = _spawn_server(
+            [sys.executable, "-c", _LANGFUSE_SERVER, json.dumps(dict(keys))], stdin=True
+        )
+        procs.append(lf_proc)
+
+        items = make_items(n)
+        from extraction_eval.backends.local import LocalStore
+
+        LocalStore(seed=False).upload_items(DATASET, items)
+        if {"b", "c"} & set(modes):
+            from extraction_eval.backends.langfuse import (
+                LangfuseDatasetBackend,
+                close_client,
+                connect,
+            )
+
+            public, secret = keys.pop()
+            lf = connect(public_key=public, secret_key=secret, base_url=langfuse_url)
+            LangfuseDatasetBackend(lf).upload_items(DATASET, items)
+            close_client(lf)
+
+        ctx = {
+            "items": n,
+            "home": home,
+            "keys": keys,
+            "openai_url": openai_url,
+            "langfuse_url": langfuse_url,
+            "profile": args.profile,
+            "server_pids": {"openai": openai_proc.pid, "langfuse": lf_proc.pid},
+        }
+        print(
+            f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC  {platform.platform()}  "
+            f"python {platform.python_version()}  cpus={os.cpu_count()}  "
+            f"load before={_loadavg()}"
+        )
+        print(
+            f"items={n} latency={args.latency}s concurrency={','.join(map(str, concurrencies))}"
+            f" repeat={args.repeat}; servers in their own processes, one fresh process per run"
+        )
+        table: dict[tuple[int, str], list[dict[str, Any]]] = {}
+        for run in range(args.repeat):
+            for c in concurrencies:
+                for mode in modes:
+                    figures = _measure(mode, c, run, ctx)
+                    table.setdefault((c, mode), []).append(figures)
+                    _print_row(mode, c, n, args.latency, figures)
+        print(f"load after={_loadavg()}")
+        _print_ratios(table, concurrencies, modes)
+    finally:
+        for proc in procs:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.terminate()
+            proc.wait()
+
+
+def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> None:
+    ideal = n * latency / c
+    extra = ""
+    if "finalize" in f:
+        extra = f"  of which finalize (re-score, bootstrap CIs, summary) {f['finalize']:.2f}s"
+    if "wall_no_readback" in f:
+        extra = (
+            f"  without read-back {f['wall_no_readback']:.2f}s"
+            f" ({f['wall_no_readback'] / ideal:.2f}x); read-back {f['readback']:.2f}s"
+        )
+    errors = "" if f.get("errors") is None else f" errors={f['errors']}"
+    if f.get("cache_hits"):
+        errors += f" cache_hits={f['cache_hits']} (not a fair run)"
+    servers = f["server_cpu"]
+    print(
+        f"C={c:<3} ({mode}) {MODES[mode]:<28} wall {f['wall']:6.2f}s"
+        f"  ideal {ideal:5.2f}s  {f['wall'] / ideal:4.2f}x ideal"
+        f"  cpu {f['cpu']:5.2f}s = {f['cpu'] / n * 1000:.1f} ms/item"
+        f" (servers: openai {servers['openai']:.1f}s, langfuse {servers['langfuse']:.1f}s)"
+        f"  load {f['load']:.1f}  results={f['results']}{errors}{extra}"
+    )
+    others = {k: v for k, v in f.get("threads", {}).items() if k != "main" and v >= 0.05}
+    if others:  # CPU of the SDKs' background threads (whole process life, not just the run)
+        print("        threads cpu: " + ", ".join(f"{k} {v:.1f}s" for k, v in others.items()))
+
+
+def _print_ratios(
+    table: dict[tuple[int, str], list[dict[str, Any]]], concurrencies: list[int], modes: list[str]
+) -> None:
+    pairs = [("a", "d", "1.10"), ("b", "d", "1.25"), ("a", "c", "< 1")]
+    for c in concurrencies:
+        parts = []
+        for x, y, target in pairs:
+            if x in modes and y in modes:
+                xs = [f["wall"] for f in table[(c, x)]]
+                ys = [f["wall"] for f in table[(c, y)]]
+                ratio = min(xs) / min(ys)
+                parts.append(f"{x}/{y}={ratio:.2f} (target {target})")
+        if "b" in modes and "d" in modes:
+            bs = [f["wall_no_readback"] for f in table[(c, "b")]]
+            ds = [f["wall"] for f in table[(c, "d")]]
+            parts.append(f"b/d without read-back={min(bs) / min(ds):.2f}")
+        if parts:
+            best = " (best of each)" if any(len(v) > 1 for v in table.values()) else ""
+            print(f"C={c}: " + "  ".join(parts) + best)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--items", type=int, default=None, help="default 2000 (400 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="400 items: a fast check")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", default="16,64", help="comma-separated")
+    parser.add_argument("--modes", default="d,a,c,b", help="run order, comma-separated")
+    parser.add_argument("--repeat", type=int, default=1, help="measure every mode this often")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="cProfile every run into DIR/<run>.pstats (slower)"
+    )
+    # worker-only arguments (the orchestrator passes them)
+    parser.add_argument("--worker", choices=sorted(MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--run-name", help=argparse.SUPPRESS)
+    parser.add_argument("--openai-url", help=argparse.SUPPRESS)
+    parser.add_argument("--langfuse-url", help=argparse.SUPPRESS)
+    parser.add_argument("--public-key", help=argparse.SUPPRESS)
+    parser.add_argument("--secret-key", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        args.concurrency = int(args.concurrency)
+        worker(args)
+    else:
+        orchestrate(args)
+
+
+if __name__ == "__main__":
+    main()
