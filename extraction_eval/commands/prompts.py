@@ -16,10 +16,13 @@ from rich.markup import escape
 
 from extraction_eval.commands.common import console, err_console, handle_errors
 from extraction_eval.errors import ConfigError, UsageError
-from extraction_eval.prompts.template import PROMPT_NAME
 
 if TYPE_CHECKING:
     from extraction_eval.prompts.template import PromptTemplate
+
+# The --name default, shown in --help without importing the prompt module (and the types it
+# builds); a test holds it equal to prompts.template.PROMPT_NAME.
+PROMPT_NAME = "extraction"
 
 prompts_app = typer.Typer(
     no_args_is_help=True,
