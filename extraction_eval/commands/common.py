@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
+from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError, one_line
 
 console = Console()
 err_console = Console(stderr=True)
@@ -39,8 +39,7 @@ def error_line(exc: ExtractionEvalError) -> str:
     """The one line a user sees; a config field is shown as the flag they typed."""
     if isinstance(exc, InvalidValue):
         return f"{flag(exc.field)} {exc.problem}"
-    text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
+    return one_line(exc)
 
 
 def check_writable(option: str, path: Path) -> None:

@@ -2,30 +2,27 @@
 
 The same commands work in both modes: LangFuse prompt management when its keys are set
 (``--local`` forces the local store), else the local store, which keeps versions and labels
-with LangFuse's rules (``extraction_eval.prompts.versions``).
+with LangFuse's rules (``extraction_eval.prompts.versions``). Store, LangFuse and view modules
+are imported inside each command, so ``--help`` loads none of them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from extraction_eval.backends.langfuse import (
-    close_client,
-    connect,
-    fetch_prompt,
-    langfuse_configured,
-    push_prompt,
-)
-from extraction_eval.backends.local import LocalStore
 from extraction_eval.commands.common import console, err_console, handle_errors
 from extraction_eval.errors import ConfigError, UsageError
-from extraction_eval.prompts.template import PROMPT_NAME, PromptTemplate, load_local_prompt
-from extraction_eval.prompts.versions import check_messages
+
+if TYPE_CHECKING:
+    from extraction_eval.prompts.template import PromptTemplate
+
+# The --name default, shown in --help without importing the prompt module (and the types it
+# builds); a test holds it equal to prompts.template.PROMPT_NAME.
+PROMPT_NAME = "extraction"
 
 prompts_app = typer.Typer(
     no_args_is_help=True,
@@ -41,6 +38,8 @@ LocalOpt = Annotated[
 
 
 def _use_local(local: bool) -> bool:
+    from extraction_eval.backends.langfuse import langfuse_configured
+
     return local or not langfuse_configured()
 
 
@@ -55,6 +54,9 @@ def _read_message(option: str, path: Path) -> str:
 
 def _template(name: str, system: Path | None, user: Path | None) -> PromptTemplate:
     """The files given (system first), else the bundled template."""
+    from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
+    from extraction_eval.prompts.versions import check_messages
+
     if system is None and user is None:
         return load_local_prompt()
     messages = []
@@ -95,6 +97,10 @@ def push_cmd(
     local: LocalOpt = False,
 ) -> None:
     """Store a new prompt version with labels; unchanged content makes no new version."""
+    from extraction_eval.backends.langfuse import close_client, connect, push_prompt
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.views.prompts import render_langfuse_push, render_local_push
+
     _require_text(("--name", name), *(("--label", x) for x in label or []))
     labels = label or ["staging"]
     template = _template(name, system, user)
@@ -103,13 +109,7 @@ def push_cmd(
             pushed = store.push_prompt(
                 name, template.messages, labels=labels, commit_message=message, force=force
             )
-        what = "new version" if pushed.created else "unchanged, version"
-        console.print(
-            f"prompt {escape(repr(pushed.name))} {what} {pushed.version} has label(s)"
-            f" {escape(', '.join(pushed.labels))} in the local store",
-            highlight=False,
-            soft_wrap=True,
-        )
+        render_local_push(pushed, console)
         return
     if len(labels) > 1:
         raise ConfigError("prompts push to LangFuse takes one --label at a time")
@@ -118,12 +118,7 @@ def push_cmd(
         version = push_prompt(lf, name, labels[0], template=template, force=force)
     finally:
         close_client(lf)
-    console.print(
-        f"prompt {escape(repr(name))} version {version} has label {escape(repr(labels[0]))}"
-        " in LangFuse",
-        highlight=False,
-        soft_wrap=True,
-    )
+    render_langfuse_push(name, version, labels[0], console)
 
 
 @prompts_app.command("list")
@@ -135,6 +130,9 @@ def list_cmd(
     local: LocalOpt = False,
 ) -> None:
     """The local store's prompts and where each label points (``latest`` is the newest)."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.views.prompts import render_prompt_list, render_prompt_versions
+
     if not _use_local(local):
         raise ConfigError(
             "prompts list reads the local store: pass --local (LangFuse's prompts are on its"
@@ -142,27 +140,10 @@ def list_cmd(
         )
     with LocalStore() as store:
         if name is not None:
-            versions = store.prompt_versions(name)
-            table = Table("version", "labels", "sha256", "created", "message", box=None)
-            for v in versions:
-                table.add_row(
-                    str(v.version),
-                    escape(", ".join(v.labels)),
-                    v.content_hash[:12],
-                    v.created_at[:19],
-                    escape(v.commit_message or ""),
-                )
-            console.print(table)
+            render_prompt_versions(store.prompt_versions(name), console)
             return
         infos = store.list_prompts()
-    if not infos:
-        console.print("no prompts in the local store yet (add one with prompts push)")
-        return
-    table = Table("name", "versions", "labels", "updated", box=None)
-    for info in infos:
-        labels = ", ".join(f"{lab}={v}" for lab, v in info.labels.items())
-        table.add_row(escape(info.name), str(info.versions), escape(labels), info.updated_at[:19])
-    console.print(table)
+    render_prompt_list(infos, console)
 
 
 @prompts_app.command("show")
@@ -175,6 +156,11 @@ def show_cmd(
 ) -> None:
     """Print a prompt version; without --label/--version locally, the bundled template (what a
     run without --prompt-label uses)."""
+    from extraction_eval.backends.langfuse import close_client, connect, fetch_prompt
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.prompts.template import load_local_prompt
+    from extraction_eval.views.prompts import render_prompt
+
     _require_text(("--name", name), ("--label", label))
     if version is not None and version < 1:
         raise UsageError(f"--version must be at least 1, got {version}")
@@ -194,11 +180,4 @@ def show_cmd(
             close_client(lf)
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
-    header = (
-        f"prompt {template.name!r} source={template.source} version={template.version}"
-        f" label={template.label} sha256={template.content_hash[:12]}"
-    )
-    console.print(escape(header), highlight=False, soft_wrap=True)
-    for message in template.messages:
-        console.print(f"--- {escape(message['role'])}", highlight=False)
-        console.print(escape(message["content"]), highlight=False, soft_wrap=True)
+    render_prompt(template, console)

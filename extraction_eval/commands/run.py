@@ -1,4 +1,8 @@
-"""``run-experiment`` / ``extraction-eval run``: parse options, call ``run_experiment``, render."""
+"""``run-experiment`` / ``extraction-eval run``: parse options, call ``run_experiment``, render.
+
+The runner, the scorers and the views are imported inside the command, so ``--help`` loads
+none of them (nor numpy, scipy or a provider SDK).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,6 @@ from typing import Annotated
 import typer
 
 from extraction_eval.commands.common import console, err_console, fail, handle_errors
-from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.experiments.config import RunConfig, parse_fail_under
-from extraction_eval.experiments.langfuse_mode import VerificationError
-from extraction_eval.experiments.run import run_experiment
-from extraction_eval.pipeline.base import PipelineConfig
-from extraction_eval.views import RichProgress, render_run_summary
 
 
 @handle_errors
@@ -71,6 +69,14 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
+    from extraction_eval.evaluators.config import ScoringConfig
+    from extraction_eval.experiments.config import RunConfig, parse_fail_under
+    from extraction_eval.experiments.langfuse_mode import VerificationError
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+    from extraction_eval.views.progress import RichProgress
+    from extraction_eval.views.runs import render_run_summary
+
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
     scoring = ScoringConfig(match=match, threshold=threshold)  # type: ignore[arg-type]
     config = RunConfig(

@@ -1,4 +1,8 @@
-"""``runs list|show|export`` and ``compare``: views over the local store (mirror of every run)."""
+"""``runs list|show|export`` and ``compare``: views over the local store (mirror of every run).
+
+The store, the reporting code and the views are imported inside each command, so ``--help``
+loads none of them.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from typing import Annotated
 
 import typer
 
-from extraction_eval.backends.local import LocalStore
 from extraction_eval.commands.common import (
     check_writable,
     console,
@@ -16,10 +19,6 @@ from extraction_eval.commands.common import (
     fail,
     handle_errors,
 )
-from extraction_eval.evaluators.taxonomy import CATEGORIES
-from extraction_eval.experiments.reporting import compare_runs, export_run, get_run
-from extraction_eval.validation import check_int
-from extraction_eval.views import render_compare, render_run_items, render_runs
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
 
@@ -30,6 +29,9 @@ DatasetOpt = Annotated[str | None, typer.Option(help="Dataset, when run names re
 @handle_errors
 def list_cmd(dataset: DatasetOpt = None) -> None:
     """Every run, newest last."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.views.runs import render_runs
+
     render_runs(LocalStore().list_runs(dataset), console)
 
 
@@ -44,6 +46,11 @@ def show_cmd(
     ] = None,
 ) -> None:
     """A run's items, failing ones first: scores, failure categories, error, trace."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.evaluators.taxonomy import CATEGORIES
+    from extraction_eval.experiments.reporting import get_run
+    from extraction_eval.views.runs import render_run_items
+
     if category is not None and category not in CATEGORIES:
         fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
     store = LocalStore()
@@ -79,6 +86,9 @@ def export_cmd(
 ) -> None:
     """One line per item: output or error, categories, attempts, latency, trace, scores
     (byte-stable)."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.reporting import export_run, get_run
+
     if fmt not in ("jsonl", "csv"):
         fail(f"--format must be jsonl or csv, got {fmt!r}")
     if out is not None:
@@ -103,6 +113,11 @@ def compare_cmd(
     dataset: DatasetOpt = None,
 ) -> None:
     """Run-level scores side by side, and the items whose entity F1 changed most."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.reporting import compare_runs, get_run
+    from extraction_eval.validation import check_int
+    from extraction_eval.views.compare import render_compare
+
     check_int("top", top, minimum=0)  # before the store is opened
     store = LocalStore()
     a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)

@@ -1,11 +1,15 @@
-"""``extraction-eval score``: parse options, call ``score_files``, render or write JSON."""
+"""``extraction-eval score``: parse options, call ``score_files``, render or write JSON.
+
+The scorers and the report view are imported when the command runs, so ``--help`` loads
+neither (nor numpy, scipy or rapidfuzz).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -13,17 +17,9 @@ from rich.markup import escape
 
 from extraction_eval.commands.common import check_readable, check_writable, error_line
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
-from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.evaluators.config import (
-    EVIDENCE_MODES,
-    MATCH_MODES,
-    EvidenceMode,
-    MatchMode,
-)
-from extraction_eval.render import render_report
-from extraction_eval.scorefile import example_paths, score_files
 
-_MAX_WARNINGS_ON_STDERR = 10
+if TYPE_CHECKING:
+    from extraction_eval.evaluators.config import EvidenceMode, MatchMode
 
 
 def _dump(obj: Any, *, indent: int | None = 2) -> str:
@@ -58,6 +54,10 @@ def _run(
     seed: int,
     err: Console,
 ) -> None:
+    from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
+    from extraction_eval.scorefile import example_paths, score_files
+    from extraction_eval.views.score_report import print_warnings, render_report
+
     _choice("--format", output_format, ("table", "json"))
     for option, value in (("--threshold", threshold), ("--span-threshold", span_threshold)):
         if not 0.0 <= value <= 1.0:
@@ -74,10 +74,10 @@ def _run(
             check_writable(option, path)
     try:
         config = ScoringConfig(
-            match=cast(MatchMode, _choice("--match", match, MATCH_MODES)),
+            match=cast("MatchMode", _choice("--match", match, MATCH_MODES)),
             threshold=threshold,
             span_threshold=span_threshold,
-            evidence=cast(EvidenceMode, _choice("--evidence", evidence, EVIDENCE_MODES)),
+            evidence=cast("EvidenceMode", _choice("--evidence", evidence, EVIDENCE_MODES)),
             resamples=resamples,
             seed=seed,
         )
@@ -99,12 +99,7 @@ def _run(
     if output_format == "json":
         sys.stdout.write(_dump(report) + "\n")
         sys.stdout.flush()
-        warnings = report["warnings"]
-        for w in warnings[:_MAX_WARNINGS_ON_STDERR]:
-            err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
-        if len(warnings) > _MAX_WARNINGS_ON_STDERR:
-            rest = len(warnings) - _MAX_WARNINGS_ON_STDERR
-            err.print(f"[yellow]warning:[/] … {rest} more in the report's warnings")
+        print_warnings(report["warnings"], err)
     else:
         render_report(report, Console())
 

@@ -1,51 +1,20 @@
-"""``seed-from-trace TRACE_ID... [--dataset] [--tag] [--since] [--score] [--dry-run]``."""
+"""``seed-from-trace TRACE_ID... [--dataset] [--tag] [--since] [--score] [--dry-run]``.
+
+The seeding and LangFuse modules are imported inside the command, so ``--help`` loads neither.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
-from extraction_eval.backends.langfuse import close_client, connect, langfuse_configured
 from extraction_eval.commands.common import console, err_console, handle_errors
 from extraction_eval.errors import ConfigError, UsageError
-from extraction_eval.seeds.from_trace import (
-    DEFAULT_DATASET,
-    ScoreFilter,
-    SeedReport,
-    parse_since,
-    seed_from_traces,
-)
 
-
-def _say(message: str) -> None:
-    console.print(escape(message), highlight=False, soft_wrap=True)
-
-
-def _render(report: SeedReport) -> None:
-    verbs = (
-        {"create": "would create", "update": "would update", "unchanged": "unchanged"}
-        if report.dry_run
-        else {"create": "created", "update": "updated", "unchanged": "unchanged"}
-    )
-    for it in report.items:
-        action = verbs[it.action]
-        _say(f"{action} {it.item.id} (trace {it.trace_id}, from its {it.source})")
-    for line in report.skipped:
-        err_console.print(f"[yellow]skipped[/] {escape(line)}", highlight=False, soft_wrap=True)
-    counts = (
-        f"{report.count('create')} new, {report.count('update')} changed,"
-        f" {report.count('unchanged')} unchanged, {len(report.skipped)} skipped"
-    )
-    if report.not_selected:
-        counts += f", {report.not_selected} filtered out"
-    if report.dry_run:
-        _say(f"dry run on dataset {report.dataset!r}: {counts}; nothing was written")
-    elif not report.items and not report.skipped:
-        _say(f"no traces matched; dataset {report.dataset!r} unchanged")
-    else:
-        _say(f"dataset {report.dataset!r}: {counts}")
+# The --dataset default, shown in --help without importing the seeding module; a test holds
+# it equal to seeds.from_trace.DEFAULT_DATASET.
+DEFAULT_DATASET = "extraction-eval"
 
 
 @handle_errors
@@ -82,6 +51,10 @@ def seed(
     """Seed a dataset from production traces in LangFuse: each trace's input text and its
     validated extraction (a recorded human correction, else the trace output) become one
     item, linked back by source_trace_id. Seeding a trace again updates the same item."""
+    from extraction_eval.backends.langfuse import close_client, connect, langfuse_configured
+    from extraction_eval.seeds.from_trace import ScoreFilter, parse_since, seed_from_traces
+    from extraction_eval.views.seeds import render_seed_report
+
     # Options are checked before LangFuse is needed: a typo is named even without keys.
     if not dataset.strip():
         raise UsageError("--dataset must not be empty")
@@ -116,6 +89,6 @@ def seed(
         )
     finally:
         close_client(lf)
-    _render(report)
+    render_seed_report(report, console, err_console)
     if report.explicit and report.skipped:
         raise typer.Exit(1)

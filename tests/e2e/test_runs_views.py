@@ -17,8 +17,8 @@ from extraction_eval.cli import _run_app, app
 from extraction_eval.evaluators import CATEGORIES, ScoringConfig
 from extraction_eval.experiments.reporting import INVOCATION_FIELDS
 from extraction_eval.llm.fake import read_fake_log
-from extraction_eval.render import render_report
 from extraction_eval.scorefile import example_paths, score_files
+from extraction_eval.views.score_report import render_report
 
 runner = CliRunner()
 LONG = "baseline-second-run-with-a-rather-long-name"

@@ -23,8 +23,8 @@ from extraction_eval.evaluators.stats import bootstrap_prf
 from extraction_eval.experiments.runner import ItemRunner, run_bounded
 from extraction_eval.experiments.summary import summarize
 from extraction_eval.pipeline.base import PipelineOutput
-from extraction_eval.render import render_report
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
+from extraction_eval.views.score_report import render_report
 
 CFG = ScoringConfig(resamples=400, seed=1)
 EMPTY = Extraction()

@@ -27,7 +27,7 @@ from extraction_eval.pipeline.llm import LLMPipeline
 from extraction_eval.pipeline.pricing import Pricer, check_prices, price_db_version
 from extraction_eval.prompts.template import load_local_prompt
 from extraction_eval.types import DatasetItem, Extraction, ItemResult, Usage
-from extraction_eval.views import cost_text
+from extraction_eval.views.runs import cost_text
 
 ANSWER = {"entities": [{"name": "Ada", "type": "person", "evidence": "Ada"}], "relationships": []}
 ITEM = DatasetItem(id="i1", text="Ada works at Acme.")

@@ -1,5 +1,5 @@
-"""Rich renderings of reports for people. Each function takes plain JSON (what the library
-returns) and a console, so a rendering can never change a number."""
+"""The scoring report for people (``score``, and each run's). Each function takes plain JSON
+(what the library returns) and a console, so a rendering can never change a number."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from extraction_eval.tables import print_table
+from extraction_eval.views.tables import print_table
 
 _MAX_TYPE_ROWS = 6
 _MAX_WARNINGS = 5
+_MAX_WARNINGS_ON_STDERR = 10
 
 
 def fmt_number(value: Any, digits: int = 3) -> str:
@@ -170,6 +171,16 @@ def _facts(report: dict[str, Any]) -> Table:
         f" (means over {macro_n} items)",
     )
     return facts
+
+
+def print_warnings(warnings: list[str], err: Console) -> None:
+    """With ``--format json`` the report is on stdout: its warnings go to stderr, the first few
+    one per line, so a person still sees them."""
+    for w in warnings[:_MAX_WARNINGS_ON_STDERR]:
+        err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+    if len(warnings) > _MAX_WARNINGS_ON_STDERR:
+        rest = len(warnings) - _MAX_WARNINGS_ON_STDERR
+        err.print(f"[yellow]warning:[/] … {rest} more in the report's warnings")
 
 
 def render_report(report_json: dict[str, Any], console: Console, *, title: str = "score") -> None:

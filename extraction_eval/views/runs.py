@@ -1,77 +1,28 @@
-"""Rich views of runs: progress, the end-of-run summary, run lists, per-item tables, compare."""
+"""Runs for people: the end-of-run summary, the runs list, one run's items, and the cost and
+prompt lines they share."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
-from extraction_eval.backends.local import RunRecord
-from extraction_eval.experiments.runner import RunOutcome
-from extraction_eval.render import fmt_number, render_report
-from extraction_eval.tables import print_table
-from extraction_eval.types import ItemResult
+from extraction_eval.views.score_report import fmt_number, render_report
+from extraction_eval.views.tables import print_table
+
+if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
+    from extraction_eval.backends.local import RunRecord
+    from extraction_eval.experiments.runner import RunOutcome
+    from extraction_eval.types import ItemResult
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
     return fmt_number(value, digits)
-
-
-class RichProgress:
-    """Progress bar with done / errors / ETA, on stderr so stdout stays clean for data."""
-
-    def __init__(self, console: Console) -> None:
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("[red]{task.fields[errors]} errors"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-        )
-        self._task: TaskID | None = None
-        self._errors = 0
-
-    def __enter__(self) -> RichProgress:
-        return self  # the display starts with the run (``start``): a refused setup prints 1 line
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._task is not None:
-            self._progress.stop()
-
-    def start(self, *, total: int, done: int) -> None:
-        self._progress.start()
-        self._task = self._progress.add_task("items", total=total, completed=done, errors=0)
-
-    def advance(self, result: ItemResult) -> None:
-        if self._task is None:
-            return
-        if not result.ok:
-            self._errors += 1
-        self._progress.update(self._task, advance=1, errors=self._errors)
 
 
 def cost_text(cost_usd: float | None, unpriced_items: int, config: dict[str, Any]) -> str:
@@ -252,67 +203,3 @@ def render_run_items(
     summary = run.summary or {}
     cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
     console.print(f"cost USD: {cost}", highlight=False, soft_wrap=True)
-
-
-def _ci_span(lo: Any, hi: Any) -> str:
-    return f"{lo:.3f}–{hi:.3f}" if lo is not None and hi is not None else ""
-
-
-def render_compare(comparison: dict[str, Any], console: Console) -> None:
-    """Run-level values with their CIs side by side (bounds folded into their metric's row).
-
-    The runs are called A and B in the headers (with a legend), so long run names cannot
-    squeeze the metric names out of an 80-column table."""
-    a, b = comparison["a"], comparison["b"]
-    rows = {name: (va, vb, delta) for name, va, vb, delta in comparison["run_level"]}
-    legend = Text.assemble(("A", "bold"), f" = {a}   ", ("B", "bold"), f" = {b}")
-    console.print(Text.assemble(("compare ", "bold"), legend), soft_wrap=True)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
-    table.add_column("run-level")
-    for head in ("A", "A 95% CI", "B", "B 95% CI", "Δ B−A"):
-        table.add_column(head, justify="right")
-
-    def ci(name: str, side: int) -> str:
-        lo, hi = rows.get(f"{name}_ci_low"), rows.get(f"{name}_ci_high")
-        if lo is None or hi is None:
-            return ""
-        return _ci_span(lo[side], hi[side])
-
-    for name, (va, vb, delta) in rows.items():
-        if name.endswith(("_ci_low", "_ci_high")):
-            continue
-        colour = "" if delta is None or delta == 0 else ("green" if delta > 0 else "red")
-        if name in ("error_rate", "schema_failure_rate", "hallucination_rate") and colour:
-            colour = "red" if colour == "green" else "green"  # lower is better
-        shown = _fmt(delta) if delta is not None else "—"
-        table.add_row(
-            name,
-            _fmt(va),
-            ci(name, 0),
-            _fmt(vb),
-            ci(name, 1),
-            Text(shown, style=colour),
-        )
-    print_table(console, table)
-    if not comparison["items"]:
-        console.print("no item's entity F1 changed", highlight=False)
-    else:
-        items = Table(
-            title="items whose entity F1 changed most",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            show_edge=False,
-        )
-        items.add_column(
-            "item", no_wrap=True, min_width=max(len(row[0]) for row in comparison["items"])
-        )
-        for col in ("A", "B", "Δ B−A"):
-            items.add_column(col, justify="right")
-        for item_id, va, vb, delta in comparison["items"]:
-            items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
-        print_table(console, items)
-    only = [
-        f"{len(comparison[k])} items only in {r!r}" for k, r in (("only_in_a", a), ("only_in_b", b))
-    ]
-    if comparison["only_in_a"] or comparison["only_in_b"]:
-        console.print("; ".join(only), highlight=False)
