@@ -51,12 +51,13 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
 
 
 def test_the_probe_sees_a_heavy_import() -> None:
-    """The same probe after importing the scorers names numpy and scipy: it can fail."""
+    """The same probe after importing the scorers names numpy (scipy loads only when an
+    alignment is solved): it can fail."""
     probe = _PROBE.replace("import extraction_eval.cli\n", "import extraction_eval.evaluators\n")
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
-    assert {"numpy", "scipy"} <= set(json.loads(done.stdout))
+    assert "numpy" in set(json.loads(done.stdout))
 
 
 def test_help_names_the_library_defaults_it_does_not_import() -> None:
