@@ -23,14 +23,9 @@ from extraction_eval.commands.common import (
     err_console,
     handle_errors,
 )
+from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items, sample_items
+from extraction_eval.datasets.gold import read_items, write_items
 from extraction_eval.errors import UsageError
-from extraction_eval.seeds.jsonl import (
-    JOURNAL_DATASET,
-    journal_items,
-    read_items,
-    sample_items,
-    write_items,
-)
 from extraction_eval.tables import print_table
 from extraction_eval.types import DatasetItem
 
@@ -82,7 +77,7 @@ def upload_cmd(
     else:  # the bundled journal example under its own name, else the bundled sample
         items, warnings = (journal_items() if name == JOURNAL_DATASET else sample_items()), []
     for warning in warnings:
-        _warn(f"{warning}; line skipped")
+        _warn(warning)
     if not items:
         raise UsageError(f"no valid items in {file}")
     with _backend() as backend:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from extraction_eval.commands.common import check_readable, check_writable, error_line
+from extraction_eval.datasets.bundled import example_paths
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.config import (
@@ -20,8 +21,8 @@ from extraction_eval.evaluators.config import (
     EvidenceMode,
     MatchMode,
 )
+from extraction_eval.experiments.score import score_files
 from extraction_eval.render import render_report
-from extraction_eval.scorefile import example_paths, score_files
 
 _MAX_WARNINGS_ON_STDERR = 10
 

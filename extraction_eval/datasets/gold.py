@@ -1,4 +1,4 @@
-"""The JSONL gold format of ../shared/data: read it into ``DatasetItem``s, write it back.
+"""The gold JSONL format (../shared/data, uploads, exports, ``score --gold``): read and write it.
 
 One document per line::
 
@@ -6,134 +6,147 @@ One document per line::
      "schema": {"entity_types": [...], "relationship_types": [...]},   # optional
      "metadata": {...}}                                                 # or "meta"
 
-A malformed line becomes a one-line warning naming its line number (and id when known) and
-the rest of the file still loads: one typo must not cost a 1,000-item upload. Unknown keys are
-ignored (``head``/``tail`` indices, Re-DocRED ``mentions``); relationships reference entities
-by name, and names may repeat within a document.
+Lines are normalised here, once (normalise at the edge), so evaluators and backends only see
+the pydantic types: numeric ids become strings, a list of evidence passages (Re-DocRED) becomes
+one elided quote, attribute values become strings. Unknown keys are ignored (``head``/``tail``
+indices, Re-DocRED ``mentions``); relationships reference entities by name, and names may
+repeat within a document. A malformed line is one warning (see ``lines``) and the rest of the
+file still loads: one typo must not cost a 1,000-item upload or a scoring run.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import ValidationError
-
-from extraction_eval.backends.base import extraction_payload
-from extraction_eval.errors import UsageError
-from extraction_eval.scorefile import parse_extraction
-from extraction_eval.types import DatasetItem
+from extraction_eval.datasets.lines import Line, parse, read
+from extraction_eval.types import DatasetItem, Extraction, Schema
 
 __all__ = [
-    "JOURNAL_DATASET",
+    "EVIDENCE_JOINER",
+    "GoldRecord",
+    "extraction_payload",
     "item_to_json",
-    "journal_items",
+    "parse_extraction",
     "parse_lines",
+    "read_gold",
     "read_items",
-    "sample_items",
     "write_items",
 ]
 
-
-def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
-    """Items of a JSONL file and one warning per skipped line. A missing file is a UsageError."""
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            return parse_lines(fh)
-    except FileNotFoundError:
-        raise UsageError(f"file not found: {p}") from None
-    except IsADirectoryError:
-        raise UsageError(f"not a file: {p}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {p}: {exc.strerror or exc}") from None
+# Separator used when a list of evidence passages (e.g. Re-DocRED sentences) becomes one quote;
+# grounding treats "…" as an elision, so each passage is looked up on its own.
+EVIDENCE_JOINER = " … "
 
 
-def _bundled(filename: str) -> list[DatasetItem]:
-    ref = resources.files("extraction_eval").joinpath("data", filename)
-    with resources.as_file(ref) as path:
-        items, warnings = read_items(path)
-    if warnings:  # pragma: no cover - the bundled files are validated by tests
-        raise UsageError(f"bundled dataset {filename}: {warnings[0]}")
-    return items
+# --- normalising one object (gold line, prediction line, dataset item) -----------------------
 
 
-def sample_items() -> list[DatasetItem]:
-    """The bundled sample dataset (``extraction-eval``), validated by the tests."""
-    return _bundled("sample_dataset.jsonl")
+def _evidence(value: Any) -> Any:
+    """A list of passages (strings or {"text": ...}) becomes one elided quote."""
+    if isinstance(value, dict) and "text" in value:
+        value = value["text"]
+    if isinstance(value, list):
+        parts = [p.get("text") if isinstance(p, dict) else p for p in value]
+        texts = [p for p in parts if isinstance(p, str) and p.strip()]
+        return EVIDENCE_JOINER.join(texts) if texts else None
+    return value
 
 
-JOURNAL_DATASET = "journal-example"
-
-
-def journal_items() -> list[DatasetItem]:
-    """The bundled journal dataset (``journal-example``): observations with schema-declared
-    attributes (domain, polarity, intensity, time), validated by the tests."""
-    return _bundled("journal_dataset.jsonl")
-
-
-def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[DatasetItem], list[str]]:
-    """Parse JSONL lines (bytes or text); blank lines are skipped, duplicate ids keep the first."""
-    items: list[DatasetItem] = []
-    warnings: list[str] = []
-    seen: dict[str, int] = {}
-    for lineno, raw in enumerate(lines, start=1):
-        try:
-            line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        except UnicodeDecodeError as exc:
-            warnings.append(f"line {lineno}: not UTF-8 ({exc.reason} at byte {exc.start})")
+def _attributes(value: Any) -> Any:
+    """Scalar attribute values become strings (JSON spelling); nulls are dropped."""
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if v is None:
             continue
-        if lineno == 1:
-            line = line.removeprefix("\ufeff")
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            warnings.append(f"line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        item_id = obj.get("id") if isinstance(obj, dict) else None
-        where = f"line {lineno}" + (f" (id {item_id!r})" if isinstance(item_id, str | int) else "")
-        try:
-            item = _to_item(obj)
-        except (ValueError, TypeError) as exc:
-            warnings.append(f"{where}: {_one_line(exc)}")
-            continue
-        if item.id in seen:
-            warnings.append(f"{where}: duplicate id, first seen on line {seen[item.id]}; skipped")
-            continue
-        seen[item.id] = lineno
-        items.append(item)
-    return items, warnings
+        out[str(k)] = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    return out
 
 
-def _to_item(obj: Any) -> DatasetItem:
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    item_id = obj.get("id")
-    if isinstance(item_id, bool) or not isinstance(item_id, str | int) or str(item_id) == "":
-        raise ValueError("missing or invalid 'id' (a non-empty string)")
-    if not isinstance(obj.get("text"), str):
-        raise ValueError("missing or invalid 'text' (a string)")
+def _clean_objects(raw: list[Any]) -> list[Any]:
+    out = []
+    for obj in raw:
+        if isinstance(obj, dict):
+            obj = dict(obj)
+            if "evidence" in obj:
+                obj["evidence"] = _evidence(obj["evidence"])
+            if "attributes" in obj:
+                obj["attributes"] = _attributes(obj["attributes"])
+        out.append(obj)
+    return out
+
+
+def parse_extraction(obj: dict[str, Any]) -> Extraction:
+    """The entities/relationships of a JSON object (gold or prediction) as an Extraction.
+
+    Raises ``ValueError`` (a pydantic ``ValidationError`` for a bad entity or relationship)."""
+    lists: dict[str, list[Any]] = {}
+    for key in ("entities", "relationships"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, list):
+            raise ValueError(f'"{key}" must be a list')
+        lists[key] = _clean_objects(value or [])
+    return Extraction.model_validate(lists)
+
+
+def _text(obj: dict[str, Any]) -> str:
+    text = obj.get("text")
+    if not isinstance(text, str):
+        raise ValueError('missing or non-string "text"')
+    return text
+
+
+# --- gold files for `score` -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GoldRecord:
+    id: str
+    text: str
+    extraction: Extraction
+    line: int
+    schema: Schema | None = None  # its attribute declarations are checked against predictions
+
+
+def _gold_record(line: Line) -> GoldRecord:
+    text = _text(line.obj)
+    extraction = parse_extraction(line.obj)
+    raw_schema = line.obj.get("schema")  # a non-object schema is ignored when scoring
+    schema = Schema.model_validate(raw_schema) if isinstance(raw_schema, dict) else None
+    return GoldRecord(line.id, text, extraction, line.number, schema)
+
+
+def read_gold(path: Path) -> tuple[list[GoldRecord], list[str]]:
+    """Gold items ``{"id", "text", "entities", "relationships"}`` (extra keys ignored)."""
+    got = read(path, _gold_record)
+    return got.records, got.warnings
+
+
+# --- dataset items (upload, export, the bundled datasets) -------------------------------------
+
+
+def _dataset_item(line: Line) -> DatasetItem:
+    obj = line.obj
+    text = _text(obj)
+    # the same normalisation as `score` reads gold with, so an uploaded dataset scores
+    # exactly like the file it came from (evidence lists, attribute values)
+    expected = parse_extraction(obj)
     metadata = obj.get("metadata", obj.get("meta"))
     if metadata is not None and not isinstance(metadata, dict):
-        raise ValueError("'metadata' must be an object")
-    schema = obj.get("schema")
-    if schema is not None and not isinstance(schema, dict):
-        raise ValueError("'schema' must be an object with entity_types / relationship_types")
-    for key in ("entities", "relationships"):
-        if obj.get(key) is not None and not isinstance(obj[key], list):
-            raise ValueError(f"{key!r} must be a list")
+        raise ValueError('"metadata" must be an object')
+    raw_schema = obj.get("schema")
+    if raw_schema is not None and not isinstance(raw_schema, dict):
+        raise ValueError('"schema" must be an object with entity_types / relationship_types')
     data: dict[str, Any] = {
-        "id": str(item_id),
-        "text": obj["text"],
-        "schema": schema,
-        # the same normalisation as `score` reads gold with, so an uploaded dataset scores
-        # exactly like the file it came from (evidence lists, attribute values)
-        "expected": parse_extraction(obj),
+        "id": line.id,
+        "text": text,
+        "schema": None if raw_schema is None else Schema.model_validate(raw_schema),
+        "expected": expected,
         "metadata": metadata or {},
     }
     for key in ("source_trace_id", "source_observation_id", "status"):
@@ -142,18 +155,36 @@ def _to_item(obj: Any) -> DatasetItem:
     return DatasetItem.model_validate(data)
 
 
-def _one_line(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        parts = []
-        for err in exc.errors()[:3]:
-            loc = ".".join(str(p) for p in err["loc"] if p != "expected")
-            parts.append(f"{loc}: {err['msg']}" if loc else str(err["msg"]))
-        more = exc.error_count() - len(parts)
-        return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
-    return " ".join(str(exc).split())
+def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
+    """Items of a JSONL file and one warning per skipped line. A missing file is a UsageError."""
+    got = read(path, _dataset_item)
+    return got.records, got.warnings
+
+
+def parse_lines(
+    lines: Iterable[bytes | str], source: str = "<input>"
+) -> tuple[list[DatasetItem], list[str]]:
+    """Parse JSONL lines (bytes or text); blank lines are skipped, duplicate ids keep the first.
+    ``source`` names the lines in warnings (``read_items`` passes the file name)."""
+    got = parse(lines, source, _dataset_item)
+    return got.records, got.warnings
 
 
 # --- writing ----------------------------------------------------------------------------------
+
+
+def extraction_payload(extraction: Extraction) -> dict[str, Any]:
+    """An extraction as compact JSON: absent offsets/evidence/attributes are left out.
+
+    The one spelling of an extraction on disk: JSONL exports and the backends' stored payloads."""
+    return {
+        "entities": [_compact(e.model_dump(mode="json")) for e in extraction.entities],
+        "relationships": [_compact(r.model_dump(mode="json")) for r in extraction.relationships],
+    }
+
+
+def _compact(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None and v != {}}
 
 
 def item_to_json(item: DatasetItem) -> dict[str, Any]:

@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
+from extraction_eval.datasets.bundled import example_paths
 from extraction_eval.evaluators import CATEGORIES, ScoringConfig
 from extraction_eval.experiments.reporting import INVOCATION_FIELDS
+from extraction_eval.experiments.score import score_files
 from extraction_eval.llm.fake import read_fake_log
 from extraction_eval.render import render_report
-from extraction_eval.scorefile import example_paths, score_files
 
 runner = CliRunner()
 LONG = "baseline-second-run-with-a-rather-long-name"

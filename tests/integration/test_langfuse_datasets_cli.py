@@ -71,7 +71,7 @@ def test_upload_twice_list_show_export_against_langfuse(
 
 
 def test_upload_without_a_file_sends_the_bundled_sample(server: FakeLangfuse) -> None:
-    from extraction_eval.seeds.jsonl import sample_items
+    from extraction_eval.datasets.bundled import sample_items
 
     result = runner.invoke(app, ["datasets", "upload", "extraction-eval"])
     assert result.exit_code == 0, result.output
