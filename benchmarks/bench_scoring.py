@@ -26,6 +26,7 @@ from typing import Any
 
 from nervaluate import Evaluator  # type: ignore[import-untyped]
 
+from extraction_eval.datasets.gold import GoldRecord, read_gold
 from extraction_eval.evaluators import (
     ContextIndex,
     ScoringConfig,
@@ -34,7 +35,6 @@ from extraction_eval.evaluators import (
     score_item,
 )
 from extraction_eval.evaluators.matching import name_key, name_similarity
-from extraction_eval.scorefile import GoldRecord, read_gold
 from extraction_eval.types import Entity, Extraction, Relationship
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from extraction_eval.datasets.gold import extraction_payload
 from extraction_eval.types import DatasetItem, Extraction, Schema
 
 
@@ -99,18 +100,6 @@ def item_input(item: DatasetItem) -> dict[str, Any]:
 def item_expected_output(item: DatasetItem) -> dict[str, Any]:
     """``{"entities": [...], "relationships": [...]}`` without null / empty optional fields."""
     return extraction_payload(item.expected)
-
-
-def extraction_payload(extraction: Extraction) -> dict[str, Any]:
-    """An extraction as compact JSON: absent offsets/evidence/attributes are left out."""
-    return {
-        "entities": [_compact(e.model_dump(mode="json")) for e in extraction.entities],
-        "relationships": [_compact(r.model_dump(mode="json")) for r in extraction.relationships],
-    }
-
-
-def _compact(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if v is not None and v != {}}
 
 
 def item_from_payload(

@@ -25,13 +25,13 @@ from extraction_eval.backends.base import (
     RunRecord,
     UploadReport,
     canonical_json,
-    extraction_payload,
     item_content_hash,
     item_expected_output,
     item_from_payload,
     item_input,
 )
 from extraction_eval.backends.migrations import migrate
+from extraction_eval.datasets.gold import extraction_payload
 from extraction_eval.errors import BackendError, NotFoundError, UsageError
 from extraction_eval.llm.base import Completion
 from extraction_eval.prompts.template import PromptTemplate, messages_hash
@@ -200,7 +200,7 @@ class LocalStore:
         with self._tx(write=False) as conn:
             if _dataset_row(conn, SAMPLE_DATASET) is not None:
                 return
-        from extraction_eval.seeds.jsonl import sample_items  # imported only when seeding
+        from extraction_eval.datasets.bundled import sample_items  # imported only when seeding
 
         items = sample_items()
         self.upload_items(

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from extraction_eval.backends import DatasetBackend
 
 # Named in the help text without importing the gold reader; a test holds it equal to
-# seeds.jsonl.JOURNAL_DATASET.
+# datasets.bundled.JOURNAL_DATASET.
 JOURNAL_DATASET_NAME = "journal-example"
 
 datasets_app = typer.Typer(
@@ -72,7 +72,8 @@ def upload_cmd(
     description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
 ) -> None:
     """Upload (or update) items by id; changed content makes a new dataset version."""
-    from extraction_eval.seeds.jsonl import JOURNAL_DATASET, journal_items, read_items, sample_items
+    from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items, sample_items
+    from extraction_eval.datasets.gold import read_items
     from extraction_eval.views.datasets import render_upload
 
     if not name.strip():
@@ -83,7 +84,7 @@ def upload_cmd(
     else:  # the bundled journal example under its own name, else the bundled sample
         items, warnings = (journal_items() if name == JOURNAL_DATASET else sample_items()), []
     for warning in warnings:
-        _warn(f"{warning}; line skipped")
+        _warn(warning)
     if not items:
         raise UsageError(f"no valid items in {file}")
     with _backend() as backend:
@@ -126,7 +127,7 @@ def export_cmd(
     version: VersionOpt = None,
 ) -> None:
     """The dataset as JSONL (the upload format), byte-stable: same items, same bytes."""
-    from extraction_eval.seeds.jsonl import write_items
+    from extraction_eval.datasets.gold import write_items
 
     if out is not None:
         check_writable("--out", out)

@@ -54,8 +54,9 @@ def _run(
     seed: int,
     err: Console,
 ) -> None:
+    from extraction_eval.datasets.bundled import example_paths
     from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
-    from extraction_eval.scorefile import example_paths, score_files
+    from extraction_eval.experiments.score import score_files
     from extraction_eval.views.score_report import print_warnings, render_report
 
     _choice("--format", output_format, ("table", "json"))

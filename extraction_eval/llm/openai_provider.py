@@ -118,7 +118,7 @@ class OpenAIProvider:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
                 raise ConfigError(
                     "OPENAI_API_KEY is not set; put it in the environment or .env "
-                    "(or use --base-url for an OpenAI-compatible server)"
+                    "(or give a base URL for an OpenAI-compatible server)"
                 )
             key = PLACEHOLDER_API_KEY
         return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0)

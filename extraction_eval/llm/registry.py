@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from extraction_eval.errors import ConfigError
+from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.llm.base import Provider
 
 if TYPE_CHECKING:
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 OPENAI_COMPATIBLE = ("openai-compatible", "openai_compatible", "compatible")
 
-KNOWN = "openai:<model>, gemini:<model>, fake:<name>, offline:baseline, or any name with --base-url"
+KNOWN = "openai:<model>, gemini:<model>, fake:<name>, offline:baseline, or any name with a base URL"
 
 
 class ProviderSettings(Protocol):
@@ -58,7 +58,9 @@ def make_provider(config: ProviderSettings) -> Provider:
         )
     if provider == "openai" or provider in OPENAI_COMPATIBLE or config.base_url:
         if provider in OPENAI_COMPATIBLE and not config.base_url:
-            raise ConfigError(f"{config.model!r} needs --base-url (the server's /v1 URL)")
+            raise InvalidValue(
+                "base_url", f"is required for {config.model!r} (the server's /v1 URL)"
+            )
         from extraction_eval.llm.openai_provider import OpenAIProvider
 
         if ":" not in config.model and config.base_url:  # --model llama3 --base-url ...
@@ -76,7 +78,7 @@ def make_provider(config: ProviderSettings) -> Provider:
 
 def _require_model(config: ProviderSettings) -> str:
     if ":" not in config.model or not config.model_name.strip():
-        raise ConfigError(f"--model {config.model!r} names no model; write provider:model")
+        raise InvalidValue("model", f"{config.model!r} names no model; write provider:model")
     return config.model_name
 
 

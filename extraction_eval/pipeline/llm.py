@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from extraction_eval.errors import SchemaFailure
+from extraction_eval.errors import SchemaFailure, one_line
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
 from extraction_eval.llm.context import item_context
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
@@ -60,11 +60,6 @@ def _usage_details(usage: Usage) -> dict[str, int] | None:
         k: v for k, v in (("input", usage.tokens_in), ("output", usage.tokens_out)) if v is not None
     }
     return details or None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @dataclass
@@ -171,7 +166,7 @@ class LLMPipeline:
         except Exception as exc:
             generation.update(
                 level="ERROR",
-                status_message=_one_line(exc),
+                status_message=one_line(exc),
                 metadata={"attempts": getattr(exc, "attempts", None)},
             )
             raise
@@ -187,7 +182,7 @@ class LLMPipeline:
                 usage_details=usage,
                 cost_details=cost.details(),
                 level="ERROR",
-                status_message=f"schema failure: {_one_line(exc)}",
+                status_message=f"schema failure: {one_line(exc)}",
                 metadata={"attempts": attempts},
             )
             raise SchemaFailure(

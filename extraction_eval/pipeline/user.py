@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.errors import ConfigError, SchemaFailure
+from extraction_eval.errors import InvalidValue, SchemaFailure
 from extraction_eval.llm.context import item_context
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
 from extraction_eval.prompts.contract import coerce_extraction
@@ -32,29 +32,29 @@ def _load_module(module_ref: str, spec: str) -> Any:
     if module_ref.endswith(".py"):  # a script path: path/to/file.py:function
         path = Path(module_ref)
         if not path.is_file():
-            raise ConfigError(f"--pipeline {spec!r}: file {module_ref} not found")
+            raise InvalidValue("pipeline", f"{spec!r}: file {module_ref} not found")
         name = f"_extraction_eval_user_{path.stem}"
         module_spec = importlib.util.spec_from_file_location(name, path)
         if module_spec is None or module_spec.loader is None:
-            raise ConfigError(f"--pipeline {spec!r}: cannot load {module_ref}")
+            raise InvalidValue("pipeline", f"{spec!r}: cannot load {module_ref}")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         try:
             module_spec.loader.exec_module(module)
         except Exception as exc:
             sys.modules.pop(name, None)
-            raise ConfigError(
-                f"--pipeline {spec!r}: importing {module_ref} failed: {type(exc).__name__}: {exc}"
+            raise InvalidValue(
+                "pipeline", f"{spec!r}: importing {module_ref} failed: {type(exc).__name__}: {exc}"
             ) from None
         return module
     try:
         return importlib.import_module(module_ref)
     except ModuleNotFoundError as exc:
         where = "" if exc.name == module_ref else f" (missing {exc.name!r})"
-        raise ConfigError(f"--pipeline {spec!r}: cannot import {module_ref!r}{where}") from None
+        raise InvalidValue("pipeline", f"{spec!r}: cannot import {module_ref!r}{where}") from None
     except Exception as exc:
-        raise ConfigError(
-            f"--pipeline {spec!r}: importing {module_ref!r} failed: {type(exc).__name__}: {exc}"
+        raise InvalidValue(
+            "pipeline", f"{spec!r}: importing {module_ref!r} failed: {type(exc).__name__}: {exc}"
         ) from None
 
 
@@ -62,16 +62,16 @@ def load_user_function(spec: str) -> UserFunction:
     """``package.module:function`` (or ``path/to/file.py:function``) -> the callable."""
     module_ref, sep, attr = spec.rpartition(":")
     if not sep or not module_ref or not attr:
-        raise ConfigError(f"--pipeline expects package.module:function, got {spec!r}")
+        raise InvalidValue("pipeline", f"expects package.module:function, got {spec!r}")
     module = _load_module(module_ref, spec)
     target: Any = module
     for part in attr.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise ConfigError(f"--pipeline {spec!r}: {module_ref!r} has no {attr!r}") from None
+            raise InvalidValue("pipeline", f"{spec!r}: {module_ref!r} has no {attr!r}") from None
     if not callable(target):
-        raise ConfigError(f"--pipeline {spec!r}: {attr!r} is not callable")
+        raise InvalidValue("pipeline", f"{spec!r}: {attr!r} is not callable")
     return target  # type: ignore[no-any-return]
 
 

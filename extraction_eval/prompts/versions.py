@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from extraction_eval.errors import ConfigError, UsageError
+from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 
 
@@ -131,9 +131,9 @@ def select_run_prompt(store: PromptStore, pipeline: PromptRequest) -> PromptTemp
     label, version = pipeline.prompt_label, pipeline.prompt_version
     if label is None and version is None:
         return load_local_prompt()
-    option = "--prompt-label" if label is not None else "--prompt-version"
+    field = "prompt_label" if label is not None else "prompt_version"
     if pipeline.pipeline:
-        raise ConfigError(f"{option} has no effect: your --pipeline does not use our prompt")
+        raise InvalidValue(field, "has no effect: your own pipeline function sends no prompt")
     if pipeline.provider == "offline":
-        raise ConfigError(f"{option} has no effect: {pipeline.model} sends no prompt")
+        raise InvalidValue(field, f"has no effect: {pipeline.model} sends no prompt")
     return store.get_prompt(pipeline.prompt_name, label=label, version=version)

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from extraction_eval.backends.base import UploadReport, item_content_hash
 from extraction_eval.backends.langfuse import LangfuseDatasetBackend, api_errors
-from extraction_eval.errors import SchemaFailure, UsageError
+from extraction_eval.errors import InvalidValue, SchemaFailure, UsageError
 from extraction_eval.prompts.contract import coerce_extraction
 from extraction_eval.types import DatasetItem, Extraction, Schema
 
@@ -82,8 +82,8 @@ def parse_since(value: str | datetime, *, now: datetime | None = None) -> dateti
     try:
         ts = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(
-            f"--since expects an age like 7d, 24h, 30m, 2w or an ISO date, got {value!r}"
+        raise InvalidValue(
+            "since", f"expects an age like 7d, 24h, 30m, 2w or an ISO date, got {value!r}"
         ) from None
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
@@ -111,7 +111,7 @@ class ScoreFilter:
             return raw
         name, sep, value = raw.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise UsageError(f"--score expects NAME=VALUE, got {raw!r}")
+            raise InvalidValue("score", f"expects NAME=VALUE, got {raw!r}")
         return cls(name.strip(), value.strip())
 
     def matches(self, score: Any) -> bool:
@@ -309,7 +309,7 @@ def _input(raw: Any, input_path: str | None) -> tuple[str, Schema | None]:
     elif isinstance(value, dict):
         if "text" not in value:
             keys = ", ".join(sorted(map(str, value))[:5]) or "none"
-            raise _Invalid(f"input has no 'text' (keys: {keys}); use --input-path")
+            raise _Invalid(f"input has no 'text' (keys: {keys}); point input_path at the text")
         schema = value.get("schema")
         value = value["text"]
     if not isinstance(value, str) or not value.strip():
@@ -429,7 +429,7 @@ def seed_from_traces(
     since_dt = parse_since(since) if since is not None else None
     explicit = list(dict.fromkeys(t.strip() for t in trace_ids if t and t.strip()))
     if not explicit and not (tag or since_dt or filters):
-        raise UsageError("name trace ids, or select traces with --tag, --since or --score")
+        raise UsageError("name trace ids, or select traces by tag, since or score")
     if not dataset.strip():
         raise UsageError("dataset name must not be empty")
 

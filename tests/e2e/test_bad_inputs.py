@@ -204,7 +204,10 @@ def test_bad_log_level_env_is_one_line(
 SETUP_FAILURES: list[tuple[list[str], str]] = [
     (["--model", "nope:x"], "unknown model provider"),
     (["--model", "openai:gpt-4o-mini"], "OPENAI_API_KEY"),
-    (["--pipeline", "nosuchmod:fn"], "cannot import"),
+    (["--pipeline", "nosuchmod:fn"], "--pipeline 'nosuchmod:fn': cannot import"),
+    # the library names the config field; the CLI shows the flag
+    (["--model", "openai:"], "--model 'openai:' names no model"),
+    (["--model", "compatible:qwen"], "--base-url is required for 'compatible:qwen'"),
     (["--max-attempts", "0"], "--max-attempts"),
 ]
 

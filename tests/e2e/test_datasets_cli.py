@@ -57,8 +57,8 @@ def test_upload_reports_bad_lines_with_number_and_id_and_uploads_the_rest(tmp_pa
     assert code == 0, err
     warnings = err.strip().splitlines()
     assert len(warnings) == 2
-    assert warnings[0].startswith("warning: line 2 (id 'bad1'): entities.0.type")
-    assert warnings[1].startswith("warning: line 3: invalid JSON")
+    assert warnings[0].startswith("warning: d.jsonl:2 (id bad1): entities.0.type")
+    assert warnings[1].startswith("warning: d.jsonl:3: invalid JSON")
     assert "2 created, 0 updated, 0 unchanged (now version 1)" in out
     store = LocalStore()
     assert [i.id for i in store.get_items("mine")] == ["x1", "x2"]
@@ -113,3 +113,52 @@ def test_errors_are_one_line_with_exit_codes(tmp_path: Path) -> None:
     empty.write_text("{bad\n")
     code, _, err = _invoke("upload", "d", str(empty))
     assert code == 2 and err.strip().splitlines()[-1] == f"error: no valid items in {empty}"
+
+
+def test_score_and_upload_word_the_same_bad_line_the_same_way(tmp_path: Path) -> None:
+    """One reader behind both commands: each bad line gives one identical warning line."""
+    from extraction_eval.cli import app as cli_app  # the real CLI: `score` and `datasets`
+
+    good = json.loads(_line(1))
+    path = tmp_path / "gold.jsonl"
+    path.write_bytes(
+        b"\n".join(
+            [
+                json.dumps(good).encode(),
+                b'{"id": "b1", "text": "broken", "entities": [',  # invalid JSON, id still seen
+                json.dumps({"id": "b2", "entities": []}).encode(),  # no text
+                json.dumps({"id": 7, "text": "x", "entities": [{"name": "x"}]}).encode(),
+                json.dumps({"id": "b4", "text": "x", "relationships": {"a": 1}}).encode(),
+                b"[1, 2]",
+                json.dumps({"text": "no id"}).encode(),
+                json.dumps(dict(good, text="again")).encode(),  # duplicate id
+                b'{"id": "\xff"}',  # not UTF-8
+            ]
+        )
+        + b"\n"
+    )
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text(json.dumps({"id": "x1", "entities": []}) + "\n", encoding="utf-8")
+
+    scored = runner.invoke(
+        cli_app,
+        ["score", "--gold", str(path), "--predictions", str(pred), "--format", "json"],
+    )
+    uploaded = runner.invoke(cli_app, ["datasets", "upload", "same", str(path)])
+    assert scored.exit_code == 0 and uploaded.exit_code == 0, scored.stderr + uploaded.stderr
+
+    def warning_lines(stderr: str) -> list[str]:
+        return [line for line in stderr.splitlines() if line.startswith("warning: ")]
+
+    expected = [
+        "warning: gold.jsonl:2 (id b1): invalid JSON (Expecting value, column 45); skipped",
+        'warning: gold.jsonl:3 (id b2): missing or non-string "text"; skipped',
+        "warning: gold.jsonl:4 (id 7): entities.0.type: Field required; skipped",
+        'warning: gold.jsonl:5 (id b4): "relationships" must be a list; skipped',
+        "warning: gold.jsonl:6: expected a JSON object, got list; skipped",
+        'warning: gold.jsonl:7: missing or invalid "id"; skipped',
+        "warning: gold.jsonl:8 (id x1): duplicate id, first seen on line 1; skipped",
+        "warning: gold.jsonl:9: not UTF-8 (invalid start byte at byte 8); skipped",
+    ]
+    assert warning_lines(scored.stderr) == expected
+    assert warning_lines(uploaded.stderr) == expected

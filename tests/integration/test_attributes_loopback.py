@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from extraction_eval.backends.local import LocalStore
+from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import arun_local
@@ -18,7 +19,6 @@ from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.llm import LLMPipeline
 from extraction_eval.prompts.contract import extraction_json_schema
-from extraction_eval.seeds.jsonl import JOURNAL_DATASET, journal_items
 from tests.support.openai_server import LoopbackServer, input_text
 
 ITEMS = {i.text: i for i in journal_items()}

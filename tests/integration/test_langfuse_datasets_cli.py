@@ -50,7 +50,7 @@ def test_upload_twice_list_show_export_against_langfuse(
     data = _write(tmp_path / "d.jsonl", 3)
     first = runner.invoke(app, ["datasets", "upload", "cli-set", str(data)])
     assert first.exit_code == 0, first.output
-    assert "line 4" in first.stderr  # the broken line is named, the rest uploaded
+    assert "d.jsonl:4" in first.stderr  # the broken line is named, the rest uploaded
     again = runner.invoke(app, ["datasets", "upload", "cli-set", str(data)])
     assert again.exit_code == 0, again.output
     items = server.dataset_items("cli-set")
@@ -71,7 +71,7 @@ def test_upload_twice_list_show_export_against_langfuse(
 
 
 def test_upload_without_a_file_sends_the_bundled_sample(server: FakeLangfuse) -> None:
-    from extraction_eval.seeds.jsonl import sample_items
+    from extraction_eval.datasets.bundled import sample_items
 
     result = runner.invoke(app, ["datasets", "upload", "extraction-eval"])
     assert result.exit_code == 0, result.output

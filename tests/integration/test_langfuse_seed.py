@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.langfuse import LangfuseDatasetBackend, langfuse_item_id
 from extraction_eval.commands.seed import seed
-from extraction_eval.errors import UsageError
+from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.seeds.from_trace import parse_since, seed_from_traces
 from tests.support.langfuse_server import FakeLangfuse
 
@@ -189,7 +189,7 @@ def test_paths_pick_text_and_extraction_from_other_trace_shapes(
         output={"result": {"extraction": json.dumps(OUTPUT)}, "model": "x"},
     )
     without = seed_from_traces(lf, dataset="p", trace_ids=[trace.trace_id], dry_run=True)
-    assert without.items == () and "use --input-path" in without.skipped[0]
+    assert without.items == () and "point input_path at the text" in without.skipped[0]
     report = seed_from_traces(
         lf,
         dataset="p",
@@ -218,12 +218,14 @@ def test_unknown_and_unselected_named_traces_are_reported(server: FakeLangfuse, 
 
 
 def test_bad_options_are_usage_errors(lf: Any) -> None:
-    with pytest.raises(UsageError, match="--tag, --since or --score"):
+    with pytest.raises(UsageError, match="select traces by tag, since or score"):
         seed_from_traces(lf, dataset="x")
-    with pytest.raises(UsageError, match="--since"):
+    with pytest.raises(InvalidValue, match="since expects an age") as since:
         seed_from_traces(lf, dataset="x", since="yesterday")
-    with pytest.raises(UsageError, match="NAME=VALUE"):
+    assert since.value.field == "since"  # the CLI shows it as --since
+    with pytest.raises(InvalidValue, match="NAME=VALUE") as score:
         seed_from_traces(lf, dataset="x", score_filters=["validated"])
+    assert score.value.field == "score"
     now = datetime(2026, 1, 10, tzinfo=UTC)
     assert parse_since("24h", now=now) == datetime(2026, 1, 9, tzinfo=UTC)
     assert parse_since("2w", now=now) == datetime(2025, 12, 27, tzinfo=UTC)

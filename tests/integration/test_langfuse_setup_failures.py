@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.errors import ConfigError
+from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
@@ -15,22 +15,23 @@ from tests.support.langfuse_server import FakeLangfuse
 
 
 @pytest.mark.parametrize(
-    ("pipeline", "message"),
+    ("pipeline", "error", "message"),
     [
-        (PipelineConfig(model="nope:x"), "unknown model provider"),
-        (PipelineConfig(model="openai:gpt-4o-mini"), "OPENAI_API_KEY"),
-        (PipelineConfig(pipeline="nosuchmod:fn"), "cannot import"),
+        (PipelineConfig(model="nope:x"), ConfigError, "unknown model provider"),
+        (PipelineConfig(model="openai:gpt-4o-mini"), ConfigError, "OPENAI_API_KEY"),
+        (PipelineConfig(pipeline="nosuchmod:fn"), InvalidValue, "cannot import"),
     ],
 )
 def test_refused_setup_leaves_no_run_and_the_name_is_free(
     server: FakeLangfuse,
     monkeypatch: pytest.MonkeyPatch,
     pipeline: PipelineConfig,
+    error: type[Exception],
     message: str,
 ) -> None:
     upload(server, LocalStore().get_items(DATASET)[:2])
     use_langfuse(server, monkeypatch, "setup-failure")
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(error, match=message):
         run_experiment(RunConfig(dataset=DATASET, name="same", pipeline=pipeline))
     assert LocalStore().list_runs() == []
     assert server.spans_named("experiment-item-run") == []

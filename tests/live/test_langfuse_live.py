@@ -111,9 +111,9 @@ def test_prompt_push_fetch_trace_score_read_back_and_seed(lf: Any) -> None:
 
 def test_run_experiment_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
     """The main job against a real LangFuse: the bundled sample, the offline baseline."""
+    from extraction_eval.datasets.bundled import sample_items
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import run_experiment
-    from extraction_eval.seeds.jsonl import sample_items
 
     monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", _PUBLIC_KEY)
     monkeypatch.setenv("LANGFUSE_SECRET_KEY", _SECRET_KEY)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from extraction_eval.datasets.gold import item_to_json, parse_lines
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import ScoringConfig, aggregate, item_scores, score_item
 from extraction_eval.evaluators.stats import bootstrap_ratios
@@ -17,7 +18,6 @@ from extraction_eval.experiments.summary import run_values, summarize
 from extraction_eval.llm.gemini_provider import to_gemini_schema
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import load_local_prompt
-from extraction_eval.seeds.jsonl import item_to_json, parse_lines
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship, Schema
 
 DECLARED = {
@@ -75,7 +75,7 @@ def test_bad_declarations_are_refused_with_the_reason(schema: dict[str, Any], pr
     with pytest.raises(ValidationError, match=problem):
         Schema.model_validate(schema)
     items, warnings = parse_lines([json.dumps({"id": "bad", "text": "t", "schema": schema})])
-    assert items == [] and len(warnings) == 1 and "id 'bad'" in warnings[0]
+    assert items == [] and len(warnings) == 1 and "(id bad)" in warnings[0]
 
 
 # ---- the output contract ------------------------------------------------------------------

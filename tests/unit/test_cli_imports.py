@@ -20,9 +20,9 @@ from extraction_eval.cli import _seed_app, app
 from extraction_eval.commands import datasets as datasets_cmd
 from extraction_eval.commands import prompts as prompts_cmd
 from extraction_eval.commands import seed as seed_cmd
+from extraction_eval.datasets.bundled import JOURNAL_DATASET
 from extraction_eval.prompts.template import PROMPT_NAME
 from extraction_eval.seeds.from_trace import DEFAULT_DATASET
-from extraction_eval.seeds.jsonl import JOURNAL_DATASET
 
 HEAVY = (
     "scipy",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from extraction_eval.datasets.gold import parse_lines, read_items, write_items
 from extraction_eval.errors import UsageError
-from extraction_eval.seeds.jsonl import parse_lines, read_items, write_items
 from extraction_eval.types import DatasetItem
 
 GOOD = {
@@ -78,13 +78,13 @@ def test_malformed_lines_become_one_line_warnings_and_the_rest_loads(tmp_path: P
     items, warnings = read_items(_write(tmp_path, lines))
     assert [i.id for i in items] == ["d1", "d2"]
     assert all("\n" not in w for w in warnings)
-    assert warnings[0].startswith("line 2: invalid JSON")
-    assert warnings[1].startswith("line 3 (id 'no-text'): missing or invalid 'text'")
-    assert warnings[2] == "line 5 (id 'bad-ent'): entities.0.name: Field required"
-    assert warnings[3] == "line 6: expected a JSON object, got list"
-    assert warnings[4] == "line 8 (id 'd1'): duplicate id, first seen on line 1; skipped"
-    assert warnings[5].startswith("line 9: missing or invalid 'id'")
-    assert warnings[6].startswith("line 10 (id 'bad-schema'): 'schema' must be an object")
+    assert warnings[0].startswith("data.jsonl:2: invalid JSON")
+    assert warnings[1] == 'data.jsonl:3 (id no-text): missing or non-string "text"; skipped'
+    assert warnings[2] == "data.jsonl:5 (id bad-ent): entities.0.name: Field required; skipped"
+    assert warnings[3] == "data.jsonl:6: expected a JSON object, got list; skipped"
+    assert warnings[4] == "data.jsonl:8 (id d1): duplicate id, first seen on line 1; skipped"
+    assert warnings[5] == 'data.jsonl:9: missing or invalid "id"; skipped'
+    assert warnings[6].startswith('data.jsonl:10 (id bad-schema): "schema" must be an object')
     assert len(warnings) == 7
 
 
@@ -93,7 +93,7 @@ def test_non_utf8_line_and_bom(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD).encode() + b"\n" + b'{"id": "\xff"}\n')
     items, warnings = read_items(path)
     assert [i.id for i in items] == ["d1"]
-    assert warnings == ["line 2: not UTF-8 (invalid start byte at byte 8)"]
+    assert warnings == ["x.jsonl:2: not UTF-8 (invalid start byte at byte 8); skipped"]
 
 
 def test_integer_ids_become_strings_and_null_lists_are_empty() -> None:
@@ -101,7 +101,7 @@ def test_integer_ids_become_strings_and_null_lists_are_empty() -> None:
     assert warnings == [] and items[0].id == "17"
     assert items[0].expected.relationships == []
     _, warnings = parse_lines([json.dumps(dict(GOOD, entities={"a": 1}))])
-    assert warnings == ["line 1 (id 'd1'): 'entities' must be a list"]
+    assert warnings == ['<input>:1 (id d1): "entities" must be a list; skipped']
 
 
 def test_redocred_evidence_lists_are_read_like_the_score_command_reads_them() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.migrations import MIGRATIONS, migrate
-from extraction_eval.errors import ConfigError, NotFoundError, UsageError
+from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.prompts.template import load_local_prompt, messages_hash
 from extraction_eval.prompts.versions import select_run_prompt
@@ -162,7 +162,9 @@ def test_run_prompt_selection_is_explicit(store: LocalStore) -> None:
     with pytest.raises(NotFoundError, match="no label 'prod'"):
         select_run_prompt(store, PipelineConfig(model="fake:x", prompt_label="prod"))
     # a pipeline that sends no prompt must not look as if the labelled prompt ran
-    with pytest.raises(ConfigError, match="--prompt-label has no effect: offline:baseline"):
+    with pytest.raises(InvalidValue, match="prompt_label has no effect: offline:baseline") as e:
         select_run_prompt(store, PipelineConfig(prompt_label="staging"))
-    with pytest.raises(ConfigError, match="--prompt-version has no effect: your --pipeline"):
+    assert e.value.field == "prompt_label"  # the CLI shows it as --prompt-label
+    with pytest.raises(InvalidValue, match="has no effect: your own pipeline function") as e:
         select_run_prompt(store, PipelineConfig(pipeline="m:f", prompt_version=1))
+    assert e.value.field == "prompt_version"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from extraction_eval.datasets.gold import read_gold
 from extraction_eval.evaluators import MatchMode, ScoringConfig
-from extraction_eval.scorefile import read_gold, score_files
+from extraction_eval.experiments.score import score_files
 
 
 def _shared_data() -> Path | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from extraction_eval.errors import ConfigError, SchemaFailure
+from extraction_eval.errors import InvalidValue, SchemaFailure
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
 from extraction_eval.pipeline.user import UserPipeline, load_user_function
 from extraction_eval.types import DatasetItem, Extraction, Schema
@@ -157,9 +157,10 @@ def test_user_exceptions_propagate_for_the_runner_to_record(user_module: str) ->
     ],
 )
 def test_load_errors_are_one_line_config_errors(user_module: str, spec: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message) as info:
+    with pytest.raises(InvalidValue, match=message) as info:
         load_user_function(spec)
     assert "\n" not in str(info.value)
+    assert info.value.field == "pipeline"  # the CLI shows it as --pipeline
 
 
 def test_missing_dependency_of_an_existing_module_is_named(
@@ -167,7 +168,7 @@ def test_missing_dependency_of_an_existing_module_is_named(
 ) -> None:
     (tmp_path / "needsdep.py").write_text("import not_installed_dependency_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ConfigError, match="missing 'not_installed_dependency_xyz'"):
+    with pytest.raises(InvalidValue, match="missing 'not_installed_dependency_xyz'"):
         load_user_function("needsdep:f")
 
 
@@ -179,5 +180,5 @@ def test_script_path_specs_load_from_files(tmp_path: Path) -> None:
     )
     out = run(f"{script}:extract")
     assert out.extraction.entities[0].name == "Ada"
-    with pytest.raises(ConfigError, match="not found"):
+    with pytest.raises(InvalidValue, match="not found"):
         load_user_function(f"{tmp_path / 'absent.py'}:extract")

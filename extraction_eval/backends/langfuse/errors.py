@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from extraction_eval.backends.langfuse.client import ENV_PUBLIC_KEY, ENV_SECRET_KEY, base_url_of
-from extraction_eval.errors import BackendError, ConfigError, ExtractionEvalError, NotFoundError
+from extraction_eval.errors import (
+    BackendError,
+    ConfigError,
+    ExtractionEvalError,
+    NotFoundError,
+    one_line,
+)
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -38,18 +44,13 @@ def _install_sdk_filter() -> None:
         logger.addFilter(_sdk_filter)
 
 
-def _one_line(text: object, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _api_message(body: Any) -> str:
     if isinstance(body, dict):
         for key in ("message", "error", "detail"):
             if body.get(key):
-                return _one_line(body[key])
-        return _one_line(json.dumps(body))
-    return _one_line(body) if body else ""
+                return one_line(body[key])
+        return one_line(json.dumps(body))
+    return one_line(body) if body else ""
 
 
 @contextmanager
@@ -90,7 +91,7 @@ def api_errors(lf: Langfuse, what: str, *, not_found: str | None = None) -> Iter
         raise BackendError(f"LangFuse at {base} timed out while {what}") from None
     except httpx.TransportError as exc:
         raise BackendError(
-            f"cannot reach LangFuse at {base} while {what}: {_one_line(exc) or type(exc).__name__}"
+            f"cannot reach LangFuse at {base} while {what}: {one_line(exc)}"
         ) from None
     except ExtractionEvalError:
         raise
@@ -103,7 +104,7 @@ def api_errors(lf: Langfuse, what: str, *, not_found: str | None = None) -> Iter
     except Exception as exc:
         # e.g. auth_check's "no project found for the keys provided"
         if type(exc) is Exception:
-            raise BackendError(f"LangFuse at {base}: {_one_line(exc)} ({what})") from None
+            raise BackendError(f"LangFuse at {base}: {one_line(exc)} ({what})") from None
         raise
     finally:
         _translating.reset(token)

@@ -12,11 +12,10 @@ import httpx
 from extraction_eval.backends.langfuse.client import base_url_of
 from extraction_eval.backends.langfuse.errors import (
     _install_sdk_filter,
-    _one_line,
     _translating,
     api_errors,
 )
-from extraction_eval.errors import BackendError, UsageError
+from extraction_eval.errors import BackendError, UsageError, one_line
 from extraction_eval.prompts.template import (
     PROMPT_NAME,
     PromptTemplate,
@@ -123,8 +122,8 @@ def _fetch_failure(exc: BaseException) -> str:
     if isinstance(exc, ApiError):
         return f"HTTP {exc.status_code}"
     if isinstance(exc, httpx.TransportError):
-        return f"unreachable: {_one_line(exc) or type(exc).__name__}"
-    return _one_line(exc) or type(exc).__name__
+        return f"unreachable: {one_line(exc)}"
+    return one_line(exc)
 
 
 def push_prompt(

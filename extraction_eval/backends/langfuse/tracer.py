@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from extraction_eval.backends.langfuse.errors import _one_line
+from extraction_eval.errors import one_line
 from extraction_eval.llm.tracing import GenerationHandle
 from extraction_eval.prompts.template import PromptTemplate
 
@@ -85,7 +85,5 @@ class LangfuseTracer:
                 yield handle
             except BaseException as exc:
                 if not handle.level_set:
-                    observation.update(
-                        level="ERROR", status_message=_one_line(exc) or type(exc).__name__
-                    )
+                    observation.update(level="ERROR", status_message=one_line(exc))
                 raise

@@ -1,0 +1,212 @@
+"""The gold JSONL format (../shared/data, uploads, exports, ``score --gold``): read and write it.
+
+One document per line::
+
+    {"id": "...", "text": "...", "entities": [...], "relationships": [...],
+     "schema": {"entity_types": [...], "relationship_types": [...]},   # optional
+     "metadata": {...}}                                                 # or "meta"
+
+Lines are normalised here, once (normalise at the edge), so evaluators and backends only see
+the pydantic types: numeric ids become strings, a list of evidence passages (Re-DocRED) becomes
+one elided quote, attribute values become strings. Unknown keys are ignored (``head``/``tail``
+indices, Re-DocRED ``mentions``); relationships reference entities by name, and names may
+repeat within a document. A malformed line is one warning (see ``lines``) and the rest of the
+file still loads: one typo must not cost a 1,000-item upload or a scoring run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from extraction_eval.datasets.lines import Line, parse, read
+from extraction_eval.types import DatasetItem, Extraction, Schema
+
+__all__ = [
+    "EVIDENCE_JOINER",
+    "GoldRecord",
+    "extraction_payload",
+    "item_to_json",
+    "parse_extraction",
+    "parse_lines",
+    "read_gold",
+    "read_items",
+    "write_items",
+]
+
+# Separator used when a list of evidence passages (e.g. Re-DocRED sentences) becomes one quote;
+# grounding treats "…" as an elision, so each passage is looked up on its own.
+EVIDENCE_JOINER = " … "
+
+
+# --- normalising one object (gold line, prediction line, dataset item) -----------------------
+
+
+def _evidence(value: Any) -> Any:
+    """A list of passages (strings or {"text": ...}) becomes one elided quote."""
+    if isinstance(value, dict) and "text" in value:
+        value = value["text"]
+    if isinstance(value, list):
+        parts = [p.get("text") if isinstance(p, dict) else p for p in value]
+        texts = [p for p in parts if isinstance(p, str) and p.strip()]
+        return EVIDENCE_JOINER.join(texts) if texts else None
+    return value
+
+
+def _attributes(value: Any) -> Any:
+    """Scalar attribute values become strings (JSON spelling); nulls are dropped."""
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if v is None:
+            continue
+        out[str(k)] = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    return out
+
+
+def _clean_objects(raw: list[Any]) -> list[Any]:
+    out = []
+    for obj in raw:
+        if isinstance(obj, dict):
+            obj = dict(obj)
+            if "evidence" in obj:
+                obj["evidence"] = _evidence(obj["evidence"])
+            if "attributes" in obj:
+                obj["attributes"] = _attributes(obj["attributes"])
+        out.append(obj)
+    return out
+
+
+def parse_extraction(obj: dict[str, Any]) -> Extraction:
+    """The entities/relationships of a JSON object (gold or prediction) as an Extraction.
+
+    Raises ``ValueError`` (a pydantic ``ValidationError`` for a bad entity or relationship)."""
+    lists: dict[str, list[Any]] = {}
+    for key in ("entities", "relationships"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, list):
+            raise ValueError(f'"{key}" must be a list')
+        lists[key] = _clean_objects(value or [])
+    return Extraction.model_validate(lists)
+
+
+def _text(obj: dict[str, Any]) -> str:
+    text = obj.get("text")
+    if not isinstance(text, str):
+        raise ValueError('missing or non-string "text"')
+    return text
+
+
+# --- gold files for `score` -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GoldRecord:
+    id: str
+    text: str
+    extraction: Extraction
+    line: int
+    schema: Schema | None = None  # its attribute declarations are checked against predictions
+
+
+def _gold_record(line: Line) -> GoldRecord:
+    text = _text(line.obj)
+    extraction = parse_extraction(line.obj)
+    raw_schema = line.obj.get("schema")  # a non-object schema is ignored when scoring
+    schema = Schema.model_validate(raw_schema) if isinstance(raw_schema, dict) else None
+    return GoldRecord(line.id, text, extraction, line.number, schema)
+
+
+def read_gold(path: Path) -> tuple[list[GoldRecord], list[str]]:
+    """Gold items ``{"id", "text", "entities", "relationships"}`` (extra keys ignored)."""
+    got = read(path, _gold_record)
+    return got.records, got.warnings
+
+
+# --- dataset items (upload, export, the bundled datasets) -------------------------------------
+
+
+def _dataset_item(line: Line) -> DatasetItem:
+    obj = line.obj
+    text = _text(obj)
+    # the same normalisation as `score` reads gold with, so an uploaded dataset scores
+    # exactly like the file it came from (evidence lists, attribute values)
+    expected = parse_extraction(obj)
+    metadata = obj.get("metadata", obj.get("meta"))
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValueError('"metadata" must be an object')
+    raw_schema = obj.get("schema")
+    if raw_schema is not None and not isinstance(raw_schema, dict):
+        raise ValueError('"schema" must be an object with entity_types / relationship_types')
+    data: dict[str, Any] = {
+        "id": line.id,
+        "text": text,
+        "schema": None if raw_schema is None else Schema.model_validate(raw_schema),
+        "expected": expected,
+        "metadata": metadata or {},
+    }
+    for key in ("source_trace_id", "source_observation_id", "status"):
+        if obj.get(key) is not None:
+            data[key] = obj[key]
+    return DatasetItem.model_validate(data)
+
+
+def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
+    """Items of a JSONL file and one warning per skipped line. A missing file is a UsageError."""
+    got = read(path, _dataset_item)
+    return got.records, got.warnings
+
+
+def parse_lines(
+    lines: Iterable[bytes | str], source: str = "<input>"
+) -> tuple[list[DatasetItem], list[str]]:
+    """Parse JSONL lines (bytes or text); blank lines are skipped, duplicate ids keep the first.
+    ``source`` names the lines in warnings (``read_items`` passes the file name)."""
+    got = parse(lines, source, _dataset_item)
+    return got.records, got.warnings
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def extraction_payload(extraction: Extraction) -> dict[str, Any]:
+    """An extraction as compact JSON: absent offsets/evidence/attributes are left out.
+
+    The one spelling of an extraction on disk: JSONL exports and the backends' stored payloads."""
+    return {
+        "entities": [_compact(e.model_dump(mode="json")) for e in extraction.entities],
+        "relationships": [_compact(r.model_dump(mode="json")) for r in extraction.relationships],
+    }
+
+
+def _compact(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None and v != {}}
+
+
+def item_to_json(item: DatasetItem) -> dict[str, Any]:
+    """The JSONL object for one item; optional keys only when they carry something."""
+    obj: dict[str, Any] = {"id": item.id, "text": item.text, **extraction_payload(item.expected)}
+    if item.schema_ is not None:
+        obj["schema"] = item.schema_.model_dump(mode="json")
+    if item.metadata:
+        obj["metadata"] = item.metadata
+    if item.source_trace_id is not None:
+        obj["source_trace_id"] = item.source_trace_id
+    if item.source_observation_id is not None:
+        obj["source_observation_id"] = item.source_observation_id
+    if item.status != "ACTIVE":
+        obj["status"] = item.status
+    return obj
+
+
+def write_items(items: Sequence[DatasetItem] | Iterable[DatasetItem], fp: TextIO) -> int:
+    """Write one sorted-key JSON line per item (byte-stable: same items, same bytes)."""
+    n = 0
+    for item in items:
+        fp.write(json.dumps(item_to_json(item), sort_keys=True, ensure_ascii=False) + "\n")
+        n += 1
+    return n

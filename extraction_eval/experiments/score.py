@@ -1,0 +1,89 @@
+"""Gold and prediction files in, scores out: ``extraction-eval score`` as a Python call.
+
+The files are read by ``datasets`` (one line reader, one warning format); this module only
+pairs predictions with gold and hands them to the pure evaluators. A bad line never stops a
+run: it is a warning and the other lines are scored. Only input that cannot be scored at all
+raises :class:`~extraction_eval.errors.UsageError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from extraction_eval.datasets.gold import read_gold
+from extraction_eval.datasets.predictions import read_predictions
+from extraction_eval.errors import UsageError
+from extraction_eval.evaluators import (
+    ContextIndex,
+    ItemScore,
+    ScoringConfig,
+    aggregate,
+    score_item,
+)
+
+__all__ = ["ScoredFiles", "score_files"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredFiles:
+    """What ``score_files`` returns: the JSON report and the per-item scores behind it."""
+
+    report: dict[str, Any]
+    items: list[ItemScore]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _id_list(ids: list[str], limit: int = 20) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def score_files(
+    gold_path: str | Path, predictions_path: str | Path, config: ScoringConfig
+) -> ScoredFiles:
+    """Score a predictions file against a gold file.
+
+    A gold id without a prediction line is scored as a failed item (never a pass) and reported; a
+    prediction id not in gold is reported and ignored. Raises UsageError only when nothing
+    can be scored: unreadable file, no usable gold line, or predictions that are all broken
+    or that share no id with gold.
+    """
+    gold_path, predictions_path = Path(gold_path), Path(predictions_path)
+    gold, warnings = read_gold(gold_path)
+    if not gold:
+        first = f" (first problem: {warnings[0]})" if warnings else ""
+        raise UsageError(f"{gold_path}: no usable gold items{first}")
+    preds, pred_warnings, n_lines = read_predictions(predictions_path)
+    warnings += pred_warnings
+    if n_lines and not preds:
+        raise UsageError(
+            f"{predictions_path}: no usable prediction lines (first problem: {pred_warnings[0]})"
+        )
+    gold_ids = {g.id for g in gold}
+    unknown = sorted(set(preds) - gold_ids)
+    if preds and len(unknown) == len(preds):
+        raise UsageError(
+            f"{predictions_path}: no prediction id matches a gold id in {gold_path.name}"
+            f" (e.g. {unknown[0]!r})"
+        )
+    if unknown:
+        warnings.append(
+            f"{len(unknown)} prediction id(s) not in gold, ignored: {_id_list(unknown)}"
+        )
+    context = ContextIndex({g.id: g.text for g in gold})
+    items = [
+        score_item(
+            item_id=g.id,
+            text=g.text,
+            gold=g.extraction,
+            pred=preds.get(g.id),
+            config=config,
+            context_texts=context,
+            schema=g.schema,
+        )
+        for g in gold
+    ]
+    report = aggregate(items, config, warnings=warnings)
+    return ScoredFiles(report=report, items=items, warnings=list(report["warnings"]))
