@@ -28,6 +28,25 @@ def resample_weights(n_items: int, resamples: int, rng: np.random.Generator) -> 
     return counts.reshape(resamples, n_items).astype(np.float64)
 
 
+def resampled_sums(matrix: NDArray[np.int64], *, resamples: int, seed: int) -> NDArray[np.float64]:
+    """(resamples × columns) column sums of bootstrap resamples of ``matrix``'s rows.
+
+    Rows are put in a canonical order first, so the sums depend on the multiset of rows, not
+    on their order; resamples are drawn in chunks so memory stays bounded.
+    """
+    n_items = matrix.shape[0]
+    ordered = matrix[np.lexsort(matrix.T[::-1])].astype(np.float64)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CHUNK_CELLS // n_items)
+    sums: list[NDArray[np.float64]] = []
+    done = 0
+    while done < resamples:
+        size = min(chunk, resamples - done)
+        sums.append(resample_weights(n_items, size, rng) @ ordered)
+        done += size
+    return np.concatenate(sums, axis=0)
+
+
 def bootstrap_prf(
     counts: Mapping[str, NDArray[np.int64]],
     *,
@@ -54,17 +73,7 @@ def bootstrap_prf(
         raise ValueError(f"failed has shape {flags.shape}, expected ({n_items},)")
     # The failure flag rides along as the last column (the last sort key), so rows keep it.
     matrix = np.concatenate([matrix, flags.reshape(n_items, 1)], axis=1)
-    matrix = matrix[np.lexsort(matrix.T[::-1])]
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_CELLS // n_items)
-    sums: list[NDArray[np.float64]] = []
-    done = 0
-    while done < resamples:
-        size = min(chunk, resamples - done)
-        weights = resample_weights(n_items, size, rng)
-        sums.append(weights @ matrix.astype(np.float64))
-        done += size
-    total = np.concatenate(sums, axis=0)
+    total = resampled_sums(matrix, resamples=resamples, seed=seed)
     failed_drawn = total[:, -1] > 0
     alpha = (1.0 - confidence) / 2.0
     qs = [alpha, 1.0 - alpha]
@@ -102,16 +111,7 @@ def bootstrap_ratios(
     n_items = matrix.shape[0]
     if n_items == 0:
         return None
-    matrix = matrix[np.lexsort(matrix.T[::-1])]
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_CELLS // n_items)
-    sums: list[NDArray[np.float64]] = []
-    done = 0
-    while done < resamples:
-        size = min(chunk, resamples - done)
-        sums.append(resample_weights(n_items, size, rng) @ matrix.astype(np.float64))
-        done += size
-    total = np.concatenate(sums, axis=0)
+    total = resampled_sums(matrix, resamples=resamples, seed=seed)
     alpha = (1.0 - confidence) / 2.0
     out: dict[str, list[float] | None] = {}
     for g, name in enumerate(names):
