@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, one_line
@@ -39,6 +39,14 @@ class NoProgress:
 
     def advance(self, result: ItemResult) -> None:
         return None
+
+
+class Recorded(NamedTuple):
+    """What the run keeps of an item it recorded: enough for the read-back, and small (a
+    whole result per item kept in memory slows the run through the garbage collector)."""
+
+    trace_id: str | None
+    score_names: tuple[str, ...]
 
 
 class ScoreSink(Protocol):
@@ -91,9 +99,9 @@ class Driver:
         self.store = store
         self.progress = progress or NoProgress()
         self.scores: ScoreSink = scores or MirrorOnly()
-        # this invocation: item id -> its result (with its trace id, if any)
-        self.recorded: dict[str, ItemResult] = {}
+        self.recorded: dict[str, Recorded] = {}  # this invocation's items, by id
         self.write_errors: list[str] = []
+        self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: tuple[list[ItemResult], RunSummary] | None = None
 
@@ -114,7 +122,10 @@ class Driver:
             self.store.record_result(self.prep.run.id, result)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
-        self.recorded[result.item_id] = result
+        names = tuple(sorted({s.name for s in result.scores}))
+        self.recorded[result.item_id] = Recorded(
+            result.trace_id, self._names.setdefault(names, names)
+        )
         self.progress.advance(result)
         self.scores.post_item(result)
 

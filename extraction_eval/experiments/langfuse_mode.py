@@ -28,7 +28,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,7 @@ from extraction_eval.backends.langfuse import (
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.driver import Driver, ProgressHook
+from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded
 from extraction_eval.experiments.prepare import PreparedRun, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
@@ -367,14 +367,14 @@ class LangfuseScores:
 def _verify(
     lf: Langfuse,
     experiment_id: str | None,
-    recorded: Mapping[str, ItemResult],
+    recorded: Mapping[str, Recorded],
     outcome: RunOutcome,
     since: datetime,
     timeout_s: float,
 ) -> None:
     run_names = [s.name for s in outcome.summary.run_scores] if experiment_id else []
-    traces = {r.trace_id: r for r in recorded.values() if r.trace_id}
-    untraced = [r.item_id for r in recorded.values() if not r.trace_id]
+    traces = {r.trace_id: r.score_names for r in recorded.values() if r.trace_id}
+    untraced = [item_id for item_id, r in recorded.items() if not r.trace_id]
     report = verify_run(
         lf,
         traces=traces,
@@ -423,21 +423,21 @@ def missing_summary(report: VerifyReport, *, run_scores: int, untraced: int = 0)
 def verify_run(
     lf: Langfuse,
     *,
-    traces: Mapping[str, ItemResult],
+    traces: Mapping[str, Collection[str]],
     experiment_id: str | None,
     run_score_names: Sequence[str],
     since: datetime | None,
     timeout_s: float,
 ) -> VerifyReport:
-    """``read_back`` for one run: each trace must carry the scores its own result has (they
-    differ between items, e.g. ``zero_fp_pass`` only where the gold is empty), plus the
-    run-level scores on the experiment; one deadline for everything."""
+    """``read_back`` for one run: each trace (``traces``: trace id -> its result's score
+    names) must carry the scores its own result has (they differ between items, e.g.
+    ``zero_fp_pass`` only where the gold is empty), plus the run-level scores on the
+    experiment; one deadline for everything."""
     deadline = time.monotonic() + timeout_s
     poll_s = _poll_interval(timeout_s)
     groups: dict[tuple[str, ...], list[str]] = {}
-    for trace_id, result in traces.items():
-        names = tuple(sorted({s.name for s in result.scores}))
-        groups.setdefault(names, []).append(trace_id)
+    for trace_id, score_names in traces.items():
+        groups.setdefault(tuple(sorted(set(score_names))), []).append(trace_id)
     if not groups:
         groups[()] = []
     reports: list[VerifyReport] = []
