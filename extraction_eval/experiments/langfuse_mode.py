@@ -260,14 +260,14 @@ def _run(
     started = datetime.now(UTC) - timedelta(seconds=1)
     with driver.running():
         if prep.todo:
-            _schedule(lf, driver, dataset)
+            _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)
     if config.verify:
         _verify(lf, scores.experiment_id, driver.recorded, outcome, started, verify_timeout)
     return outcome
 
 
-def _schedule(lf: Langfuse, driver: Driver, dataset: RunDataset) -> None:
+def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: RunDataset) -> None:
     """The driver's items through the SDK's ``run_experiment``: the scheduler of this mode.
 
     The SDK forces this shape, and only here: it creates the linked item traces only around a
@@ -278,8 +278,6 @@ def _schedule(lf: Langfuse, driver: Driver, dataset: RunDataset) -> None:
     task is how the SDK marks the item's trace ERROR.
     """
     prep = driver.prep
-    scores = driver.scores
-    assert isinstance(scores, LangfuseScores)
     by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
 
     async def task(*, item: Any, **_: Any) -> Any:
