@@ -1,15 +1,17 @@
-"""LangFuse mode: the same ``ItemRunner`` driven by the SDK's ``run_experiment``.
+"""LangFuse mode: the shared driver with a LangFuse dataset, prompt, tracer and score sink.
 
 What the SDK does, it does: it links every item's trace to its dataset item and to the
-experiment (OTel span attributes), derives the experiment id from the run name, runs items
-concurrently, posts item scores returned by evaluators, and builds the experiment URL.
+experiment (OTel span attributes), derives the experiment id from the run name, batches the
+scores we queue, and builds the experiment URL. Its ``run_experiment`` is the only public way
+to get those linked item traces, so in this mode it is the driver's scheduler (see
+``_schedule``: the one place its shape is accommodated).
 
 What it does not do, we add:
 
-- **Failed items.** The SDK drops an item whose task raises from its result and runs no
-  evaluator on it. Our task records every result in the local mirror *first*, posts a failed
-  item's scores (``extraction_error`` = 1 with the message as comment) on its trace itself,
-  then re-raises so the SDK marks the item's run and task observations level ERROR.
+- **Every item's scores**, ok or failed, posted by our score sink (``LangfuseScores``) on the
+  item's trace and task observation as the item finishes, exactly what the mirror records.
+  (The SDK runs no evaluator for a task that raises; a failed item's task still raises so the
+  SDK marks its run and task observations level ERROR.)
 - **Run-level scores over every item** (micro P/R/F1, CIs, ``error_count``, ...) from the
   mirror, on the experiment (``dataset_run_id`` = experiment id), with deterministic score ids
   so a resumed run overwrites them instead of adding a second set.
@@ -18,20 +20,15 @@ What it does not do, we add:
 - **Read-back.** The SDK only logs export failures; after the run we poll LangFuse (bounded by
   ``EXTRACTION_EVAL_VERIFY_TIMEOUT`` seconds) for every trace and score of this invocation and
   raise ``VerificationError`` naming what is missing (``--no-verify`` skips it).
-
-Successful items hand their scores to the SDK through an item evaluator: the task parks its
-result under the item's trace id and the evaluator (same trace, same asyncio task) takes it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +38,6 @@ from extraction_eval.backends.langfuse import (
     LangfuseTracer,
     RunDataset,
     VerifyReport,
-    as_evaluation,
     close_client,
     connect,
     fetch_prompt,
@@ -52,16 +48,12 @@ from extraction_eval.backends.langfuse import (
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.run import (
-    PreparedRun,
-    ProgressHook,
-    _NoProgress,
-    discard_if_empty,
-    prepare,
-)
-from extraction_eval.experiments.runner import RunOutcome, finalize
+from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded
+from extraction_eval.experiments.prepare import PreparedRun, prepare
+from extraction_eval.experiments.runner import RunOutcome
+from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
-from extraction_eval.types import DatasetItem, ItemResult
+from extraction_eval.types import ItemResult
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -70,6 +62,7 @@ __all__ = [
     "DEFAULT_VERIFY_TIMEOUT_S",
     "VERIFY_TIMEOUT_ENV",
     "ItemFailed",
+    "LangfuseScores",
     "VerificationError",
     "experiment_metadata",
     "missing_summary",
@@ -90,7 +83,8 @@ _PROBE_TRACE_ID = "0" * 32
 class ItemFailed(Exception):
     """Raised from the SDK task for a failed item so LangFuse marks its trace ERROR.
 
-    The item's row and scores are already recorded; the SDK only logs this and moves on."""
+    The item's row and scores are already recorded and posted; the SDK only logs this and
+    moves on."""
 
 
 class VerificationError(BackendError):
@@ -219,215 +213,126 @@ def run_langfuse(
     _install_log_filter()
     lf = connect()  # checks the keys and the server before anything is spent
     try:
-        return _LangfuseRun(lf, config, store, progress or _NoProgress(), timeout_s).run()
+        return _run(lf, config, store, progress, timeout_s)
     finally:
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
 
 
-class _LangfuseRun:
-    def __init__(
-        self,
-        lf: Langfuse,
-        config: RunConfig,
-        store: LocalStore,
-        progress: ProgressHook,
-        verify_timeout: float,
-    ) -> None:
+def _prompt(lf: Langfuse, config: RunConfig, warnings: list[str]) -> PromptTemplate:
+    pipeline = config.pipeline
+    if pipeline.prompt_label is None and pipeline.prompt_version is None:
+        return load_local_prompt()
+    return fetch_prompt(
+        lf,
+        pipeline.prompt_name,
+        label=pipeline.prompt_label,
+        version=pipeline.prompt_version,
+        warnings=warnings,
+    )
+
+
+def _run(
+    lf: Langfuse,
+    config: RunConfig,
+    store: LocalStore,
+    progress: ProgressHook | None,
+    verify_timeout: float,
+) -> RunOutcome:
+    dataset = LangfuseDatasetBackend(lf).load_for_run(
+        config.dataset, version=config.dataset_version
+    )
+    warnings: list[str] = []
+    prompt = _prompt(lf, config, warnings)
+    prep = prepare(
+        config,
+        store,
+        items=dataset.items,
+        dataset_version=dataset.version,
+        prompt=prompt,
+        tracer=LangfuseTracer(lf),
+        backend="langfuse",
+        extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+    )
+    prep.warnings.extend(warnings)
+    scores = LangfuseScores(lf, store, prep)
+    driver = Driver(prep, store, progress=progress, scores=scores)
+    # read-back window: a second of slack for clock rounding of span start times
+    started = datetime.now(UTC) - timedelta(seconds=1)
+    with driver.running():
+        if prep.todo:
+            _schedule(lf, driver, scores, dataset)
+    outcome = driver.outcome(experiment_url=scores.experiment_url)
+    if config.verify:
+        _verify(lf, scores.experiment_id, driver.recorded, outcome, started, verify_timeout)
+    return outcome
+
+
+def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: RunDataset) -> None:
+    """The driver's items through the SDK's ``run_experiment``: the scheduler of this mode.
+
+    The SDK forces this shape, and only here: it creates the linked item traces only around a
+    task it calls itself, on an event loop it creates (``asyncio.run``; so it must be called
+    with no loop running), all items at once behind a semaphore of ``max_concurrency``. The
+    task is the same two driver steps local mode's loop takes; a failed item's task raises
+    after them (its result and scores are recorded and posted already), because a raising
+    task is how the SDK marks the item's trace ERROR.
+    """
+    prep = driver.prep
+    by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
+
+    async def task(*, item: Any, **_: Any) -> Any:
+        result = await driver.run_item(by_raw_id[str(item.id)])
+        driver.record(result)
+        if not result.ok:
+            raise ItemFailed(result.error or "extraction failed")
+        return result.output.model_dump(mode="json") if result.output else None
+
+    extra: dict[str, Any] = {"_dataset_version": dataset.pinned} if dataset.pinned else {}
+    res = lf.run_experiment(
+        name=prep.run.name,
+        run_name=prep.run.name,
+        description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
+        f" ({prep.config.pipeline.model})",
+        data=[dataset.raw_by_id[i.id] for i in prep.todo],
+        task=task,
+        max_concurrency=prep.config.concurrency,
+        metadata=experiment_metadata(prep.run.config),
+        experiment_id=scores.experiment_id,
+        **extra,
+    )
+    scores.experiment_done(res.experiment_id, res.experiment_url)
+
+
+class LangfuseScores:
+    """The score sink of LangFuse mode: item scores on the item's trace and task observation
+    (queued; the SDK batches them), run-level scores on the experiment. Also keeps the
+    experiment id and URL in the mirror, so a resumed run writes into the same experiment."""
+
+    def __init__(self, lf: Langfuse, store: LocalStore, prep: PreparedRun) -> None:
         self.lf = lf
-        self.config = config
         self.store = store
-        self.progress = progress
-        self.verify_timeout = verify_timeout
-        # this invocation: item id -> result (with its trace id) as recorded in the mirror
-        self.recorded: dict[str, ItemResult] = {}
-        self.mirror_errors: list[str] = []
-        self.experiment_id: str | None = None
-        self._parked: dict[str, ItemResult] = {}  # trace id -> result, task -> evaluator
-        self._sized_loop: asyncio.AbstractEventLoop | None = None
-        self._trace_url_prefix: str | None = None
+        self.prep = prep
+        self.experiment_id: str | None = prep.run.experiment_id
+        self.experiment_url: str | None = prep.run.config.get("langfuse_experiment_url")
+        self._trace_url_prefix = _trace_url_prefix(lf) if prep.todo else None
+        self._stored_experiment_id = prep.run.experiment_id
 
-    # before spending -------------------------------------------------------------------------
+    def bind(self, result: ItemResult) -> ItemResult:
+        trace_id = self.lf.get_current_trace_id()
+        if self.experiment_id is None:
+            self.experiment_id = _current_experiment_id()
+            # known from the first finished item: an interrupted run keeps it too
+            self._store_experiment()
+        prefix = self._trace_url_prefix
+        trace_url = f"{prefix}{trace_id}" if prefix and trace_id else None
+        return result.model_copy(update={"trace_id": trace_id, "trace_url": trace_url})
 
-    def _load_dataset(self) -> RunDataset:
-        return LangfuseDatasetBackend(self.lf).load_for_run(
-            self.config.dataset, version=self.config.dataset_version
-        )
+    def post_item(self, result: ItemResult) -> None:
+        observation_id = self.lf.get_current_observation_id()  # the SDK's task span
+        for score in result.scores:
+            post_score(self.lf, score, trace_id=result.trace_id, observation_id=observation_id)
 
-    def _prompt(self, warnings: list[str]) -> PromptTemplate:
-        pipeline = self.config.pipeline
-        if pipeline.prompt_label is None and pipeline.prompt_version is None:
-            return load_local_prompt()
-        return fetch_prompt(
-            self.lf,
-            pipeline.prompt_name,
-            label=pipeline.prompt_label,
-            version=pipeline.prompt_version,
-            warnings=warnings,
-        )
-
-    # the SDK's callbacks ---------------------------------------------------------------------
-
-    def _make_task(self, prep: PreparedRun, by_raw_id: Mapping[str, DatasetItem]) -> Any:
-        lf, store, run_id = self.lf, self.store, prep.run.id
-
-        async def task(*, item: Any, **_: Any) -> Any:
-            self._size_thread_pool()
-            ours = by_raw_id[str(item.id)]
-            result = await prep.runner.run_item(ours)
-            trace_id = lf.get_current_trace_id()
-            observation_id = lf.get_current_observation_id()  # the SDK's task span
-            if self.experiment_id is None:
-                self.experiment_id = _current_experiment_id()
-                if self.experiment_id and self.experiment_id != prep.run.experiment_id:
-                    # known from the first finished item: an interrupted run keeps it too
-                    store.update_run(run_id, experiment_id=self.experiment_id)
-            prefix = self._trace_url_prefix
-            trace_url = f"{prefix}{trace_id}" if prefix and trace_id else None
-            result = result.model_copy(update={"trace_id": trace_id, "trace_url": trace_url})
-            try:  # the mirror first: never lose an item (in a thread: SQLite blocks)
-                await asyncio.shield(asyncio.to_thread(store.record_result, run_id, result))
-            except asyncio.CancelledError:
-                # Ctrl-C during the write: the row still lands (the loop waits for its
-                # thread) and no evaluator will run, so score the trace here to match it.
-                for score in result.scores:
-                    post_score(lf, score, trace_id=trace_id, observation_id=observation_id)
-                raise
-            except Exception as exc:  # reported after the run; LangFuse still gets the item
-                self.mirror_errors.append(f"{ours.id}: {exc}")
-            self.recorded[ours.id] = result
-            self.progress.advance(result)
-            if not result.ok:
-                # No evaluator runs for a failed task: score its trace here, then raise so
-                # the SDK marks the run and task observations ERROR (LangFuse's error count).
-                for score in result.scores:
-                    post_score(lf, score, trace_id=trace_id, observation_id=observation_id)
-                raise ItemFailed(result.error or "extraction failed")
-            if trace_id:
-                self._parked[trace_id] = result
-            return result.output.model_dump(mode="json") if result.output else None
-
-        return task
-
-    def _size_thread_pool(self) -> None:
-        """Give the SDK's event loop a thread pool as wide as ``--concurrency``.
-
-        Sync pipelines run in ``asyncio.to_thread``, i.e. the loop's default executor, which
-        has min(32, CPUs + 4) workers: on a 2-CPU machine at most 6 sync calls would overlap
-        whatever ``--concurrency`` says. The loop is created inside ``run_experiment``, so
-        this runs in the first task (before any of our thread work) and once per loop.
-        """
-        loop = asyncio.get_running_loop()
-        if self._sized_loop is loop:
-            return
-        self._sized_loop = loop
-        workers = self.config.concurrency + 4  # + the mirror writes and the SDK's own calls
-        if workers > min(32, (os.cpu_count() or 1) + 4):
-            loop.set_default_executor(
-                ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extraction-eval")
-            )
-
-    def _make_evaluator(self) -> Any:
-        lf, parked = self.lf, self._parked
-
-        def extraction_eval_scores(**_: Any) -> list[Any]:
-            """Item evaluator: the scores of the result its task parked under this trace."""
-            trace_id = lf.get_current_trace_id()
-            result = parked.pop(trace_id, None) if trace_id else None
-            return [as_evaluation(s) for s in result.scores] if result else []
-
-        return extraction_eval_scores
-
-    # the run ---------------------------------------------------------------------------------
-
-    def run(self) -> RunOutcome:
-        config = self.config
-        dataset = self._load_dataset()
-        warnings: list[str] = []
-        prompt = self._prompt(warnings)
-        prep = prepare(
-            config,
-            self.store,
-            items=dataset.items,
-            dataset_version=dataset.version,
-            prompt=prompt,
-            tracer=LangfuseTracer(self.lf),
-            backend="langfuse",
-            extra_record={"langfuse_dataset_id": dataset.langfuse_id},
-        )
-        prep.warnings.extend(warnings)
-        self.experiment_id = prep.run.experiment_id
-        self._trace_url_prefix = _trace_url_prefix(self.lf) if prep.todo else None
-        by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
-        data = [dataset.raw_by_id[i.id] for i in prep.todo]
-        # read-back window: a second of slack for clock rounding of span start times
-        started = datetime.now(UTC) - timedelta(seconds=1)
-        self.progress.start(total=len(prep.items), done=len(prep.items) - len(prep.todo))
-
-        experiment_url = prep.run.config.get("langfuse_experiment_url")
-        status = "interrupted"
-        try:
-            if data:
-                extra: dict[str, Any] = (
-                    {"_dataset_version": dataset.pinned} if dataset.pinned else {}
-                )
-                res = self.lf.run_experiment(
-                    name=prep.run.name,
-                    run_name=prep.run.name,
-                    description=f"extraction-eval run {prep.run.name!r} on {config.dataset!r}"
-                    f" ({config.pipeline.model})",
-                    data=data,
-                    task=self._make_task(prep, by_raw_id),
-                    evaluators=[self._make_evaluator()],
-                    max_concurrency=config.concurrency,
-                    metadata=experiment_metadata(prep.run.config),
-                    experiment_id=self.experiment_id,
-                    **extra,
-                )
-                self.experiment_id = res.experiment_id or self.experiment_id
-                experiment_url = res.experiment_url or experiment_url
-            status = "finished"
-        finally:
-            # died before its first item (the exception goes on): the run is deleted
-            discarded = status != "finished" and discard_if_empty(self.store, prep)
-            if not discarded:
-                results, summary = self._close_run(prep, status, experiment_url)
-
-        lost = [i.id for i in prep.todo if i.id not in self.recorded]
-        if lost:  # cannot happen unless the SDK dropped a task before it ran: say so
-            prep.warnings.append(
-                f"{len(lost)} items produced no result in this run ({', '.join(lost[:5])});"
-                " run again with --resume"
-            )
-        if self.mirror_errors:
-            raise BackendError(
-                f"{len(self.mirror_errors)} results could not be written to the local store"
-                f" (first: {self.mirror_errors[0]})"
-            )
-        run = self.store.get_run(prep.run.name, prep.run.dataset) or prep.run
-        outcome = RunOutcome(
-            run=run,
-            results=results,
-            summary=summary,
-            ran=len(prep.todo),
-            warnings=prep.warnings,
-            experiment_url=experiment_url,
-        )
-        if config.verify:
-            self._verify(outcome, started)
-        return outcome
-
-    def _close_run(
-        self, prep: PreparedRun, status: str, experiment_url: str | None
-    ) -> tuple[list[ItemResult], Any]:
-        """Mirror and LangFuse both get the final state: finished, or interrupted (Ctrl-C)."""
-        if self.experiment_id and self.experiment_id != prep.run.experiment_id:
-            self.store.update_run(prep.run.id, experiment_id=self.experiment_id)
-        if experiment_url and experiment_url != prep.run.config.get("langfuse_experiment_url"):
-            self.store.update_run(
-                prep.run.id,
-                config={**prep.run.config, "langfuse_experiment_url": experiment_url},
-            )
-        results, summary = finalize(self.store, prep.run, prep.items, prep.runner, status=status)
+    def post_run(self, summary: RunSummary) -> None:
         if self.experiment_id:
             for score in summary.run_scores:
                 post_score(
@@ -437,33 +342,56 @@ class _LangfuseRun:
                     score_id=run_score_id(self.experiment_id, score.name),
                 )
         else:
-            log.warning("no LangFuse experiment id for run %r: run scores not sent", prep.run.name)
-        self.lf.flush()
-        return results, summary
-
-    def _verify(self, outcome: RunOutcome, since: datetime) -> None:
-        run_names = [s.name for s in outcome.summary.run_scores] if self.experiment_id else []
-        traces = {r.trace_id: r for r in self.recorded.values() if r.trace_id}
-        untraced = [r.item_id for r in self.recorded.values() if not r.trace_id]
-        report = verify_run(
-            self.lf,
-            traces=traces,
-            experiment_id=self.experiment_id,
-            run_score_names=run_names,
-            since=since,
-            timeout_s=self.verify_timeout,
-        )
-        if untraced or not report.ok:
-            run = outcome.run
-            missing = missing_summary(report, run_scores=len(run_names), untraced=len(untraced))
-            raise VerificationError(
-                f"LangFuse is missing data from run {run.name!r}"
-                f" (experiment {self.experiment_id}): {missing};"
-                f" every result is in the local store (runs show {run.name})",
-                outcome=outcome,
-                report=report,
+            log.warning(
+                "no LangFuse experiment id for run %r: run scores not sent", self.prep.run.name
             )
-        log.info("%s", report.lines()[0])
+        self.lf.flush()
+
+    def experiment_done(self, experiment_id: str | None, url: str | None) -> None:
+        """What ``run_experiment`` returned, into the mirror before the run is finalized."""
+        self.experiment_id = experiment_id or self.experiment_id
+        self._store_experiment()
+        run = self.prep.run
+        if url and url != run.config.get("langfuse_experiment_url"):
+            self.store.update_run(run.id, config={**run.config, "langfuse_experiment_url": url})
+        self.experiment_url = url or self.experiment_url
+
+    def _store_experiment(self) -> None:
+        if self.experiment_id and self.experiment_id != self._stored_experiment_id:
+            self.store.update_run(self.prep.run.id, experiment_id=self.experiment_id)
+            self._stored_experiment_id = self.experiment_id
+
+
+def _verify(
+    lf: Langfuse,
+    experiment_id: str | None,
+    recorded: Mapping[str, Recorded],
+    outcome: RunOutcome,
+    since: datetime,
+    timeout_s: float,
+) -> None:
+    run_names = [s.name for s in outcome.summary.run_scores] if experiment_id else []
+    traces = {r.trace_id: r.score_names for r in recorded.values() if r.trace_id}
+    untraced = [item_id for item_id, r in recorded.items() if not r.trace_id]
+    report = verify_run(
+        lf,
+        traces=traces,
+        experiment_id=experiment_id,
+        run_score_names=run_names,
+        since=since,
+        timeout_s=timeout_s,
+    )
+    if untraced or not report.ok:
+        run = outcome.run
+        missing = missing_summary(report, run_scores=len(run_names), untraced=len(untraced))
+        raise VerificationError(
+            f"LangFuse is missing data from run {run.name!r}"
+            f" (experiment {experiment_id}): {missing};"
+            f" every result is in the local store (runs show {run.name})",
+            outcome=outcome,
+            report=report,
+        )
+    log.info("%s", report.lines()[0])
 
 
 def missing_summary(report: VerifyReport, *, run_scores: int, untraced: int = 0) -> str:
@@ -493,21 +421,21 @@ def missing_summary(report: VerifyReport, *, run_scores: int, untraced: int = 0)
 def verify_run(
     lf: Langfuse,
     *,
-    traces: Mapping[str, ItemResult],
+    traces: Mapping[str, Collection[str]],
     experiment_id: str | None,
     run_score_names: Sequence[str],
     since: datetime | None,
     timeout_s: float,
 ) -> VerifyReport:
-    """``read_back`` for one run: each trace must carry the scores its own result has (they
-    differ between items, e.g. ``zero_fp_pass`` only where the gold is empty), plus the
-    run-level scores on the experiment; one deadline for everything."""
+    """``read_back`` for one run: each trace (``traces``: trace id -> its result's score
+    names) must carry the scores its own result has (they differ between items, e.g.
+    ``zero_fp_pass`` only where the gold is empty), plus the run-level scores on the
+    experiment; one deadline for everything."""
     deadline = time.monotonic() + timeout_s
     poll_s = _poll_interval(timeout_s)
     groups: dict[tuple[str, ...], list[str]] = {}
-    for trace_id, result in traces.items():
-        names = tuple(sorted({s.name for s in result.scores}))
-        groups.setdefault(names, []).append(trace_id)
+    for trace_id, score_names in traces.items():
+        groups.setdefault(tuple(sorted(set(score_names))), []).append(trace_id)
     if not groups:
         groups[()] = []
     reports: list[VerifyReport] = []

@@ -1,8 +1,8 @@
 """The experiment runner: every item through the pipeline, scored, and persisted as it finishes.
 
-Local mode and LangFuse mode share ``ItemRunner.run_item`` (pipeline call + error capture +
-scoring) and the ``LocalStore`` mirror; they differ only in who drives the loop (our bounded
-asyncio loop here, the SDK's ``run_experiment`` in LangFuse mode).
+``ItemRunner.run_item`` (pipeline call + error capture + scoring) is what the shared driver
+(``driver.py``) runs for every item in both modes; ``run_bounded`` is local mode's scheduler;
+``finalize`` re-scores the stored results into the run summary.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.errors import ProviderError, SchemaFailure
+from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
 from extraction_eval.experiments.summary import RunSummary, summarize
 from extraction_eval.pipeline.base import Pipeline
@@ -42,12 +42,6 @@ def _error_kind(exc: BaseException) -> str:
     return "pipeline"
 
 
-def _one_line(exc: BaseException) -> str:
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    name = type(exc).__name__
-    return f"{name}: {msg}" if msg else name
-
-
 @dataclass
 class ItemRunner:
     """Runs one item end to end and never raises for the item's own failures."""
@@ -65,7 +59,7 @@ class ItemRunner:
             raise
         except Exception as exc:  # every failure becomes a row, whatever raised it
             latency = (time.perf_counter() - started) * 1000
-            message = _one_line(exc)
+            message = one_line(exc, with_type=True)
             scored = self.score(item, None)
             tags = taxonomy_tags(scored)
             spent = getattr(exc, "usage", None)  # a schema failure's answer was paid for

@@ -15,7 +15,7 @@ import pytest
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import main, run_experiment_main, seed_from_trace_main
-from extraction_eval.experiments import run as run_module
+from extraction_eval.experiments import local_mode as run_module
 
 PIPE = "tests.support.pipelines:first_entity"
 BOX = ("╭", "│", "╰", "Traceback")

@@ -393,6 +393,34 @@ def test_failing_items_are_scored_marked_error_counted_and_mirrored(
     assert not [r for r in caplog.records if r.name == "langfuse" and "failed" in r.getMessage()]
 
 
+def test_every_items_scores_come_from_the_score_sink_once_with_no_evaluator_span(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, items: list[DatasetItem]
+) -> None:
+    """Ok and failed items alike: the scores the mirror has, each posted once on the task
+    observation, and no stand-in evaluator in the trace (nothing parked for one)."""
+    upload(server, items[:3])
+    use_langfuse(server, monkeypatch, "sink")
+    monkeypatch.setenv("E2E_FAIL", items[1].id)
+    config = RunConfig(dataset=DATASET, name="sink", pipeline=PipelineConfig(pipeline=PIPE))
+    outcome = run_experiment(config)
+    experiment_id = outcome.run.experiment_id
+    roots = item_runs(server, experiment_id)
+    assert len(roots) == 3 and outcome.summary.errors == 1
+    in_traces = [s for s in server.spans if s["trace_id"] in roots]
+    assert {s["name"] for s in in_traces} == {"experiment-item-run", "experiment-item-task"}
+    for result in outcome.results:
+        task = span_in(server, str(result.trace_id), "experiment-item-task")
+        posted = [s for s in server.posted_scores if s.get("traceId") == result.trace_id]
+        sent = sorted((s["name"], str(s["value"]), s["dataType"], s.get("comment")) for s in posted)
+        local = sorted(
+            (s.name, str(float(s.value) if s.data_type != "CATEGORICAL" else s.value),
+             s.data_type, s.comment)
+            for s in result.scores
+        )  # fmt: skip
+        assert sent == local, result.item_id
+        assert {s["observationId"] for s in posted} == {task["span_id"]}
+
+
 # --- 5: verification ------------------------------------------------------------------------
 
 

@@ -47,6 +47,9 @@ LAYERS: dict[str, int] = {
     "extraction_eval.__main__": 5,
 }
 
+_EXP = "extraction_eval.experiments"
+_MODES = (f"{_EXP}.local_mode", f"{_EXP}.langfuse_mode", f"{_EXP}.run")
+
 # Same-layer imports are allowed, except these (importer prefix -> forbidden prefixes).
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "extraction_eval.evaluators": ("extraction_eval.llm", "extraction_eval.backends"),
@@ -58,6 +61,13 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "extraction_eval.backends",
         "extraction_eval.prompts",
     ),
+    # inside experiments: run (picks the mode) -> local_mode / langfuse_mode -> driver ->
+    # prepare -> runner; a mode never imports the other mode or the entry point
+    f"{_EXP}.driver": _MODES,
+    f"{_EXP}.prepare": (*_MODES, f"{_EXP}.driver"),
+    f"{_EXP}.runner": (*_MODES, f"{_EXP}.driver", f"{_EXP}.prepare"),
+    f"{_EXP}.local_mode": (f"{_EXP}.langfuse_mode", f"{_EXP}.run"),
+    f"{_EXP}.langfuse_mode": (f"{_EXP}.local_mode", f"{_EXP}.run"),
 }
 
 # Known violations still to fix, each with why it is there. The test fails when one of them is

@@ -74,7 +74,7 @@ def test_every_item_is_a_row_and_errors_are_scored() -> None:
     assert by_id["i0"].ok and _score(by_id["i0"], "extraction_error") is False
     assert by_id["i1"].error_kind == "schema" and by_id["i1"].raw_output == "oops"
     assert by_id["i2"].error_kind == "provider" and by_id["i2"].attempts == 4
-    assert by_id["i3"].error == "ValueError: boom"  # one line
+    assert by_id["i3"].error == "ValueError: boom second line"  # one line (errors.one_line)
     for i in ("i1", "i2", "i3"):
         err = {s.name: s for s in by_id[i].scores}["extraction_error"]
         assert err.value is True and err.data_type == "BOOLEAN" and err.comment == by_id[i].error

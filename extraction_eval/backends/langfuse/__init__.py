@@ -36,7 +36,7 @@ from extraction_eval.backends.langfuse.datasets import (
 from extraction_eval.backends.langfuse.errors import api_errors
 from extraction_eval.backends.langfuse.prompts import fetch_prompt, push_prompt
 from extraction_eval.backends.langfuse.readback import VerifyReport, read_back
-from extraction_eval.backends.langfuse.scores import as_evaluation, post_score, run_score_id
+from extraction_eval.backends.langfuse.scores import post_score, run_score_id
 from extraction_eval.backends.langfuse.tracer import LangfuseTracer
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "RunDataset",
     "VerifyReport",
     "api_errors",
-    "as_evaluation",
     "base_url_of",
     "check_auth",
     "close_client",

@@ -10,7 +10,7 @@ from extraction_eval.types import Score
 if TYPE_CHECKING:
     from langfuse import Langfuse
 
-__all__ = ["as_evaluation", "post_score", "run_score_id"]
+__all__ = ["post_score", "run_score_id"]
 
 
 def run_score_id(experiment_id: str, name: str) -> str:
@@ -19,15 +19,6 @@ def run_score_id(experiment_id: str, name: str) -> str:
     from langfuse import Langfuse
 
     return str(Langfuse.create_trace_id(seed=f"extraction-eval/run-score/{experiment_id}/{name}"))
-
-
-def as_evaluation(score: Score) -> Any:
-    """Our score as the SDK's ``Evaluation`` (what an item evaluator returns)."""
-    from langfuse import Evaluation
-
-    return Evaluation(
-        name=score.name, value=score.value, comment=score.comment, data_type=score.data_type
-    )
 
 
 def post_score(lf: Langfuse, score: Score, **subject: str | None) -> None:

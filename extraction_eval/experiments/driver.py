@@ -1,0 +1,196 @@
+"""The driver both modes share: each item run, mirrored, shown and scored as it finishes;
+the run then closed, summarised and handed back the same way.
+
+A mode supplies only what differs (see ``local_mode`` and ``langfuse_mode``): where the items
+and prompt come from and the tracer (both go into ``prepare``), a ``ScoreSink`` for scores
+that go somewhere besides the mirror, and the scheduler that calls ``Driver.run_item`` then
+``Driver.record`` for every item, at most ``concurrency`` at a time on one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import NamedTuple, Protocol
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.errors import BackendError, one_line
+from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
+from extraction_eval.experiments.runner import RunOutcome, finalize
+from extraction_eval.experiments.summary import RunSummary
+from extraction_eval.types import DatasetItem, ItemResult
+
+log = logging.getLogger(__name__)
+
+
+class ProgressHook(Protocol):
+    def start(self, *, total: int, done: int) -> None: ...
+
+    def advance(self, result: ItemResult) -> None: ...
+
+
+class NoProgress:
+    def start(self, *, total: int, done: int) -> None:
+        return None
+
+    def advance(self, result: ItemResult) -> None:
+        return None
+
+
+class Recorded(NamedTuple):
+    """What the run keeps of an item it recorded: enough for the read-back, and small (a
+    whole result per item kept in memory slows the run through the garbage collector)."""
+
+    trace_id: str | None
+    score_names: tuple[str, ...]
+
+
+class ScoreSink(Protocol):
+    """Where scores go besides the local mirror. ``bind`` and ``post_item`` are called in the
+    item's own context (in LangFuse mode: inside the item's task span)."""
+
+    def bind(self, result: ItemResult) -> ItemResult:
+        """The result tied to where its scores go (e.g. its trace id and URL)."""
+        ...
+
+    def post_item(self, result: ItemResult) -> None: ...
+
+    def post_run(self, summary: RunSummary) -> None:
+        """The run-level scores, once the run is finalized (finished or interrupted)."""
+        ...
+
+
+class MirrorOnly:
+    """Local mode: every score lives in the local store, nowhere else."""
+
+    def bind(self, result: ItemResult) -> ItemResult:
+        return result
+
+    def post_item(self, result: ItemResult) -> None:
+        return None
+
+    def post_run(self, summary: RunSummary) -> None:
+        return None
+
+
+async def close_pipeline(pipeline: object) -> None:
+    """Close SDK clients on the loop that used them (otherwise transports leak)."""
+    aclose = getattr(pipeline, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+class Driver:
+    """One run's per-item steps and its close; the scheduler of a mode calls them."""
+
+    def __init__(
+        self,
+        prep: PreparedRun,
+        store: LocalStore,
+        *,
+        progress: ProgressHook | None = None,
+        scores: ScoreSink | None = None,
+    ) -> None:
+        self.prep = prep
+        self.store = store
+        self.progress = progress or NoProgress()
+        self.scores: ScoreSink = scores or MirrorOnly()
+        self.recorded: dict[str, Recorded] = {}  # this invocation's items, by id
+        self.write_errors: list[str] = []
+        self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
+        self._sized_loop: asyncio.AbstractEventLoop | None = None
+        self._closed: tuple[list[ItemResult], RunSummary] | None = None
+
+    # per item ---------------------------------------------------------------------------------
+
+    async def run_item(self, item: DatasetItem) -> ItemResult:
+        """The pipeline call, scored (never raises for the item's own failure)."""
+        self._size_thread_pool()
+        return self.scores.bind(await self.prep.runner.run_item(item))
+
+    def record(self, result: ItemResult) -> None:
+        """The result sink: the mirror first (never lose an item), then progress and scores.
+
+        Runs on the loop thread, one result at a time and with no ``await``: a Ctrl-C lands
+        before or after it, so a row that is written also gets its scores.
+        """
+        try:
+            self.store.record_result(self.prep.run.id, result)
+        except Exception as exc:  # reported after the run; the other items go on
+            self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
+        names = tuple(sorted({s.name for s in result.scores}))
+        self.recorded[result.item_id] = Recorded(
+            result.trace_id, self._names.setdefault(names, names)
+        )
+        self.progress.advance(result)
+        self.scores.post_item(result)
+
+    def _size_thread_pool(self) -> None:
+        """Give the running loop a thread pool as wide as the run's concurrency.
+
+        Sync pipelines run in ``asyncio.to_thread``, i.e. the loop's default executor, which
+        has min(32, CPUs + 4) workers: on a 2-CPU machine at most 6 sync calls would overlap
+        whatever the concurrency says. Done in the first item on each loop (LangFuse mode's
+        loop is created inside the SDK's ``run_experiment``), before any thread work.
+        """
+        loop = asyncio.get_running_loop()
+        if self._sized_loop is loop:
+            return
+        self._sized_loop = loop
+        workers = self.prep.config.concurrency + 4  # + the SDK's own calls in threads
+        if workers > min(32, (os.cpu_count() or 1) + 4):
+            loop.set_default_executor(
+                ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extraction-eval")
+            )
+
+    # the run ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Around the scheduler: progress starts; at the end (finished, or interrupted by an
+        exception, which goes on) the run is finalized from the store and its run-level
+        scores go to the sink. A run this invocation created that ended before its first
+        item is deleted instead."""
+        prep = self.prep
+        self.progress.start(total=len(prep.items), done=len(prep.items) - len(prep.todo))
+        status = "interrupted"
+        try:
+            yield
+            status = "finished"
+        finally:
+            if not (status != "finished" and discard_if_empty(self.store, prep)):
+                results, summary = finalize(
+                    self.store, prep.run, prep.items, prep.runner, status=status
+                )
+                self._closed = (results, summary)
+                self.scores.post_run(summary)
+
+    def outcome(self, *, experiment_url: str | None = None) -> RunOutcome:
+        """The finished run; raises ``BackendError`` when results could not be stored."""
+        assert self._closed is not None, "outcome() after a finished running() block"
+        prep = self.prep
+        lost = [i.id for i in prep.todo if i.id not in self.recorded]
+        if lost:  # cannot happen unless a scheduler dropped an item before it ran: say so
+            prep.warnings.append(
+                f"{len(lost)} items produced no result in this run ({', '.join(lost[:5])});"
+                " resume the run to run them"
+            )
+        if self.write_errors:
+            raise BackendError(
+                f"{len(self.write_errors)} results could not be written to the local store"
+                f" (first: {self.write_errors[0]})"
+            )
+        results, summary = self._closed
+        run = self.store.get_run(prep.run.name, prep.run.dataset) or prep.run
+        return RunOutcome(
+            run=run,
+            results=results,
+            summary=summary,
+            ran=len(prep.todo),
+            warnings=prep.warnings,
+            experiment_url=experiment_url,
+        )

@@ -1,0 +1,28 @@
+"""Local mode: items and prompt from the local store, no tracer, scores in the mirror only,
+and our own bounded loop (``run_bounded``) as the scheduler of the shared driver."""
+
+from __future__ import annotations
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.experiments.config import RunConfig
+from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline
+from extraction_eval.experiments.prepare import prepare
+from extraction_eval.experiments.runner import RunOutcome, run_bounded
+
+
+async def arun(
+    config: RunConfig, *, store: LocalStore, progress: ProgressHook | None
+) -> RunOutcome:
+    prep = prepare(config, store)
+    driver = Driver(prep, store, progress=progress)
+    with driver.running():
+        try:
+            await run_bounded(
+                prep.todo,
+                driver.run_item,
+                concurrency=prep.config.concurrency,
+                on_result=driver.record,
+            )
+        finally:
+            await close_pipeline(prep.runner.pipeline)
+    return driver.outcome()

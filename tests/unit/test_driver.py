@@ -1,0 +1,63 @@
+"""The driver both modes share, through local mode: what happens when the mirror refuses a
+result, and the reuse error that names no CLI flag (the CLI maps the field)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.errors import BackendError, InvalidValue
+from extraction_eval.experiments.config import RunConfig
+from extraction_eval.experiments.run import arun_local
+from extraction_eval.pipeline.base import PipelineConfig
+
+PIPE = "tests.support.pipelines:first_entity"
+DATASET = "extraction-eval"
+
+
+def _config(name: str, **extra: Any) -> RunConfig:
+    return RunConfig(
+        dataset=DATASET, name=name, pipeline=PipelineConfig(pipeline=PIPE), limit=5, **extra
+    )
+
+
+def test_a_refused_mirror_write_is_reported_after_the_run_and_the_other_items_go_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = LocalStore()
+    items = store.get_items(DATASET)[:5]
+    refused = items[2].id
+    record = LocalStore.record_result
+
+    def flaky_record(self: LocalStore, run_id: int, result: Any) -> None:
+        if result.item_id == refused:
+            raise OSError("disk I/O error\n(details on a second line)")
+        record(self, run_id, result)
+
+    monkeypatch.setattr(LocalStore, "record_result", flaky_record)
+    with pytest.raises(BackendError) as caught:
+        asyncio.run(arun_local(_config("flaky"), store=store))
+    assert str(caught.value) == (
+        f"1 results could not be written to the local store (first: {refused}:"
+        " disk I/O error (details on a second line))"
+    )
+    run = store.get_run("flaky", DATASET)
+    assert run is not None and run.status == "finished"
+    stored = {r.item_id for r in store.results(run.id)}
+    assert stored == {i.id for i in items} - {refused}  # every other item ran and was kept
+
+
+def test_reusing_a_run_name_is_a_flag_free_error_on_the_resume_field() -> None:
+    store = LocalStore()
+    asyncio.run(arun_local(_config("taken"), store=store))
+    with pytest.raises(InvalidValue) as caught:
+        asyncio.run(arun_local(_config("taken"), store=store))
+    error = caught.value
+    assert error.field == "resume" and "--" not in str(error)
+    assert "run 'taken' on dataset 'extraction-eval'" in str(error)
+    assert len(store.list_runs()) == 1  # refused before anything was created
+    outcome = asyncio.run(arun_local(_config("taken", resume=True), store=store))
+    assert outcome.ran == 0 and outcome.summary.items == 5
