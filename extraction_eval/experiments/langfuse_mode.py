@@ -53,6 +53,7 @@ from extraction_eval.experiments.prepare import PreparedRun, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
+from extraction_eval.prompts.versions import prompt_requested
 from extraction_eval.types import ItemResult
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ def run_langfuse(
 
 def _prompt(lf: Langfuse, config: RunConfig, warnings: list[str]) -> PromptTemplate:
     pipeline = config.pipeline
-    if pipeline.prompt_label is None and pipeline.prompt_version is None:
+    if not prompt_requested(pipeline):  # refuses a label the pipeline would not send
         return load_local_prompt()
     return fetch_prompt(
         lf,

@@ -128,12 +128,23 @@ def select_run_prompt(store: PromptStore, pipeline: PromptRequest) -> PromptTemp
     """Local mode's prompt: the stored version asked for by label or version, else the bundled
     template. Anything asked for that does not exist, or that the pipeline would not send,
     is an error before the run starts, never a silent fallback."""
+    if not prompt_requested(pipeline):
+        return load_local_prompt()
+    return store.get_prompt(
+        pipeline.prompt_name, label=pipeline.prompt_label, version=pipeline.prompt_version
+    )
+
+
+def prompt_requested(pipeline: PromptRequest) -> bool:
+    """Whether a run asks for a managed prompt version (both modes ask this). Asking for one
+    that the pipeline would not send is refused: the run record must never name a prompt that
+    did not run."""
     label, version = pipeline.prompt_label, pipeline.prompt_version
     if label is None and version is None:
-        return load_local_prompt()
+        return False
     field = "prompt_label" if label is not None else "prompt_version"
     if pipeline.pipeline:
         raise InvalidValue(field, "has no effect: your own pipeline function sends no prompt")
     if pipeline.provider == "offline":
         raise InvalidValue(field, f"has no effect: {pipeline.model} sends no prompt")
-    return store.get_prompt(pipeline.prompt_name, label=label, version=version)
+    return True

@@ -20,6 +20,9 @@ from tests.support.langfuse_server import FakeLangfuse
         (PipelineConfig(model="nope:x"), ConfigError, "unknown model provider"),
         (PipelineConfig(model="openai:gpt-4o-mini"), ConfigError, "OPENAI_API_KEY"),
         (PipelineConfig(pipeline="nosuchmod:fn"), InvalidValue, "cannot import"),
+        # a label the pipeline would not send: refused, never recorded as if it had run
+        (PipelineConfig(prompt_label="staging"), InvalidValue, "sends no prompt"),
+        (PipelineConfig(pipeline=PIPE, prompt_version=1), InvalidValue, "sends no prompt"),
     ],
 )
 def test_refused_setup_leaves_no_run_and_the_name_is_free(
