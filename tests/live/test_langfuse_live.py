@@ -94,7 +94,11 @@ def test_prompt_push_fetch_trace_score_read_back_and_seed(lf: Any) -> None:
             input=[{"role": "user", "content": "Ada Lovelace wrote the first program."}],
             prompt=prompt,
         ) as generation:
-            generation.update(output=OUTPUT, usage_details={"input": 10, "output": 5})
+            generation.update(
+                output=OUTPUT,
+                usage_details={"input": 10, "output": 5},
+                cost_details={"input": 1e-5, "output": 2e-5},
+            )
         root.update(output=OUTPUT)
         trace_id = root.trace_id
     lf.create_score(name="entity_f1", value=1.0, trace_id=trace_id, data_type="NUMERIC")
@@ -102,6 +106,13 @@ def test_prompt_push_fetch_trace_score_read_back_and_seed(lf: Any) -> None:
 
     report = read_back(lf, trace_ids=[trace_id], score_names=["entity_f1"], timeout_s=180, poll_s=5)
     assert report.ok, report.lines()
+    # the cost we compute reaches the generation as LangFuse's own cost details
+    generation_cost = [
+        o.get("costDetails")
+        for o in _get(f"traces/{trace_id}")["observations"]
+        if o.get("name") == "extract"
+    ]
+    assert generation_cost and generation_cost[0]["input"] == pytest.approx(1e-5)
 
     seeded = seed_from_traces(lf, dataset=f"{NAME}-seeded", trace_ids=[trace_id])
     assert seeded.skipped == () and len(seeded.items) == 1
@@ -125,4 +136,27 @@ def test_run_experiment_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
         RunConfig(dataset=dataset, name=f"live-{uuid.uuid4().hex[:8]}", backend="langfuse")
     )
     assert outcome.summary.items == 5 and outcome.summary.missing == 0
-    assert outcome.experiment_url
+    assert outcome.experiment_url  # the read-back above checked every score name arrived
+    for result in outcome.results:  # each result links to its trace in this LangFuse
+        assert result.trace_id and result.trace_url
+        assert result.trace_url.startswith(_BASE_URL.rstrip("/"))
+        assert result.trace_url.endswith(result.trace_id)
+    # failure categories are CATEGORICAL scores the server stored as such
+    tagged = next(r for r in outcome.results if r.categories)
+    stored = _get("v2/scores", traceId=tagged.trace_id, name="failure_category")["data"]
+    assert {s["stringValue"] for s in stored} == set(tagged.categories)  # value is numeric
+    assert {s["dataType"] for s in stored} == {"CATEGORICAL"}
+
+
+def _get(path: str, **params: str | None) -> Any:
+    """GET a public API route of the live server as plain JSON."""
+    import httpx
+
+    response = httpx.get(
+        f"{_BASE_URL.rstrip('/')}/api/public/{path}",
+        params=params,
+        auth=(_PUBLIC_KEY, _SECRET_KEY),
+        timeout=60,
+    )
+    response.raise_for_status()
+    return response.json()
