@@ -109,6 +109,18 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["run", "--fail-under", "entity_f1"], "--fail-under"),
     (EE, ["run", "--fail-under", "entity_f1=high"], "--fail-under"),
     (EE, ["run", "--fail-under", "nope=0.5"], "--fail-under"),
+    (EE, ["run", "--prompt-version", "0"], "--prompt-version"),
+    (EE, ["run", "--prompt-version", "one"], "--prompt-version"),
+    (EE, ["run", "--prompt-label", "staging"], "--prompt-label"),  # the baseline sends no prompt
+    (EE, ["run", "--price-in", "1"], "--price-out"),
+    (EE, ["run", "--price-out", "1"], "--price-in"),
+    (EE, ["run", "--price-in", "-1", "--price-out", "1"], "--price-in"),
+    (EE, ["run", "--price-in", "1", "--price-out", "nan"], "--price-out"),
+    (EE, ["run", "--fail-under", "attr.=0.5"], "--fail-under"),
+    (EE, ["run", "--fail-under", "attr.polarity=1.5"], "--fail-under"),
+    (EE, ["run", "--fail-under", "attr.nosuchkey=0.5"], "--fail-under"),  # not in the dataset
+    (EE, ["runs", "show", "x", "--category", "nosuchcategory"], "--category"),
+    (EE, ["prompts", "show", "--version", "0"], "--version"),
     (RUN, ["--timeout", "-1"], "--timeout"),
     (RUN, ["--temperature", "hot"], "--temperature"),
     (RUN, ["--max-attempts", "0"], "--max-attempts"),
