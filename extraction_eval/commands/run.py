@@ -50,6 +50,12 @@ def run_cmd(
         list[str] | None,
         typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (repeatable)."),
     ] = None,
+    fail_over: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME=VALUE: exit 1 when a lower-is-better value (error_rate, ...) is above."
+        ),
+    ] = None,
     match: Annotated[str, typer.Option(help="Name matching: exact|casefold|fuzzy|span.")] = "fuzzy",
     threshold: Annotated[float, typer.Option(help="Fuzzy name similarity threshold.")] = 0.85,
     timeout: Annotated[float, typer.Option(help="Per-call timeout, seconds.")] = 60.0,
@@ -70,7 +76,7 @@ def run_cmd(
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
-    from extraction_eval.experiments.config import RunConfig, parse_fail_under
+    from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
     from extraction_eval.experiments.langfuse_mode import VerificationError
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
@@ -101,6 +107,7 @@ def run_cmd(
         resume=resume,
         retry_errors=retry_errors,
         fail_under=parse_fail_under(fail_under or []),
+        fail_over=parse_fail_over(fail_over or []),
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
     )
@@ -114,8 +121,8 @@ def run_cmd(
     render_run_summary(outcome, console)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    below = outcome.failed_thresholds(config.fail_under)
+    below = outcome.failed_thresholds(config.fail_under, config.fail_over)
     for line in below:
-        err_console.print(f"[red]fail-under:[/] {line}", highlight=False)
+        err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     if below:
         raise typer.Exit(1)

@@ -43,7 +43,8 @@ class RunConfig:
     limit: int | None = None
     resume: bool = False
     retry_errors: bool = False
-    fail_under: dict[str, float] = field(default_factory=dict)
+    fail_under: dict[str, float] = field(default_factory=dict)  # floors (higher is better)
+    fail_over: dict[str, float] = field(default_factory=dict)  # ceilings (lower is better)
     backend: Backend = "auto"
     verify: bool = True  # LangFuse mode: read back what arrived
     dataset_version: int | str | None = None
@@ -58,6 +59,14 @@ class RunConfig:
             check_int("limit", self.limit, minimum=1)
         check_choice("backend", self.backend, get_args(Backend))
         check_fail_under(self.fail_under)
+        check_fail_under(self.fail_over, ceilings=True)
+
+
+def parse_fail_over(values: list[str]) -> dict[str, float]:
+    """``error_rate=0.05`` strings -> ceilings for the lower-is-better figures."""
+    out = _parse_thresholds(values, "fail_over")
+    check_fail_under(out, ceilings=True)
+    return out
 
 
 def parse_fail_under(values: list[str]) -> dict[str, float]:
@@ -66,6 +75,12 @@ def parse_fail_under(values: list[str]) -> dict[str, float]:
     ``attr.<key>`` names are accepted here by shape only: whether the dataset has that
     attribute is known once its items are loaded (:func:`check_fail_under_attributes`).
     """
+    out = _parse_thresholds(values, "fail_under")
+    check_fail_under(out)
+    return out
+
+
+def _parse_thresholds(values: list[str], field: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for raw in values:
         key, sep, val = raw.partition("=")
@@ -74,8 +89,7 @@ def parse_fail_under(values: list[str]) -> dict[str, float]:
                 raise ValueError
             out[key.strip()] = float(val)
         except ValueError:
-            raise InvalidValue("fail_under", f"expects NAME=NUMBER, got {raw!r}") from None
-    check_fail_under(out)
+            raise InvalidValue(field, f"expects NAME=NUMBER, got {raw!r}") from None
     return out
 
 
@@ -92,26 +106,42 @@ def fail_under_range(name: str) -> tuple[float, float | None] | None:
     return None
 
 
-def check_fail_under(thresholds: Mapping[str, float]) -> None:
-    """Each threshold names a known run-level value and lies in that value's range.
+def check_fail_under(thresholds: Mapping[str, float], *, ceilings: bool = False) -> None:
+    """Each threshold names a known run-level value and lies in that value's range; floors
+    (``fail_under``) only for figures where higher is better, ceilings (``ceilings=True``,
+    ``fail_over``) only for those where lower is better.
 
     ``attr.<key>`` names are accepted here by shape only: whether the dataset has that
     attribute is known once its items are loaded (:func:`check_fail_under_attributes`).
     """
-    from extraction_eval.experiments.summary import ATTRIBUTE_PREFIX, RUN_VALUE_NAMES
+    from extraction_eval.experiments.summary import (
+        ATTRIBUTE_PREFIX,
+        LOWER_IS_BETTER,
+        RUN_VALUE_NAMES,
+    )
 
+    field = "fail_over" if ceilings else "fail_under"
     for name, value in thresholds.items():
+        if ceilings and name not in LOWER_IS_BETTER:
+            known = ", ".join(sorted(LOWER_IS_BETTER))
+            raise InvalidValue(
+                field, f"takes figures where lower is better ({known}), got {name!r}"
+            )
+        if not ceilings and name in LOWER_IS_BETTER:
+            raise InvalidValue(
+                field, f"{name} is better when lower: give it a ceiling (fail_over) instead"
+            )
         bounds = fail_under_range(name)
         if name.startswith(ATTRIBUTE_PREFIX) and not name[len(ATTRIBUTE_PREFIX) :].strip():
-            raise InvalidValue("fail_under", f"{name!r} names no attribute (attr.<key>)")
+            raise InvalidValue(field, f"{name!r} names no attribute (attr.<key>)")
         if bounds is None:
             known = ", ".join(sorted(RUN_VALUE_NAMES))
-            raise InvalidValue("fail_under", f"unknown score {name!r}; known: {known}, attr.<key>")
+            raise InvalidValue(field, f"unknown score {name!r}; known: {known}, attr.<key>")
         low, high = bounds
         try:
             check_number(name, value, minimum=low, maximum=high)
         except InvalidValue as exc:
-            raise InvalidValue("fail_under", f"{name}={value}: {exc}") from None
+            raise InvalidValue(field, f"{name}={value}: {exc}") from None
 
 
 def dataset_attribute_keys(items: Iterable[DatasetItem]) -> set[str]:

@@ -217,15 +217,24 @@ class RunOutcome:
             f" errors={self.summary.errors})"
         )
 
-    def failed_thresholds(self, fail_under: Mapping[str, float]) -> list[str]:
-        """Messages for each ``--fail-under`` threshold the run is below."""
+    def failed_thresholds(
+        self, fail_under: Mapping[str, float], fail_over: Mapping[str, float] | None = None
+    ) -> list[str]:
+        """Messages for each floor the run is below and each ceiling it is above; a value
+        undefined for the run (e.g. no evidence at all) meets neither."""
         out = []
         for name, floor in sorted(fail_under.items()):
             value = self.summary.values.get(name)
-            if value is None:  # undefined for this run (e.g. no evidence at all): not met
+            if value is None:
                 out.append(f"{name} has no value for this run (needed {floor})")
             elif value < floor:
                 out.append(f"{name}={value:.4f} is below {floor}")
+        for name, ceiling in sorted((fail_over or {}).items()):
+            value = self.summary.values.get(name)
+            if value is None:
+                out.append(f"{name} has no value for this run (needed at most {ceiling})")
+            elif value > ceiling:
+                out.append(f"{name}={value:.4f} is above {ceiling}")
         return out
 
 

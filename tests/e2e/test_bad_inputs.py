@@ -101,9 +101,11 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["run", "--pipeline", "no_colon"], "--pipeline"),
     (EE, ["run", "--fail-under", "entity_f1=1.5"], "--fail-under"),
     (EE, ["run", "--fail-under", "entity_f1=-0.1"], "--fail-under"),
-    (EE, ["run", "--fail-under", "error_rate=2"], "--fail-under"),
+    (EE, ["run", "--fail-under", "error_rate=0.1"], "--fail-under"),  # lower is better
+    (EE, ["run", "--fail-over", "error_rate=2"], "--fail-over"),
+    (EE, ["run", "--fail-over", "entity_f1=0.5"], "--fail-over"),  # higher is better
     (EE, ["run", "--fail-under", "entity_f1_ci_low=1.2"], "--fail-under"),
-    (EE, ["run", "--fail-under", "hallucination_rate=-1"], "--fail-under"),
+    (EE, ["run", "--fail-over", "hallucination_rate=-1"], "--fail-over"),
     (EE, ["run", "--fail-under", "entity_f1=nan"], "--fail-under"),
     (EE, ["run", "--fail-under", "entity_f1=inf"], "--fail-under"),
     (EE, ["run", "--fail-under", "entity_f1"], "--fail-under"),

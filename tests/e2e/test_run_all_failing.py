@@ -52,3 +52,17 @@ def test_all_failing_pipeline_fails_zero_fp_threshold(monkeypatch: pytest.Monkey
         assert r["scores"]["entity_f1"] == 0.0 and r["scores"]["relationship_f1"] == 0.0
         if r["item_id"] in empty_ids:
             assert r["scores"]["zero_fp_pass"] is False
+
+
+def test_lower_is_better_figures_take_a_ceiling() -> None:
+    """``--fail-over error_rate=X`` fails a run with more errors than X; a floor on it (which
+    would fail a run for having too few errors) is refused before anything runs."""
+    crash = ["run", "--name", "ceil", "--pipeline", "tests.support.pipelines:always_fails"]
+    result = runner.invoke(app, [*crash, "--fail-over", "error_rate=0.5"])
+    assert result.exit_code == 1, result.stderr
+    assert "error_rate=1.0000 is above 0.5" in result.stderr
+    baseline = runner.invoke(app, ["run", "--name", "ok", "--fail-over", "error_rate=0"])
+    assert baseline.exit_code == 0, baseline.stderr
+    refused = runner.invoke(app, ["run", "--name", "floor", "--fail-under", "error_rate=0.1"])
+    assert refused.exit_code == 2 and "better when lower" in refused.stderr
+    assert LocalStore().get_run("floor", "extraction-eval") is None

@@ -11,7 +11,12 @@ import pytest
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.experiments.config import RunConfig, fail_under_range, parse_fail_under
+from extraction_eval.experiments.config import (
+    RunConfig,
+    fail_under_range,
+    parse_fail_over,
+    parse_fail_under,
+)
 from extraction_eval.experiments.reporting import compare_runs
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.types import ItemResult
@@ -62,11 +67,21 @@ def test_fail_under_bounds_per_metric() -> None:
     assert fail_under_range("hallucination_rate") == (0.0, None)  # objects per empty item
     assert fail_under_range("attr.date") == (0.0, 1.0)
     assert fail_under_range("nope") is None
-    assert parse_fail_under(["hallucination_rate=3", "entity_f1=1", "error_rate=0"]) == {
-        "hallucination_rate": 3.0,
+    assert parse_fail_under(["entity_f1=1", "zero_fp_pass_rate=0.5"]) == {
         "entity_f1": 1.0,
+        "zero_fp_pass_rate": 0.5,
+    }
+    assert parse_fail_over(["hallucination_rate=3", "error_rate=0"]) == {
+        "hallucination_rate": 3.0,
         "error_rate": 0.0,
     }
+    # a floor on a lower-is-better figure would fail a run for having too few errors
+    with pytest.raises(InvalidValue, match="error_rate is better when lower"):
+        parse_fail_under(["error_rate=0.1"])
+    with pytest.raises(InvalidValue, match="lower is better"):
+        parse_fail_over(["entity_f1=0.5"])
+    with pytest.raises(InvalidValue, match="hallucination_rate=-1"):
+        parse_fail_over(["hallucination_rate=-1"])
     with pytest.raises(InvalidValue, match=r"entity_f1=1\.5: entity_f1 must be between 0 and 1"):
         parse_fail_under(["entity_f1=1.5"])
 
