@@ -105,7 +105,7 @@ def openai_client(url: str, transport: str = "httpx") -> Any:
 
 def mode_a(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments import run as run_module
+    from extraction_eval.experiments import driver as run_module  # where finalize is called
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig

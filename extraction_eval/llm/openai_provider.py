@@ -142,7 +142,10 @@ class OpenAIProvider:
         }
         response_format = self._response_format(request)
         if response_format is not None:
-            kwargs["response_format"] = response_format
+            # Same JSON on the wire, but as extra_body the SDK does not walk the whole schema
+            # through its typed-dict transform on every request (~1.4 ms of CPU per call, the
+            # largest single cost of a run at high concurrency; see bench_vs_peers.py).
+            kwargs["extra_body"] = {"response_format": response_format}
         try:
             response = await self._client.chat.completions.create(**kwargs)
         except Exception as exc:

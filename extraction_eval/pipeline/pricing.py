@@ -9,6 +9,7 @@ cannot compute is ``None`` with a reason rather than a silent zero.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import math
 from dataclasses import dataclass
@@ -176,6 +177,22 @@ def _lookup(model: str, provider: str) -> tuple[str, Any] | None:
     return info.id, info.get_prices(datetime.now(UTC))
 
 
+@functools.lru_cache(maxsize=256)
+def _in_database(model: str, provider: str) -> bool:
+    """Whether the price database knows ``model``. Remembered per run's models: genai-prices
+    caches the models it finds but scans its whole table again for every unknown one (about
+    0.5 ms, paid on each item of a run against a self-hosted or unlisted model)."""
+    from genai_prices import data_snapshot
+
+    try:
+        data_snapshot.get_snapshot().find_provider_model(
+            model, None, PROVIDER_IDS.get(provider), None
+        )
+    except LookupError:
+        return False
+    return True
+
+
 def _calc(
     model: str, provider: str, tokens_in: int, tokens_out: int, tokens_cached: int | None
 ) -> Any:
@@ -183,6 +200,8 @@ def _calc(
     from genai_prices import Usage as PriceUsage
     from genai_prices import calc_price
 
+    if not _in_database(model, provider):
+        return None
     usage = PriceUsage(
         input_tokens=tokens_in,
         output_tokens=tokens_out,
