@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -17,7 +17,7 @@ from extraction_eval.commands.common import (
     handle_errors,
 )
 from extraction_eval.evaluators.taxonomy import CATEGORIES
-from extraction_eval.experiments.reporting import compare_runs, export_run, get_run
+from extraction_eval.experiments.reporting import compare_runs, get_run, write_run_export
 from extraction_eval.validation import check_int
 from extraction_eval.views import render_compare, render_run_items, render_runs
 
@@ -48,10 +48,11 @@ def show_cmd(
         fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
     store = LocalStore()
     run = get_run(store, name, dataset)
-    results = store.results(run.id, category=category)
-    render_run_items(run, results, console, category=category)
+    total = store.count_results(run.id, category=category)
+    results = store.iter_results(run.id, category=category, order_by="failing_first")
+    render_run_items(run, results, console, category=category, total=total)
     if category is not None:
-        unknown = sum(1 for r in store.results(run.id) if r.taxonomy is None)
+        unknown = store.count_untagged(run.id)
         if unknown:
             err_console.print(
                 f"[yellow]warning:[/] {unknown} items of this run were recorded before failure"
@@ -85,14 +86,15 @@ def export_cmd(
         check_writable("--out", out)
     store = LocalStore()
     run = get_run(store, name, dataset)
-    text = export_run(store.results(run.id), fmt, deterministic=deterministic)  # type: ignore[arg-type]
+    kind: Literal["jsonl", "csv"] = "csv" if fmt == "csv" else "jsonl"
     if out is None:
-        sys.stdout.write(text)
-    else:
-        try:
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            fail(f"--out {out}: cannot write: {exc.strerror or exc}")
+        write_run_export(store, run, kind, sys.stdout, deterministic=deterministic)
+        return
+    try:
+        with out.open("w", encoding="utf-8") as fh:
+            write_run_export(store, run, kind, fh, deterministic=deterministic)
+    except OSError as exc:
+        fail(f"--out {out}: cannot write: {exc.strerror or exc}")
 
 
 @handle_errors

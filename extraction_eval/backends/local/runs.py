@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
 from extraction_eval.backends.base import RunRecord, extraction_payload
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _loads, _now
@@ -191,33 +191,104 @@ class RunTables(StoreConnection):
     def results(self, run_id: int, *, category: str | None = None) -> list[ItemResult]:
         """Every recorded item result with its scores and taxonomy, in the order first recorded;
         with ``category``, only the items that have at least one object in that category."""
-        only = (
-            " AND item_id IN (SELECT item_id FROM result_taxonomy"
-            " WHERE run_id = :run AND category = :category)"
-            if category is not None
-            else ""
-        )
-        params = {"run": run_id, "category": category}
+        return list(self.iter_results(run_id, category=category))
+
+    def iter_results(
+        self,
+        run_id: int,
+        *,
+        category: str | None = None,
+        order_by: ResultOrder = "recorded",
+        batch_size: int = 500,
+    ) -> Iterator[ItemResult]:
+        """``results`` as a stream, ``batch_size`` items read at a time, so a 100,000-item run
+        is never in memory at once (only its item ids are).
+
+        ``order_by``: ``recorded`` (as first recorded), ``item_id``, or ``failing_first``
+        (errored items, then by entity F1 ascending, then item id: the order ``runs show``
+        prints). The ids are fixed when this is called (the run must exist then); each batch is
+        its own short read transaction, so a runner writing meanwhile is not held up, and the
+        other store methods can be called between two items.
+        """
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        only, params = _category_filter(run_id, category)
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT r.item_id FROM results r WHERE r.run_id = :run{only}"
+                    f" ORDER BY {_RESULT_ORDER[order_by]}",
+                    params,
+                )
+            ]
+        return self._results_in_batches(run_id, ids, batch_size)
+
+    def _results_in_batches(
+        self, run_id: int, ids: list[str], batch_size: int
+    ) -> Iterator[ItemResult]:
+        for start in range(0, len(ids), batch_size):
+            batch = ids[start : start + batch_size]
+            marks = ", ".join("?" * len(batch))
+            with self._tx(write=False) as conn:
+                rows = {
+                    r["item_id"]: r
+                    for r in conn.execute(
+                        f"SELECT * FROM results WHERE run_id = ? AND item_id IN ({marks})",
+                        (run_id, *batch),
+                    )
+                }
+                score_rows = conn.execute(
+                    f"SELECT * FROM scores WHERE run_id = ? AND item_id IN ({marks}) ORDER BY id",
+                    (run_id, *batch),
+                ).fetchall()
+                tag_rows = conn.execute(
+                    "SELECT * FROM result_taxonomy"
+                    f" WHERE run_id = ? AND item_id IN ({marks}) ORDER BY item_id, position",
+                    (run_id, *batch),
+                ).fetchall()
+            scores: dict[str, list[Score]] = {}
+            for s in score_rows:
+                scores.setdefault(s["item_id"], []).append(_score(s))
+            tags: dict[str, list[TaxonomyTag]] = {}
+            for t in tag_rows:
+                tags.setdefault(t["item_id"], []).append(_tag(t))
+            for item_id in batch:
+                row = rows.get(item_id)
+                if row is not None:  # results are never deleted while their run has any
+                    yield _item_result(row, scores.get(item_id, []), tags)
+
+    def count_results(self, run_id: int, *, category: str | None = None) -> int:
+        """How many items ``iter_results`` gives for the same run and ``category``."""
+        only, params = _category_filter(run_id, category)
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+            row = conn.execute(
+                f"SELECT COUNT(*) FROM results r WHERE r.run_id = :run{only}", params
+            ).fetchone()
+        return int(row[0])
+
+    def count_untagged(self, run_id: int) -> int:
+        """Results recorded before the failure taxonomy was stored (their taxonomy is unknown)."""
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+            row = conn.execute(
+                "SELECT COUNT(*) FROM results WHERE run_id = ? AND taxonomy_recorded = 0",
+                (run_id,),
+            ).fetchone()
+        return int(row[0])
+
+    def item_score_names(self, run_id: int) -> list[str]:
+        """The names of the run's item-level scores, sorted (an export's score columns)."""
         with self._tx(write=False) as conn:
             _require_run(conn, run_id)
             rows = conn.execute(
-                f"SELECT * FROM results WHERE run_id = :run{only} ORDER BY rowid", params
-            ).fetchall()
-            score_rows = conn.execute(
-                "SELECT * FROM scores WHERE run_id = ? AND item_id IS NOT NULL ORDER BY id",
+                "SELECT DISTINCT name FROM scores WHERE run_id = ? AND item_id IS NOT NULL"
+                " ORDER BY name",
                 (run_id,),
             ).fetchall()
-            tag_rows = conn.execute(
-                "SELECT * FROM result_taxonomy WHERE run_id = ? ORDER BY item_id, position",
-                (run_id,),
-            ).fetchall()
-        scores: dict[str, list[Score]] = {}
-        for s in score_rows:
-            scores.setdefault(s["item_id"], []).append(_score(s))
-        tags: dict[str, list[TaxonomyTag]] = {}
-        for t in tag_rows:
-            tags.setdefault(t["item_id"], []).append(_tag(t))
-        return [_item_result(r, scores.get(r["item_id"], []), tags) for r in rows]
+        return [r[0] for r in rows]
 
     def finish_run(
         self, run_id: int, *, status: str, run_scores: Sequence[Score], summary: dict[str, Any]
@@ -255,6 +326,31 @@ ON CONFLICT (run_id, item_id) DO UPDATE SET
     trace_url = excluded.trace_url, taxonomy_recorded = excluded.taxonomy_recorded,
     finished_at = excluded.finished_at
 """
+
+
+ResultOrder = Literal["recorded", "item_id", "failing_first"]
+
+# ORDER BY for ``iter_results``; ``failing_first`` is (ok, entity F1 or 0, item id) ascending.
+_RESULT_ORDER: dict[str, str] = {
+    "recorded": "r.rowid",
+    "item_id": "r.item_id",
+    "failing_first": (
+        "r.error IS NULL, COALESCE((SELECT s.value_num FROM scores s WHERE s.run_id = r.run_id"
+        " AND s.item_id = r.item_id AND s.name = 'entity_f1' AND s.value_str IS NULL"
+        " ORDER BY s.id LIMIT 1), 0.0), r.item_id"
+    ),
+}
+
+
+def _category_filter(run_id: int, category: str | None) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause that keeps items with an object in ``category`` (results alias ``r``)."""
+    only = (
+        " AND r.item_id IN (SELECT item_id FROM result_taxonomy"
+        " WHERE run_id = :run AND category = :category)"
+        if category is not None
+        else ""
+    )
+    return only, {"run": run_id, "category": category}
 
 
 def _require_run(conn: sqlite3.Connection, run_id: int) -> sqlite3.Row:
