@@ -205,7 +205,7 @@ def _failures_cell(result: ItemResult) -> Text:
 
 
 # ``runs show`` prints a longer run as consecutive tables of this many rows (header once).
-ROWS_PER_TABLE = 2000
+ROWS_PER_TABLE = 500
 
 
 def _display_order(r: ItemResult) -> tuple[bool, float, str]:
