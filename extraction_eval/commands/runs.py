@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -55,10 +55,11 @@ def show_cmd(
         fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
     store = LocalStore()
     run = get_run(store, name, dataset)
-    results = store.results(run.id, category=category)
-    render_run_items(run, results, console, category=category)
+    total = store.count_results(run.id, category=category)
+    results = store.iter_results(run.id, category=category, order_by="failing_first")
+    render_run_items(run, results, console, category=category, total=total)
     if category is not None:
-        unknown = sum(1 for r in store.results(run.id) if r.taxonomy is None)
+        unknown = store.count_untagged(run.id)
         if unknown:
             err_console.print(
                 f"[yellow]warning:[/] {unknown} items of this run were recorded before failure"
@@ -87,7 +88,7 @@ def export_cmd(
     """One line per item: output or error, categories, attempts, latency, trace, scores
     (byte-stable)."""
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.reporting import export_run, get_run
+    from extraction_eval.experiments.reporting import get_run, write_run_export
 
     if fmt not in ("jsonl", "csv"):
         fail(f"--format must be jsonl or csv, got {fmt!r}")
@@ -95,14 +96,15 @@ def export_cmd(
         check_writable("--out", out)
     store = LocalStore()
     run = get_run(store, name, dataset)
-    text = export_run(store.results(run.id), fmt, deterministic=deterministic)  # type: ignore[arg-type]
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        try:
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            fail(f"--out {out}: cannot write: {exc.strerror or exc}")
+    kind: Literal["jsonl", "csv"] = "csv" if fmt == "csv" else "jsonl"
+    if out is None:  # written line by line: a 100k-item run is never one string in memory
+        write_run_export(store, run, kind, sys.stdout, deterministic=deterministic)
+        return
+    try:
+        with out.open("w", encoding="utf-8") as fh:
+            write_run_export(store, run, kind, fh, deterministic=deterministic)
+    except OSError as exc:
+        fail(f"--out {out}: cannot write: {exc.strerror or exc}")
 
 
 @handle_errors

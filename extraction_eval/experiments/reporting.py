@@ -6,10 +6,12 @@ These read only the store, never a model, so they work the same for local and La
 from __future__ import annotations
 
 import csv
+import heapq
 import io
+import itertools
 import json
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal, TextIO
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
@@ -50,36 +52,90 @@ def _score_map(scores: Sequence[Score]) -> dict[str, Any]:
     }
 
 
+def export_row(r: ItemResult, *, deterministic: bool = False) -> dict[str, Any]:
+    row = {
+        "item_id": r.item_id,
+        "output": r.output.model_dump(mode="json") if r.output is not None else None,
+        "error": r.error,
+        "error_kind": r.error_kind,
+        # null: stored before the taxonomy was kept; {}: a clean item
+        "categories": r.categories if r.taxonomy is not None else None,
+        "attempts": r.attempts,
+        "latency_ms": r.latency_ms,
+        "tokens_in": r.usage.tokens_in,
+        "tokens_out": r.usage.tokens_out,
+        "cost_usd": r.usage.cost_usd,
+        "cache_hit": r.cache_hit,
+        "trace_id": r.trace_id,
+        "trace_url": r.trace_url,
+        "taxonomy": None
+        if r.taxonomy is None
+        else [t.model_dump(mode="json", exclude_defaults=True) for t in r.taxonomy],
+        "scores": _score_map(r.scores),
+    }
+    if deterministic:
+        for key in INVOCATION_FIELDS:
+            del row[key]
+    return row
+
+
 def export_rows(
     results: Sequence[ItemResult], *, deterministic: bool = False
 ) -> list[dict[str, Any]]:
-    rows = []
-    for r in sorted(results, key=lambda r: r.item_id):
-        row = {
-            "item_id": r.item_id,
-            "output": r.output.model_dump(mode="json") if r.output is not None else None,
-            "error": r.error,
-            "error_kind": r.error_kind,
-            # null: stored before the taxonomy was kept; {}: a clean item
-            "categories": r.categories if r.taxonomy is not None else None,
-            "attempts": r.attempts,
-            "latency_ms": r.latency_ms,
-            "tokens_in": r.usage.tokens_in,
-            "tokens_out": r.usage.tokens_out,
-            "cost_usd": r.usage.cost_usd,
-            "cache_hit": r.cache_hit,
-            "trace_id": r.trace_id,
-            "trace_url": r.trace_url,
-            "taxonomy": None
-            if r.taxonomy is None
-            else [t.model_dump(mode="json", exclude_defaults=True) for t in r.taxonomy],
-            "scores": _score_map(r.scores),
-        }
-        if deterministic:
-            for key in INVOCATION_FIELDS:
-                del row[key]
-        rows.append(row)
-    return rows
+    return [
+        export_row(r, deterministic=deterministic) for r in sorted(results, key=lambda r: r.item_id)
+    ]
+
+
+def export_score_columns(score_names: Iterable[str]) -> list[str]:
+    """The CSV score columns for a run whose item-level scores have these names."""
+    return sorted(set(score_names) - {FAILURE_CATEGORY_SCORE})
+
+
+def export_lines(
+    results: Iterable[ItemResult],
+    fmt: Literal["jsonl", "csv"],
+    *,
+    deterministic: bool = False,
+    score_columns: Sequence[str] | None = None,
+) -> Iterator[str]:
+    """The export one line at a time, for results already sorted by item id (the store's
+    ``iter_results(order_by="item_id")``), so a run of any size streams to its file.
+
+    CSV needs its score columns before the first row: pass ``score_columns``
+    (``export_score_columns(store.item_score_names(run_id))``), else the results are read
+    into memory once to find them."""
+    rows: Iterator[dict[str, Any]] = (export_row(r, deterministic=deterministic) for r in results)
+    if fmt == "jsonl":
+        for row in rows:
+            yield json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return
+    if score_columns is None:
+        held = list(rows)
+        score_columns = export_score_columns(n for row in held for n in row["scores"])
+        rows = iter(held)
+    first = next(rows, None)
+    base = [k for k in first if k != "scores"] if first is not None else ["item_id"]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+
+    def line(cells: Sequence[Any]) -> str:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow(cells)
+        return buf.getvalue()
+
+    yield line([*base, *(f"score.{n}" for n in score_columns)])
+    for row in itertools.chain([first] if first is not None else [], rows):
+        cells = []
+        for key in base:
+            value = row[key]
+            if isinstance(value, (dict, list)):
+                value = json.dumps(value, sort_keys=True, ensure_ascii=False)
+            cells.append("" if value is None else value)
+        scores = row["scores"]
+        cells.extend("" if scores.get(n) is None else scores[n] for n in score_columns)
+        yield line(cells)
 
 
 def export_run(
@@ -89,28 +145,25 @@ def export_run(
     deterministic: bool = False,
 ) -> str:
     """Byte-stable: rows sorted by item id, keys sorted, fixed CSV columns. ``deterministic``
-    leaves out ``INVOCATION_FIELDS``."""
-    rows = export_rows(results, deterministic=deterministic)
-    if fmt == "jsonl":
-        return "".join(
-            json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
-            for row in rows
-        )
-    score_names = sorted({name for row in rows for name in row["scores"]})
-    base = [k for k in rows[0] if k != "scores"] if rows else ["item_id"]
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*base, *(f"score.{n}" for n in score_names)])
-    for row in rows:
-        cells = []
-        for key in base:
-            value = row[key]
-            if isinstance(value, (dict, list)):
-                value = json.dumps(value, sort_keys=True, ensure_ascii=False)
-            cells.append("" if value is None else value)
-        cells.extend("" if row["scores"].get(n) is None else row["scores"][n] for n in score_names)
-        writer.writerow(cells)
-    return buf.getvalue()
+    leaves out ``INVOCATION_FIELDS``. (A stored run streams with ``write_run_export``.)"""
+    ordered = sorted(results, key=lambda r: r.item_id)
+    return "".join(export_lines(ordered, fmt, deterministic=deterministic))
+
+
+def write_run_export(
+    store: LocalStore,
+    run: RunRecord,
+    fmt: Literal["jsonl", "csv"],
+    out: TextIO,
+    *,
+    deterministic: bool = False,
+) -> None:
+    """Write ``export_run``'s bytes for a stored run to ``out`` line by line: the run is read
+    in batches, never held in memory at once."""
+    columns = export_score_columns(store.item_score_names(run.id)) if fmt == "csv" else None
+    results = store.iter_results(run.id, order_by="item_id")
+    for text in export_lines(results, fmt, deterministic=deterministic, score_columns=columns):
+        out.write(text)
 
 
 def _entity_f1(result: ItemResult) -> float | None:
@@ -130,19 +183,51 @@ def compare_runs(store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10
         x, y = va.get(name), vb.get(name)
         delta = y - x if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
         run_level.append((name, x, y, delta))
-    ra = {r.item_id: r for r in store.results(a.id)}
-    rb = {r.item_id: r for r in store.results(b.id)}
-    moved = []
-    for item_id in sorted(set(ra) & set(rb)):
-        x, y = _entity_f1(ra[item_id]), _entity_f1(rb[item_id])
-        if x is not None and y is not None and x != y:
+    moved: list[tuple[str, float, float, float]] = []
+    only_in_a: list[str] = []
+    only_in_b: list[str] = []
+    pairs = _join_by_item_id(
+        ((r.item_id, _entity_f1(r)) for r in store.iter_results(a.id, order_by="item_id")),
+        ((r.item_id, _entity_f1(r)) for r in store.iter_results(b.id, order_by="item_id")),
+    )
+    for item_id, x, y, side in pairs:
+        if side == "a":
+            only_in_a.append(item_id)
+        elif side == "b":
+            only_in_b.append(item_id)
+        elif x is not None and y is not None and x != y:
             moved.append((item_id, x, y, y - x))
-    moved.sort(key=lambda row: (-abs(row[3]), row[0]))
+            if len(moved) > 4 * top + 1000:  # keep the top ones only: memory stays bounded
+                moved = _most_moved(moved, top)
     return {
         "a": a.name,
         "b": b.name,
         "run_level": run_level,
-        "items": moved[:top],
-        "only_in_a": sorted(set(ra) - set(rb)),
-        "only_in_b": sorted(set(rb) - set(ra)),
+        "items": _most_moved(moved, top),
+        "only_in_a": only_in_a,
+        "only_in_b": only_in_b,
     }
+
+
+def _most_moved(
+    moved: list[tuple[str, float, float, float]], top: int
+) -> list[tuple[str, float, float, float]]:
+    return heapq.nsmallest(top, moved, key=lambda row: (-abs(row[3]), row[0]))
+
+
+def _join_by_item_id(
+    a: Iterator[tuple[str, float | None]], b: Iterator[tuple[str, float | None]]
+) -> Iterator[tuple[str, float | None, float | None, str]]:
+    """Merge two streams sorted by item id: (id, value in A, value in B, "a" | "b" | "both")."""
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            assert x is not None
+            yield x[0], x[1], None, "a"
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            yield y[0], None, y[1], "b"
+            y = next(b, None)
+        else:
+            yield x[0], x[1], y[1], "both"
+            x, y = next(a, None), next(b, None)

@@ -3,7 +3,8 @@ prompt lines they share."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -154,31 +155,84 @@ def _failures_cell(result: ItemResult) -> Text:
     return cell
 
 
+# ``runs show`` prints a longer run as consecutive tables of this many rows (header once).
+ROWS_PER_TABLE = 500
+
+
+def _display_order(r: ItemResult) -> tuple[bool, float, str]:
+    return (r.ok, score_value(r, "entity_f1") or 0.0, r.item_id)
+
+
 def render_run_items(
     run: RunRecord,
-    results: Sequence[ItemResult],
+    results: Iterable[ItemResult],
     console: Console,
     *,
     category: str | None = None,
+    total: int | None = None,
 ) -> None:
     """Per-item table, failing items first, then the weakest entity F1; then each item's
-    trace (the LangFuse URL when there is one), one per line so a URL is never cut."""
-    ordered = sorted(
-        results,
-        key=lambda r: (r.ok, score_value(r, "entity_f1") or 0.0, r.item_id),
-    )
+    trace (the LangFuse URL when there is one), one per line so a URL is never cut.
+
+    Up to ``ROWS_PER_TABLE`` items (or any number when ``total`` is not given) are one table,
+    in whatever order they come. A stream of a longer run, with its ``total``, must already be
+    in that order (``store.iter_results(order_by="failing_first")``): it prints as tables of
+    ``ROWS_PER_TABLE`` rows, so only one table's rows are ever held."""
     scope = f" with category {category}" if category else ""
     prompt = prompt_summary(run.config)
+    caption = escape(f"prompt: {prompt}") if prompt else None
+    traced: list[tuple[str, str, bool]] = []
+    if total is None or total <= ROWS_PER_TABLE:
+        rows = sorted(results, key=_display_order)
+        title = f"run {run.name!r} on {run.dataset!r}: {len(rows)} items{scope}"
+        print_table(console, _items_table(rows, title=title, caption=caption, traced=traced))
+    else:
+        title = f"run {run.name!r} on {run.dataset!r}: {total} items{scope}"
+        stream = iter(results)
+        chunk = list(itertools.islice(stream, ROWS_PER_TABLE))
+        while chunk:
+            after = list(itertools.islice(stream, ROWS_PER_TABLE))
+            table = _items_table(
+                sorted(chunk, key=_display_order),
+                title=title if title else None,
+                caption=None if after else caption,
+                traced=traced,
+            )
+            print_table(console, table)
+            title, chunk = "", after
+    if traced:
+        console.print(Text("traces", style="bold"))
+        for item_id, target, is_url in traced:
+            line = Text(f"  {item_id}  ")
+            line.append(target, style=f"link {target}" if is_url else "")
+            console.print(line, soft_wrap=True)
+
+    summary = run.summary or {}
+    cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
+    console.print(f"cost USD: {cost}", highlight=False, soft_wrap=True)
+
+
+def _items_table(
+    ordered: Sequence[ItemResult],
+    *,
+    title: str | None,
+    caption: str | None,
+    traced: list[tuple[str, str, bool]],
+) -> Table:
+    """One table of ``render_run_items`` (without a title: a continuation, no header either);
+    appends each traced item's (id, trace, is a URL) to ``traced``."""
     table = Table(
-        title=f"run {run.name!r} on {run.dataset!r}: {len(results)} items{scope}",
+        title=title,
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
-        caption=escape(f"prompt: {prompt}") if prompt else None,
+        show_header=title is not None,
+        caption=caption,
     )
-    table.add_column("item", no_wrap=True, min_width=max([4, *(len(r.item_id) for r in results)]))
+    table.add_column("item", no_wrap=True, min_width=max([4, *(len(r.item_id) for r in ordered)]))
     for col in ("entity F1", "rel F1", "type acc", "tries", "ms"):
-        table.add_column(col, justify="right")
+        # a continuation has no header to give the column its width: keep it aligned
+        table.add_column(col, justify="right", min_width=len(col) if title is None else None)
     table.add_column("failure categories / error", overflow="fold", ratio=1)
     for r in ordered:
         table.add_row(
@@ -190,16 +244,6 @@ def render_run_items(
             _fmt(r.latency_ms, 1),
             _failures_cell(r),
         )
-    print_table(console, table)
-    traced = [r for r in ordered if r.trace_id or r.trace_url]
-    if traced:
-        console.print(Text("traces", style="bold"))
-        for r in traced:
-            target = r.trace_url or r.trace_id or ""
-            line = Text(f"  {r.item_id}  ")
-            line.append(target, style=f"link {target}" if r.trace_url else "")
-            console.print(line, soft_wrap=True)
-
-    summary = run.summary or {}
-    cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
-    console.print(f"cost USD: {cost}", highlight=False, soft_wrap=True)
+        if r.trace_id or r.trace_url:
+            traced.append((r.item_id, r.trace_url or r.trace_id or "", bool(r.trace_url)))
+    return table

@@ -1,0 +1,28 @@
+"""The embedded local store: one SQLite file, one connection, tables grouped by family.
+
+``store`` opens the connection (WAL, migrations, sample seeding) and puts the families together
+into ``LocalStore``: ``datasets`` (versioned items), ``runs`` (runs, results, scores, failure
+taxonomy), ``prompts`` (versions and labels), ``cache`` (model responses).
+"""
+
+from extraction_eval.backends.local.store import (
+    SAMPLE_DATASET,
+    DatasetInfo,
+    LocalStore,
+    RunRecord,
+    SQLiteResponseCache,
+    UploadReport,
+    default_home,
+    default_store_path,
+)
+
+__all__ = [
+    "SAMPLE_DATASET",
+    "DatasetInfo",
+    "LocalStore",
+    "RunRecord",
+    "SQLiteResponseCache",
+    "UploadReport",
+    "default_home",
+    "default_store_path",
+]

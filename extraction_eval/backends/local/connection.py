@@ -1,0 +1,120 @@
+"""The one SQLite connection every table family shares: WAL, migrations, one transaction
+at a time under a lock.
+
+Why SQLite: no server, one file to copy or delete, transactional. Every write is its own
+committed transaction, so a crash (even SIGKILL) loses at most the items still in flight.
+WAL lets a second process (``runs show`` during a run) read while the runner writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from extraction_eval.backends.base import canonical_json
+from extraction_eval.backends.migrations import migrate
+from extraction_eval.errors import BackendError
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _dumps(obj: Any) -> str:
+    return canonical_json(obj)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _set_wal(conn: sqlite3.Connection, attempts: int = 50) -> None:
+    """Switch to WAL, waiting out other processes doing the same on a brand-new file.
+
+    The switch needs an exclusive lock and SQLite may answer "database is locked" at once
+    instead of waiting for ``timeout`` (seen with several CLI commands started together on a
+    fresh machine), so retry briefly.
+    """
+    for attempt in range(attempts):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.02 * (attempt + 1))
+
+
+class StoreConnection:
+    """One connection shared behind a lock: the runner records results from worker threads,
+    and SQLite serialises writers anyway. Opening migrates the schema."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = threading.RLock()
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BackendError(f"cannot create store directory {self._path.parent}: {exc}") from exc
+        self._conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(
+                self._path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            self._conn = conn
+            conn.row_factory = sqlite3.Row
+            _set_wal(conn)
+            # NORMAL in WAL mode: durable across process crashes; only an OS crash or power
+            # loss can drop the last commits, and the file stays consistent either way.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            migrate(conn)
+        except sqlite3.Error as exc:
+            self.close()
+            raise BackendError(f"cannot open local store {self._path}: {exc}") from exc
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    @contextmanager
+    def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction under the lock; writes take the write lock up front (IMMEDIATE)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise BackendError(f"local store {self._path} is closed")
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.Error as exc:
+                raise BackendError(f"local store {self._path}: {exc}") from exc
+            try:
+                yield conn
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise BackendError(f"local store {self._path}: {exc}") from exc
+                raise
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise BackendError(f"local store {self._path}: {exc}") from exc

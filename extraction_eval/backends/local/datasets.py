@@ -1,0 +1,224 @@
+"""Datasets, their versions and items (the ``DatasetBackend`` protocol of the local store)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from extraction_eval.backends.base import (
+    DatasetInfo,
+    UploadReport,
+    item_content_hash,
+    item_expected_output,
+    item_from_payload,
+    item_input,
+)
+from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
+from extraction_eval.errors import NotFoundError, UsageError
+from extraction_eval.types import DatasetItem
+
+
+class DatasetTables(StoreConnection):
+    """Datasets are versioned as in LangFuse: each upload that changes an item adds a version."""
+
+    def upload_items(
+        self,
+        dataset: str,
+        items: Sequence[DatasetItem],
+        *,
+        description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> UploadReport:
+        """Create the dataset if needed and upsert items by id.
+
+        Any created or changed item makes one new dataset version; re-uploading identical
+        content is a no-op. Items absent from this upload are left as they are.
+        """
+        name = dataset.strip()
+        if not name:
+            raise UsageError("dataset name must not be empty")
+        seen: set[str] = set()
+        for item in items:
+            if item.id in seen:
+                raise UsageError(f"item id {item.id!r} appears twice in one upload")
+            seen.add(item.id)
+        now = _now()
+        with self._tx(write=True) as conn:
+            row = _dataset_row(conn, name)
+            dataset_created = row is None
+            if row is None:
+                cur = conn.execute(
+                    "INSERT INTO datasets (name, description, metadata, version, created_at,"
+                    " updated_at) VALUES (?, ?, ?, 0, ?, ?)",
+                    (name, description, _dumps(metadata or {}), now, now),
+                )
+                dataset_id, current = int(cur.lastrowid or 0), 0
+            else:
+                dataset_id, current = int(row["id"]), int(row["version"])
+                self._update_header(conn, row, description, metadata, now)
+            latest = {
+                r["item_id"]: r["content_hash"]
+                for r in conn.execute(
+                    "SELECT item_id, content_hash, MAX(version) FROM item_versions"
+                    " WHERE dataset_id = ? GROUP BY item_id",
+                    (dataset_id,),
+                )
+            }
+            position = conn.execute(
+                "SELECT COALESCE(MAX(position), -1) + 1 FROM items WHERE dataset_id = ?",
+                (dataset_id,),
+            ).fetchone()[0]
+            version = current + 1
+            created = updated = unchanged = 0
+            for item in items:
+                digest = item_content_hash(item)
+                if item.id not in latest:
+                    conn.execute(
+                        "INSERT INTO items (dataset_id, id, position, created_at)"
+                        " VALUES (?, ?, ?, ?)",
+                        (dataset_id, item.id, position, now),
+                    )
+                    position += 1
+                    created += 1
+                elif latest[item.id] != digest:
+                    updated += 1
+                else:
+                    unchanged += 1
+                    continue
+                conn.execute(
+                    "INSERT INTO item_versions (dataset_id, item_id, version, input,"
+                    " expected_output, metadata, source_trace_id, source_observation_id,"
+                    " status, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        dataset_id,
+                        item.id,
+                        version,
+                        _dumps(item_input(item)),
+                        _dumps(item_expected_output(item)),
+                        _dumps(item.metadata),
+                        item.source_trace_id,
+                        item.source_observation_id,
+                        item.status,
+                        digest,
+                        now,
+                    ),
+                )
+            new_version = bool(created or updated)
+            if new_version:
+                conn.execute(
+                    "INSERT INTO dataset_versions (dataset_id, version, created_at, created,"
+                    " updated) VALUES (?, ?, ?, ?, ?)",
+                    (dataset_id, version, now, created, updated),
+                )
+                conn.execute(
+                    "UPDATE datasets SET version = ?, updated_at = ? WHERE id = ?",
+                    (version, now, dataset_id),
+                )
+        return UploadReport(
+            dataset=name,
+            version=version if new_version else current,
+            created=created,
+            updated=updated,
+            unchanged=unchanged,
+            new_version=new_version,
+            dataset_created=dataset_created,
+        )
+
+    @staticmethod
+    def _update_header(
+        conn: sqlite3.Connection,
+        row: sqlite3.Row,
+        description: str | None,
+        metadata: dict[str, Any] | None,
+        now: str,
+    ) -> None:
+        desc = row["description"] if description is None else description
+        meta = row["metadata"] if metadata is None else _dumps(metadata)
+        if desc != row["description"] or meta != row["metadata"]:
+            conn.execute(
+                "UPDATE datasets SET description = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                (desc, meta, now, row["id"]),
+            )
+
+    def list_datasets(self) -> list[DatasetInfo]:
+        with self._tx(write=False) as conn:
+            rows = conn.execute("SELECT * FROM datasets ORDER BY name").fetchall()
+            return [_dataset_info(conn, row) for row in rows]
+
+    def get_dataset(self, name: str) -> DatasetInfo:
+        with self._tx(write=False) as conn:
+            return _dataset_info(conn, _require_dataset(conn, name))
+
+    def get_items(self, name: str, *, version: int | str | None = None) -> list[DatasetItem]:
+        """Active items as of ``version`` (default: the latest), in insertion order."""
+        if isinstance(version, str):
+            if not version.isdigit():
+                raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
+            version = int(version)
+        with self._tx(write=False) as conn:
+            row = _require_dataset(conn, name)
+            current = int(row["version"])
+            if version is None:
+                version = current
+            elif not 1 <= version <= current:
+                known = f"versions 1..{current}" if current else "no versions yet"
+                raise NotFoundError(f"dataset {name!r} has no version {version} ({known})")
+            rows = conn.execute(_ITEMS_AT_VERSION, (int(row["id"]), version)).fetchall()
+        return [
+            item_from_payload(
+                id=r["item_id"],
+                input=json.loads(r["input"]),
+                expected_output=json.loads(r["expected_output"]),
+                metadata=json.loads(r["metadata"]),
+                source_trace_id=r["source_trace_id"],
+                source_observation_id=r["source_observation_id"],
+                status=r["status"],
+            )
+            for r in rows
+        ]
+
+
+# The latest row of each item at or before version ?2 of dataset ?1, active ones only.
+_ITEMS_AT_VERSION = """
+SELECT iv.* FROM items i
+JOIN item_versions iv ON iv.dataset_id = i.dataset_id AND iv.item_id = i.id
+WHERE i.dataset_id = ?1
+  AND iv.version = (
+      SELECT MAX(x.version) FROM item_versions x
+      WHERE x.dataset_id = i.dataset_id AND x.item_id = i.id AND x.version <= ?2)
+  AND iv.status = 'ACTIVE'
+ORDER BY i.position
+"""
+
+
+def _dataset_row(conn: sqlite3.Connection, name: str) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM datasets WHERE name = ?", (name,)
+    ).fetchone()
+    return row
+
+
+def _require_dataset(conn: sqlite3.Connection, name: str) -> sqlite3.Row:
+    row = _dataset_row(conn, name)
+    if row is None:
+        names = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
+        known = f"known: {', '.join(names)}" if names else "no datasets yet"
+        raise NotFoundError(f"dataset {name!r} not found ({known})")
+    return row
+
+
+def _dataset_info(conn: sqlite3.Connection, row: sqlite3.Row) -> DatasetInfo:
+    count = conn.execute(
+        f"SELECT COUNT(*) FROM ({_ITEMS_AT_VERSION})", (row["id"], row["version"])
+    ).fetchone()[0]
+    return DatasetInfo(
+        name=row["name"],
+        description=row["description"],
+        metadata=json.loads(row["metadata"]),
+        version=int(row["version"]),
+        item_count=int(count),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
