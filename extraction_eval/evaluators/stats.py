@@ -47,6 +47,17 @@ def resampled_sums(matrix: NDArray[np.int64], *, resamples: int, seed: int) -> N
     return np.concatenate(sums, axis=0)
 
 
+def _side_by_side(
+    counts: Mapping[str, NDArray[np.int64]], names: list[str], resamples: int
+) -> NDArray[np.int64] | None:
+    """The named count arrays as one (n_items × columns) matrix, in ``names`` order; None when
+    there is nothing to resample."""
+    if not names or resamples <= 0:
+        return None
+    matrix = np.concatenate([np.asarray(counts[k], dtype=np.int64) for k in names], axis=1)
+    return matrix if matrix.shape[0] else None
+
+
 def bootstrap_prf(
     counts: Mapping[str, NDArray[np.int64]],
     *,
@@ -62,12 +73,10 @@ def bootstrap_prf(
     to resample.
     """
     names = sorted(counts)
-    if not names or resamples <= 0:
+    matrix = _side_by_side(counts, names, resamples)
+    if matrix is None:
         return None
-    matrix = np.concatenate([np.asarray(counts[k], dtype=np.int64) for k in names], axis=1)
     n_items = matrix.shape[0]
-    if n_items == 0:
-        return None
     flags = np.zeros(n_items, dtype=np.int64) if failed is None else np.asarray(failed, np.int64)
     if flags.shape != (n_items,):
         raise ValueError(f"failed has shape {flags.shape}, expected ({n_items},)")
@@ -105,11 +114,8 @@ def bootstrap_ratios(
     resample left gets None. Returns None when there is nothing to resample.
     """
     names = sorted(counts)
-    if not names or resamples <= 0:
-        return None
-    matrix = np.concatenate([np.asarray(counts[k], dtype=np.int64) for k in names], axis=1)
-    n_items = matrix.shape[0]
-    if n_items == 0:
+    matrix = _side_by_side(counts, names, resamples)
+    if matrix is None:
         return None
     total = resampled_sums(matrix, resamples=resamples, seed=seed)
     alpha = (1.0 - confidence) / 2.0
