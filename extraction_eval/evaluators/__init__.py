@@ -32,7 +32,7 @@ from extraction_eval.evaluators.matching import (
     assign,
 )
 from extraction_eval.evaluators.metrics import Counts, f1, precision, recall
-from extraction_eval.evaluators.report import aggregate
+from extraction_eval.evaluators.report import ReportAccumulator, aggregate
 from extraction_eval.evaluators.scores import item_scores
 from extraction_eval.evaluators.stats import bootstrap_prf
 from extraction_eval.evaluators.taxonomy import CATEGORIES, TaxonomyEntry
@@ -53,6 +53,7 @@ __all__ = [
     "MatchMode",
     "RelationshipAlignment",
     "RelationshipPair",
+    "ReportAccumulator",
     "ScoringConfig",
     "TaxonomyEntry",
     "TextIndex",

@@ -6,6 +6,7 @@ micro figures bootstrapped over items; a failed item counts everywhere as a fail
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.evaluators.item import (
     VALUE_NAMES,
+    AttributeCount,
     ItemScore,
     Kind,
     TypeCount,
@@ -26,127 +28,277 @@ from extraction_eval.evaluators.metrics import (
     counts_json,
     mean,
     ratio,
-    sum_counts,
     vacuous,
 )
 from extraction_eval.evaluators.stats import bootstrap_prf, bootstrap_ratios
 from extraction_eval.evaluators.taxonomy import CATEGORIES
 
 
-def _merge_types(groups: Iterable[Iterable[TypeCount]]) -> dict[str, dict[str, Any]]:
-    labels: dict[str, str] = {}
-    sums: dict[str, list[int]] = {}
-    for group in groups:
+class _TypeSums:
+    """Per-type counts summed over items; the label is the alphabetically first spelling."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {}
+        self.sums: dict[str, list[int]] = {}
+
+    def add(self, group: Iterable[TypeCount]) -> None:
         for t in group:
-            if t.key not in labels or t.label < labels[t.key]:
-                labels[t.key] = t.label
-            acc = sums.setdefault(t.key, [0, 0, 0])
+            if t.key not in self.labels or t.label < self.labels[t.key]:
+                self.labels[t.key] = t.label
+            acc = self.sums.setdefault(t.key, [0, 0, 0])
             acc[0] += t.tp
             acc[1] += t.fp
             acc[2] += t.fn
-    return {labels[k]: counts_json(Counts(*v)) for k, v in sums.items()}
+
+    def to_json(self) -> dict[str, dict[str, Any]]:
+        return {self.labels[k]: counts_json(Counts(*v)) for k, v in self.sums.items()}
 
 
-def _count_array(counts: Sequence[Counts]) -> np.ndarray[Any, np.dtype[np.int64]]:
-    return np.asarray(counts, dtype=np.int64).reshape(len(counts), 3)
+def _int_rows(values: array[int], width: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    return np.frombuffer(values, dtype=np.int64).reshape(-1, width)
+
+
+class ReportAccumulator:
+    """The run report folded one :class:`ItemScore` at a time, so a run's memory does not grow
+    with its items' pairs and objects: only sums, the macro values (8 bytes each), the
+    bootstrap's integer count rows and the ids of failed items are kept.
+
+    ``report()`` is exactly :func:`aggregate`'s result for the same items, in any order."""
+
+    def __init__(self, config: ScoringConfig) -> None:
+        self.config = config
+        self.n = 0
+        self.counts = {
+            "entities": [0, 0, 0],
+            "entities_typed": [0, 0, 0],
+            "relationships": [0, 0, 0],
+        }
+        # per item (tp, fp, fn) for each group, then the failure flag: the bootstrap's rows
+        self.rows: dict[str, array[int]] = {name: array("q") for name in self.counts}
+        self.failed_flags: array[int] = array("b")
+        self.type_correct = 0
+        self.failed_ids: list[str] = []
+        self.match_types: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
+        self.entity_match_types = {"exact": 0, "fuzzy": 0}
+        self.taxonomy: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
+        self.entity_types = _TypeSums()
+        self.relationship_types = _TypeSums()
+        self.macro_values: dict[str, array[float]] = {name: array("d") for name in VALUE_NAMES}
+        # evidence: predicted objects, with evidence, grounded; per kind
+        self.evidence: dict[Kind, list[int]] = {"entity": [0, 0, 0], "relationship": [0, 0, 0]}
+        self.gold_empty = 0
+        self.errored_empty = 0
+        self.hallucinations = 0
+        self.passed = 0
+        # attributes: (kind, key) -> [agree, total] in first-seen order; per key, the items
+        # (by position) that have it and their (agree, total), for the per-key bootstrap
+        self.attribute_sums: dict[tuple[Kind, str], list[int]] = {}
+        self.key_items: dict[str, array[int]] = {}
+        self.key_counts: dict[str, array[int]] = {}
+        self.attributes_declared = False
+        self.attribute_checked = 0
+        self.violating_objects = 0
+        self.violations = 0
+        self.violation_ids: list[str] = []
+
+    def add(self, s: ItemScore) -> None:
+        position = self.n
+        self.n += 1
+        for name, c in (
+            ("entities", s.entities),
+            ("entities_typed", s.entities_typed),
+            ("relationships", s.relationships),
+        ):
+            acc = self.counts[name]
+            acc[0] += c.tp
+            acc[1] += c.fp
+            acc[2] += c.fn
+            self.rows[name].extend(c)
+        self.failed_flags.append(1 if s.failed else 0)
+        self.type_correct += s.type_correct
+        if s.failed:
+            self.failed_ids.append(s.item_id)
+        for k, n in s.match_type_counts().items():
+            self.match_types[k] += n
+        for k, n in s.entity_match_type_counts().items():
+            self.entity_match_types[k] += n
+        for k, n in s.taxonomy_counts().items():
+            self.taxonomy[k] += n
+        self.entity_types.add(s.entity_types)
+        self.relationship_types.add(s.relationship_types)
+        for name, value in s.values().items():
+            if value is not None:
+                self.macro_values[name].append(value)
+        predicted_by_kind: tuple[tuple[Kind, int], ...] = (
+            ("entity", s.n_pred_entities),
+            ("relationship", s.n_pred_relationships),
+        )
+        for kind, predicted in predicted_by_kind:
+            ev = self.evidence[kind]
+            ev[0] += predicted
+            ev[1] += s.with_evidence(kind)
+            ev[2] += s.grounded(kind)
+        if s.gold_empty:
+            self.gold_empty += 1
+            if s.failed:
+                self.errored_empty += 1
+            else:
+                self.hallucinations += s.hallucination_count
+            if s.zero_fp_pass:
+                self.passed += 1
+        for a in s.attributes:
+            acc = self.attribute_sums.setdefault((a.kind, a.key), [0, 0])
+            acc[0] += a.agree
+            acc[1] += a.total
+        for key, pair in s.attribute_key_counts().items():
+            self.key_items.setdefault(key, array("q")).append(position)
+            self.key_counts.setdefault(key, array("q")).extend(pair)
+        self.attributes_declared = self.attributes_declared or s.attributes_declared
+        self.attribute_checked += s.attribute_checked
+        self.violating_objects += s.attribute_violation_count
+        self.violations += len(s.attribute_violations)
+        if s.attribute_violations:
+            self.violation_ids.append(s.item_id)
+
+    def report(self, *, warnings: Sequence[str] = ()) -> dict[str, Any]:
+        """The run report (``score --format json``) of the items added so far."""
+        config = self.config
+        e, t, r = (Counts(*self.counts[k]) for k in self.counts)
+        any_failed = bool(self.failed_ids)
+        macro_values = self.macro_values
+        macro = {name: mean(xs) for name, xs in macro_values.items()}
+        no_prediction = sorted(self.failed_ids)
+        empty = self.gold_empty
+        scored_empty = empty - self.errored_empty
+        ci = bootstrap_prf(
+            {name: _int_rows(rows, 3) for name, rows in self.rows.items()},
+            resamples=config.resamples,
+            seed=config.seed,
+            confidence=config.confidence,
+            failed=np.frombuffer(self.failed_flags, dtype=np.int8).astype(np.bool_),
+        )
+        all_warnings = list(warnings)
+        if no_prediction:
+            all_warnings.append(
+                f"{len(no_prediction)} item(s) had no prediction (errored) and were scored as "
+                "failures: "
+                + ", ".join(no_prediction[:20])
+                + (f", ... ({len(no_prediction) - 20} more)" if len(no_prediction) > 20 else "")
+            )
+        return {
+            "config": config.to_json(),
+            "items": self.n,
+            "failed_items": len(no_prediction),
+            "no_prediction": {"count": len(no_prediction), "ids": no_prediction},
+            "entities": {**counts_json(e, failed=any_failed), "type_correct": self.type_correct},
+            "entities_typed": counts_json(t, failed=any_failed),
+            "type_accuracy": accuracy(
+                self.type_correct, e.tp, both_empty=vacuous(e, failed=any_failed)
+            ),
+            "relationships": counts_json(r, failed=any_failed),
+            "relationship_accuracy": accuracy(
+                r.tp, r.predicted, both_empty=vacuous(r, failed=any_failed)
+            ),
+            "match_types": dict(self.match_types),
+            "entity_match_types": dict(self.entity_match_types),
+            "per_type": {
+                "entities": self.entity_types.to_json(),
+                "relationships": self.relationship_types.to_json(),
+            },
+            "attributes": self._attributes_report(),
+            "evidence": self._evidence_report(),
+            "negative_space": {
+                "gold_empty_items": empty,
+                "errored": self.errored_empty,
+                "scored": scored_empty,
+                "zero_fp_pass_count": self.passed,
+                "zero_fp_pass_rate": self.passed / empty if empty else None,
+                "hallucination_count": self.hallucinations,
+                "hallucination_rate": self.hallucinations / scored_empty if scored_empty else None,
+            },
+            "taxonomy": dict(self.taxonomy),
+            "macro": macro,
+            "macro_items": {name: len(xs) for name, xs in macro_values.items()},
+            "ci": _ci_json(ci, config),
+            "warnings": all_warnings,
+        }
+
+    def _evidence_report(self) -> dict[str, Any]:
+        def block(predicted: int, with_ev: int, grounded: int) -> dict[str, Any]:
+            return {
+                "predicted": predicted,
+                "with_evidence": with_ev,
+                "grounded": grounded,
+                "coverage_rate": ratio(grounded, predicted, both_empty=False) if with_ev else None,
+            }
+
+        ent, rel = self.evidence["entity"], self.evidence["relationship"]
+        overall = block(*(a + b for a, b in zip(ent, rel, strict=True)))
+        return {
+            "mode": self.config.evidence,
+            "predicted": overall["predicted"],
+            "with_evidence": overall["with_evidence"],
+            "grounded": overall["grounded"],
+            "evidence_coverage_rate": overall["coverage_rate"],
+            "entities": block(*ent),
+            "relationships": block(*rel),
+        }
+
+    def _attributes_report(self) -> dict[str, Any]:
+        """Per kind (as per item) plus, per key (kinds pooled: the ``attr.<key>`` values),
+        accuracy with a bootstrap CI over items, and the run's schema violations."""
+        config = self.config
+        out: dict[str, Any] = attributes_json(
+            AttributeCount(kind, key, agree, total)
+            for (kind, key), (agree, total) in self.attribute_sums.items()
+        )
+        keys = sorted(self.key_items)
+        dense: dict[str, np.ndarray[Any, np.dtype[np.int64]]] = {}
+        for k in keys:
+            column = np.zeros((self.n, 2), dtype=np.int64)  # (0, 0) for items without the key
+            column[np.frombuffer(self.key_items[k], dtype=np.int64)] = _int_rows(
+                self.key_counts[k], 2
+            )
+            dense[k] = column
+        ci = bootstrap_ratios(
+            dense, resamples=config.resamples, seed=config.seed, confidence=config.confidence
+        )
+        pooled: dict[str, dict[str, Any]] = {}
+        for k in keys:
+            agree, total = (int(x) for x in dense[k].sum(axis=0))
+            bounds = None if ci is None else ci[k]
+            pooled[k] = {
+                "agree": agree,
+                "total": total,
+                "accuracy": agree / total if total else None,
+                "ci": None if bounds is None else {"low": bounds[0], "high": bounds[1]},
+            }
+        out["keys"] = pooled
+        checked = self.attribute_checked
+        out["violations"] = {
+            "declared": self.attributes_declared,
+            "checked": checked,
+            "objects": self.violating_objects,
+            "count": self.violations,
+            "attribute_violation_rate": self.violating_objects / checked if checked else None,
+            "items": sorted(self.violation_ids),
+        }
+        return out
 
 
 def aggregate(
-    items: Sequence[ItemScore], config: ScoringConfig, *, warnings: Sequence[str] = ()
+    items: Iterable[ItemScore], config: ScoringConfig, *, warnings: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The run report (``score --format json``). Deterministic and independent of item order
     and item ids; ``json.dumps(report, sort_keys=True)`` is byte-stable.
 
     Failed items count everywhere as failures: in the micro counts (all their gold missed), as
     0 in the macro means, as zero_fp_pass failures; and while any item failed, summed counts
-    of 0 never earn the both-empty 1.0."""
-    ent = [s.entities for s in items]
-    typed = [s.entities_typed for s in items]
-    rel = [s.relationships for s in items]
-    e, t, r = sum_counts(ent), sum_counts(typed), sum_counts(rel)
-    type_correct = sum(s.type_correct for s in items)
-    any_failed = any(s.failed for s in items)
-
-    match_types: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
-    entity_match_types = {"exact": 0, "fuzzy": 0}
-    taxonomy: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
+    of 0 never earn the both-empty 1.0. Folds :class:`ReportAccumulator` over ``items``."""
+    acc = ReportAccumulator(config)
     for s in items:
-        for k, n in s.match_type_counts().items():
-            match_types[k] += n
-        for k, n in s.entity_match_type_counts().items():
-            entity_match_types[k] += n
-        for k, n in s.taxonomy_counts().items():
-            taxonomy[k] += n
-
-    evidence = _evidence_report(items, config)
-    values = [s.values() for s in items]
-    macro_values = {name: [x for v in values if (x := v[name]) is not None] for name in VALUE_NAMES}
-    macro = {name: mean(xs) for name, xs in macro_values.items()}
-
-    empty = [s for s in items if s.gold_empty]
-    # Rates over the gold-empty items: zero_fp_pass_rate over all of them (an errored item is a
-    # failure); hallucination_rate over those that produced an output (an errored item has no
-    # objects to count, and must not dilute the rate towards 0).
-    errored_empty = sum(1 for s in empty if s.failed)
-    scored_empty = len(empty) - errored_empty
-    hallucinations = sum(s.hallucination_count for s in empty if not s.failed)
-    passed = sum(1 for s in empty if s.zero_fp_pass)
-    no_prediction = sorted(s.item_id for s in items if s.failed)
-
-    ci = bootstrap_prf(
-        {
-            "entities": _count_array(ent),
-            "entities_typed": _count_array(typed),
-            "relationships": _count_array(rel),
-        },
-        resamples=config.resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-        failed=np.asarray([s.failed for s in items], dtype=np.bool_),
-    )
-    all_warnings = list(warnings)
-    if no_prediction:
-        all_warnings.append(
-            f"{len(no_prediction)} item(s) had no prediction (errored) and were scored as "
-            "failures: "
-            + ", ".join(no_prediction[:20])
-            + (f", ... ({len(no_prediction) - 20} more)" if len(no_prediction) > 20 else "")
-        )
-    return {
-        "config": config.to_json(),
-        "items": len(items),
-        "failed_items": len(no_prediction),
-        "no_prediction": {"count": len(no_prediction), "ids": no_prediction},
-        "entities": {**counts_json(e, failed=any_failed), "type_correct": type_correct},
-        "entities_typed": counts_json(t, failed=any_failed),
-        "type_accuracy": accuracy(type_correct, e.tp, both_empty=vacuous(e, failed=any_failed)),
-        "relationships": counts_json(r, failed=any_failed),
-        "relationship_accuracy": accuracy(
-            r.tp, r.predicted, both_empty=vacuous(r, failed=any_failed)
-        ),
-        "match_types": match_types,
-        "entity_match_types": entity_match_types,
-        "per_type": {
-            "entities": _merge_types(s.entity_types for s in items),
-            "relationships": _merge_types(s.relationship_types for s in items),
-        },
-        "attributes": _attributes_report(items, config),
-        "evidence": evidence,
-        "negative_space": {
-            "gold_empty_items": len(empty),
-            "errored": errored_empty,
-            "scored": scored_empty,
-            "zero_fp_pass_count": passed,
-            "zero_fp_pass_rate": passed / len(empty) if empty else None,
-            "hallucination_count": hallucinations,
-            "hallucination_rate": hallucinations / scored_empty if scored_empty else None,
-        },
-        "taxonomy": taxonomy,
-        "macro": macro,
-        "macro_items": {name: len(xs) for name, xs in macro_values.items()},
-        "ci": _ci_json(ci, config),
-        "warnings": all_warnings,
-    }
+        acc.add(s)
+    return acc.report(warnings=warnings)
 
 
 def _ci_json(ci: dict[str, dict[str, list[float]]] | None, config: ScoringConfig) -> dict[str, Any]:
@@ -167,73 +319,4 @@ def _ci_json(ci: dict[str, dict[str, list[float]]] | None, config: ScoringConfig
             out[f"{prefix}_{metric}"] = (
                 None if bounds is None else {"low": bounds[0], "high": bounds[1]}
             )
-    return out
-
-
-def _evidence_report(items: Sequence[ItemScore], config: ScoringConfig) -> dict[str, Any]:
-    def block(kind: Kind | None) -> dict[str, Any]:
-        if kind == "entity":
-            predicted = sum(s.n_pred_entities for s in items)
-        elif kind == "relationship":
-            predicted = sum(s.n_pred_relationships for s in items)
-        else:
-            predicted = sum(s.predicted_objects for s in items)
-        with_ev = sum(s.with_evidence(kind) for s in items)
-        grounded = sum(s.grounded(kind) for s in items)
-        return {
-            "predicted": predicted,
-            "with_evidence": with_ev,
-            "grounded": grounded,
-            "coverage_rate": ratio(grounded, predicted, both_empty=False) if with_ev else None,
-        }
-
-    overall = block(None)
-    return {
-        "mode": config.evidence,
-        "predicted": overall["predicted"],
-        "with_evidence": overall["with_evidence"],
-        "grounded": overall["grounded"],
-        "evidence_coverage_rate": overall["coverage_rate"],
-        "entities": block("entity"),
-        "relationships": block("relationship"),
-    }
-
-
-def _attributes_report(items: Sequence[ItemScore], config: ScoringConfig) -> dict[str, Any]:
-    """Per kind (as per item) plus, per key (kinds pooled: the ``attr.<key>`` values), accuracy
-    with a bootstrap CI over items, and the run's schema violations."""
-    out: dict[str, Any] = attributes_json(a for s in items for a in s.attributes)
-    per_item = [s.attribute_key_counts() for s in items]
-    keys = sorted({k for counts in per_item for k in counts})
-    ci = bootstrap_ratios(
-        {
-            k: np.asarray([c.get(k, (0, 0)) for c in per_item], dtype=np.int64).reshape(-1, 2)
-            for k in keys
-        },
-        resamples=config.resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-    )
-    pooled: dict[str, dict[str, Any]] = {}
-    for k in keys:
-        agree = sum(c.get(k, (0, 0))[0] for c in per_item)
-        total = sum(c.get(k, (0, 0))[1] for c in per_item)
-        bounds = None if ci is None else ci[k]
-        pooled[k] = {
-            "agree": agree,
-            "total": total,
-            "accuracy": agree / total if total else None,
-            "ci": None if bounds is None else {"low": bounds[0], "high": bounds[1]},
-        }
-    out["keys"] = pooled
-    checked = sum(s.attribute_checked for s in items)
-    objects = sum(s.attribute_violation_count for s in items)
-    out["violations"] = {
-        "declared": any(s.attributes_declared for s in items),
-        "checked": checked,
-        "objects": objects,
-        "count": sum(len(s.attribute_violations) for s in items),
-        "attribute_violation_rate": objects / checked if checked else None,
-        "items": sorted(s.item_id for s in items if s.attribute_violations),
-    }
     return out

@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
-from extraction_eval.experiments.runner import RunOutcome, finalize
+from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.types import DatasetItem, ItemResult
 
@@ -103,7 +103,7 @@ class Driver:
         self.write_errors: list[str] = []
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
-        self._closed: tuple[list[ItemResult], RunSummary] | None = None
+        self._closed: RunSummary | None = None
 
     # per item ---------------------------------------------------------------------------------
 
@@ -163,10 +163,8 @@ class Driver:
             status = "finished"
         finally:
             if not (status != "finished" and discard_if_empty(self.store, prep)):
-                results, summary = finalize(
-                    self.store, prep.run, prep.items, prep.runner, status=status
-                )
-                self._closed = (results, summary)
+                summary = finalize(self.store, prep.run, prep.items, prep.runner, status=status)
+                self._closed = summary
                 self.scores.post_run(summary)
 
     def outcome(self, *, experiment_url: str | None = None) -> RunOutcome:
@@ -184,12 +182,11 @@ class Driver:
                 f"{len(self.write_errors)} results could not be written to the local store"
                 f" (first: {self.write_errors[0]})"
             )
-        results, summary = self._closed
         run = self.store.get_run(prep.run.name, prep.run.dataset) or prep.run
         return RunOutcome(
             run=run,
-            results=results,
-            summary=summary,
+            summary=self._closed,
+            read_results=stored_results(self.store, prep.run.id, prep.items),
             ran=len(prep.todo),
             warnings=prep.warnings,
             experiment_url=experiment_url,

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
-from extraction_eval.experiments.summary import RunSummary, summarize
+from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.types import DatasetItem, ItemResult, Score, TaxonomyTag, Usage
@@ -198,22 +198,35 @@ async def run_bounded(
 
 @dataclass(repr=False)
 class RunOutcome:
-    """What a finished run hands back to the CLI or a notebook."""
+    """What a finished run hands back to the CLI or a notebook.
+
+    It holds the summary, not the results: ``results`` (and ``iter_results``) read them from
+    the store when asked, so a 100,000-item run's outcome stays small; the store must still be
+    open then."""
 
     run: RunRecord
-    results: list[ItemResult]
     summary: RunSummary
     ran: int  # items executed in this invocation (resume skips the rest)
+    read_results: Callable[[], Iterator[ItemResult]]
     warnings: list[str] = field(default_factory=list)
     experiment_url: str | None = None
 
+    @property
+    def results(self) -> list[ItemResult]:
+        """Every stored result, in dataset order (items without a result left out)."""
+        return list(self.read_results())
+
+    def iter_results(self) -> Iterator[ItemResult]:
+        """``results`` as a stream, for a run too big to hold at once."""
+        return self.read_results()
+
     def __repr__(self) -> str:
         # Short on purpose: Python 3.11's ``asyncio.run`` formats its main task's repr (and so
-        # this, the task's result) twice while restoring the SIGINT handler; a full dataclass
-        # repr of every result cost ~0.3 s each time for 2,000 items.
+        # this, the task's result) twice while restoring the SIGINT handler; it must not read
+        # or walk the results.
         return (
             f"RunOutcome(run={self.run.name!r}, dataset={self.run.dataset!r},"
-            f" status={self.run.status!r}, {len(self.results)} results, ran={self.ran},"
+            f" status={self.run.status!r}, {self.summary.items} results, ran={self.ran},"
             f" errors={self.summary.errors})"
         )
 
@@ -238,6 +251,15 @@ class RunOutcome:
         return out
 
 
+def stored_results(
+    store: LocalStore, run_id: int, items: Sequence[DatasetItem]
+) -> Callable[[], Iterator[ItemResult]]:
+    """A reader of the run's stored results in dataset order (what ``RunOutcome`` keeps: the
+    item ids, not the results)."""
+    ids = [item.id for item in items]
+    return lambda: store.iter_item_results(run_id, ids)
+
+
 def finalize(
     store: LocalStore,
     run: RunRecord,
@@ -245,18 +267,19 @@ def finalize(
     runner: ItemRunner,
     *,
     status: str = "finished",
-) -> tuple[list[ItemResult], RunSummary]:
+) -> RunSummary:
     """Re-score every stored result (cheap, pure) and record the run-level scores.
 
     Reading back from the store, not from memory, makes resumed runs aggregate over all items,
-    including those finished by an earlier invocation.
+    including those finished by an earlier invocation. Results are streamed in dataset order
+    and folded into the summary one at a time, so memory does not grow with the run.
     """
-    stored = {r.item_id: r for r in store.results(run.id)}
     by_id = {item.id: item for item in items}
-    results = [stored[i.id] for i in items if i.id in stored]
-    item_scores = [runner.score(by_id[r.item_id], r.output) for r in results]
-    summary = summarize(results, item_scores, runner.scoring, expected_items=len(items))
+    acc = SummaryAccumulator(runner.scoring)
+    for result in stored_results(store, run.id, items)():
+        acc.add(result, runner.score(by_id[result.item_id], result.output))
+    summary = acc.summary(expected_items=len(items))
     store.finish_run(
         run.id, status=status, run_scores=summary.run_scores, summary=summary.to_json()
     )
-    return results, summary
+    return summary

@@ -13,6 +13,7 @@ from extraction_eval.errors import BackendError, InvalidValue
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import arun_local
 from extraction_eval.pipeline.base import PipelineConfig
+from extraction_eval.types import ItemResult
 
 PIPE = "tests.support.pipelines:first_entity"
 DATASET = "extraction-eval"
@@ -61,3 +62,27 @@ def test_reusing_a_run_name_is_a_flag_free_error_on_the_resume_field() -> None:
     assert len(store.list_runs()) == 1  # refused before anything was created
     outcome = asyncio.run(arun_local(_config("taken", resume=True), store=store))
     assert outcome.ran == 0 and outcome.summary.items == 5
+
+
+def test_the_outcome_holds_no_results_and_reads_them_from_the_store_in_dataset_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 100,000-item run must not keep every result in memory: finalize streams the stored
+    results into the summary and the outcome reads them back only when asked."""
+    store = LocalStore()
+    items = store.get_items(DATASET)[:5]
+
+    def load_all(self: LocalStore, run_id: int, **kw: Any) -> list[ItemResult]:
+        raise AssertionError("every stored result loaded at once")
+
+    monkeypatch.setattr(LocalStore, "results", load_all)
+    outcome = asyncio.run(arun_local(_config("lazy"), store=store))
+    held = [v for v in vars(outcome).values() if isinstance(v, (list, tuple, dict))]
+    assert not any(isinstance(x, ItemResult) for v in held for x in v)
+    assert outcome.summary.items == 5 and "5 results" in repr(outcome)
+    assert [r.item_id for r in outcome.results] == [i.id for i in items]  # dataset order
+    assert [r.item_id for r in outcome.iter_results()] == [i.id for i in items]
+    # read when asked: a result recorded after the run (a later retry) is what it gives
+    retried = outcome.results[1].model_copy(update={"latency_ms": 1234.0})
+    store.record_result(outcome.run.id, retried)
+    assert outcome.results[1] == retried

@@ -149,7 +149,9 @@ def test_run_outcome_repr_is_short_so_asyncio_run_does_not_print_every_result(
         id=7, name="r", dataset="d", dataset_version=1, backend="local", experiment_id=None,
         config={}, status="finished", started_at="t0", ended_at="t1", summary=summary.to_json(),
     )  # fmt: skip
-    outcome = RunOutcome(run=run, results=results, summary=summary, ran=len(results))
+    outcome = RunOutcome(
+        run=run, summary=summary, ran=len(results), read_results=lambda: iter(results)
+    )
     reprs = 0
     original = ItemResult.__repr__
 

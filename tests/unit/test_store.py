@@ -418,6 +418,22 @@ def test_record_result_upserts_row_and_replaces_item_scores(store: LocalStore) -
         assert conn.execute("SELECT COUNT(*) FROM scores WHERE item_id='a'").fetchone()[0] == 3
 
 
+def test_iter_item_results_follows_the_given_ids_and_skips_those_without_a_result(
+    store: LocalStore,
+) -> None:
+    """What a finished run reads its results with: the dataset's order, a batch at a time."""
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    for item_id in "abcde":
+        store.record_result(run.id, _result(item_id))
+    got = store.iter_item_results(run.id, ["d", "zz", "a", "e", "b"], batch_size=2)
+    assert [r.item_id for r in got] == ["d", "a", "e", "b"]
+    assert next(iter(store.iter_item_results(run.id, ["c"]))) == store.results(run.id)[2]
+    with pytest.raises(UsageError, match="batch_size"):
+        store.iter_item_results(run.id, ["a"], batch_size=0)
+    with pytest.raises(NotFoundError):
+        store.iter_item_results(run.id + 99, ["a"])
+
+
 def test_each_result_is_committed_and_visible_to_another_connection(store: LocalStore) -> None:
     run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
     reader = sqlite3.connect(store.path)

@@ -226,6 +226,18 @@ class RunTables(StoreConnection):
             ]
         return self._results_in_batches(run_id, ids, batch_size)
 
+    def iter_item_results(
+        self, run_id: int, item_ids: Sequence[str], *, batch_size: int = 500
+    ) -> Iterator[ItemResult]:
+        """The results of ``item_ids`` in that order (an id without a result is skipped), read
+        ``batch_size`` at a time like ``iter_results``: a run's results in its dataset's order
+        without holding them all."""
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+        return self._results_in_batches(run_id, list(item_ids), batch_size)
+
     def _results_in_batches(
         self, run_id: int, ids: list[str], batch_size: int
     ) -> Iterator[ItemResult]:
