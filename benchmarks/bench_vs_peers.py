@@ -103,39 +103,49 @@ def openai_client(url: str, transport: str = "httpx") -> Any:
 # --- the four modes (each runs in its own worker process) ------------------------------------
 
 
-def mode_a(args: argparse.Namespace) -> dict[str, Any]:
-    from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments import driver as run_module  # where finalize is called
+def _time_calls(module: Any, name: str) -> list[float]:
+    """Wrap ``module.name`` so every call adds its wall time to the returned one-item list."""
+    spent = [0.0]
+    original = getattr(module, name)
+
+    def timed(*a: Any, **k: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return original(*a, **k)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    setattr(module, name, timed)
+    return spent
+
+
+def _our_config(args: argparse.Namespace, backend: str) -> Any:
     from extraction_eval.experiments.config import RunConfig
-    from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
 
-    store = LocalStore(seed=False)
-    config = RunConfig(
+    return RunConfig(
         dataset=DATASET,
         name=args.run_name,
         pipeline=PipelineConfig(model=f"openai:{args.run_name}", base_url=args.openai_url),
         concurrency=args.concurrency,
-        backend="local",
+        backend=backend,  # type: ignore[arg-type]
     )
-    finalize_s = 0.0
-    finalize = run_module.finalize
 
-    def timed_finalize(*a: Any, **k: Any) -> Any:
-        nonlocal finalize_s
-        t = time.perf_counter()
-        try:
-            return finalize(*a, **k)
-        finally:
-            finalize_s += time.perf_counter() - t
 
-    run_module.finalize = timed_finalize  # type: ignore[assignment]
+def mode_a(args: argparse.Namespace) -> dict[str, Any]:
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments import driver  # where finalize is called
+    from extraction_eval.experiments.run import run_experiment
+
+    store = LocalStore(seed=False)
+    config = _our_config(args, "local")
+    finalize = _time_calls(driver, "finalize")
     with Timed() as t:
         outcome = run_experiment(config, store=store)
     return {
         "wall": t.wall,
         "cpu": t.cpu,
-        "finalize": finalize_s,
+        "finalize": finalize[0],
         "results": len(outcome.results),
         "cache_hits": sum(r.cache_hit for r in outcome.results),
         "errors": outcome.summary.errors,
@@ -145,36 +155,17 @@ def mode_a(args: argparse.Namespace) -> dict[str, Any]:
 def mode_b(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments import langfuse_mode
-    from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import run_experiment
-    from extraction_eval.pipeline.base import PipelineConfig
 
-    config = RunConfig(
-        dataset=DATASET,
-        name=args.run_name,
-        pipeline=PipelineConfig(model=f"openai:{args.run_name}", base_url=args.openai_url),
-        concurrency=args.concurrency,
-        backend="langfuse",
-    )
-    verify_s = 0.0
-    verify_run = langfuse_mode.verify_run
-
-    def timed_verify(*a: Any, **k: Any) -> Any:
-        nonlocal verify_s
-        t = time.perf_counter()
-        try:
-            return verify_run(*a, **k)
-        finally:
-            verify_s += time.perf_counter() - t
-
-    langfuse_mode.verify_run = timed_verify  # type: ignore[assignment]
+    config = _our_config(args, "langfuse")
+    verify = _time_calls(langfuse_mode, "verify_run")
     with Timed() as t:
         outcome = run_experiment(config, store=LocalStore(seed=False))
     return {
         "wall": t.wall,
         "cpu": t.cpu,
-        "wall_no_readback": t.wall - verify_s,
-        "readback": verify_s,
+        "wall_no_readback": t.wall - verify[0],
+        "readback": verify[0],
         "results": len(outcome.results),
         "cache_hits": sum(r.cache_hit for r in outcome.results),
         "errors": outcome.summary.errors,
