@@ -5,13 +5,11 @@ into ``LocalStore``: ``datasets`` (versioned items), ``runs`` (runs, results, sc
 taxonomy), ``prompts`` (versions and labels), ``cache`` (model responses).
 """
 
+from extraction_eval.backends.base import DatasetInfo, RunRecord, UploadReport
+from extraction_eval.backends.local.cache import SQLiteResponseCache
 from extraction_eval.backends.local.store import (
     SAMPLE_DATASET,
-    DatasetInfo,
     LocalStore,
-    RunRecord,
-    SQLiteResponseCache,
-    UploadReport,
     default_home,
     default_store_path,
 )

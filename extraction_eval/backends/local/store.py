@@ -10,22 +10,12 @@ import logging
 import os
 from pathlib import Path
 
-from extraction_eval.backends.base import DatasetInfo, RunRecord, UploadReport
-from extraction_eval.backends.local.cache import CacheTables, SQLiteResponseCache
+from extraction_eval.backends.local.cache import CacheTables
 from extraction_eval.backends.local.datasets import DatasetTables, _dataset_row
 from extraction_eval.backends.local.prompts import PromptTables
 from extraction_eval.backends.local.runs import RunTables
 
-__all__ = [
-    "SAMPLE_DATASET",
-    "DatasetInfo",
-    "LocalStore",
-    "RunRecord",
-    "SQLiteResponseCache",
-    "UploadReport",
-    "default_home",
-    "default_store_path",
-]
+__all__ = ["SAMPLE_DATASET", "LocalStore", "default_home", "default_store_path"]
 
 log = logging.getLogger(__name__)
 
