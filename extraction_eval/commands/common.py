@@ -27,7 +27,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 # Config fields whose command-line flag is not ``--`` + the field name with dashes.
-_FLAGS = {"timeout_s": "--timeout"}
+_FLAGS = {"timeout_s": "--timeout", "runs": "RUN"}
 
 
 def flag(field: str) -> str:

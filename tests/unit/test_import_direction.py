@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     # presentation (views render what the library returns) and the commands that call both
     "extraction_eval.commands": 4,
     "extraction_eval.views": 4,
+    "extraction_eval.reports": 4,  # the HTML report: presentation like views
     # the entry points
     "extraction_eval.cli": 5,
     "extraction_eval.__main__": 5,
@@ -55,6 +56,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "extraction_eval.evaluators": ("extraction_eval.llm", "extraction_eval.backends"),
     # commands parse, call, render: a view never calls back into a command
     "extraction_eval.views": ("extraction_eval.commands",),
+    "extraction_eval.reports": ("extraction_eval.commands",),
     "extraction_eval.datasets": (
         "extraction_eval.evaluators",
         "extraction_eval.llm",

@@ -1,0 +1,43 @@
+"""``report``: one self-contained HTML file for one or more runs (parse, call, render).
+
+The report builder (jinja2, vl-convert) is imported inside the command, so ``--help`` loads
+none of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from extraction_eval.commands.common import check_writable, console, handle_errors
+
+
+@handle_errors
+def report_cmd(
+    runs: Annotated[list[str], typer.Argument(help="Run names (two: with the paired comparison).")],
+    out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("report.html"),
+    dataset: Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")] = None,
+) -> None:
+    """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
+    taxonomy, latency and cost, and every item with its evidence highlighted in the text."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.report_data import build_report_data, run_items
+    from extraction_eval.experiments.reporting import get_run
+    from extraction_eval.reports.html import write_report
+
+    check_writable("--out", out)
+    store = LocalStore()
+    records = [get_run(store, name, dataset) for name in runs]
+    items_for, close = run_items(store)
+    try:
+        data = build_report_data(store, records, items_for=items_for)
+    finally:
+        close()
+    size = write_report(data, out)
+    console.print(
+        f"wrote {out} ({size / 1e6:.1f} MB): {len(records)} run(s), {len(data.items)} items",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -1,0 +1,211 @@
+"""``extraction-eval report``: one self-contained HTML file (inline CSS, JS, data and SVG
+charts; nothing is fetched when it is opened).
+
+Untrusted text (item texts, names, errors) reaches the page two ways, both escaped: the
+jinja2 template autoescapes, and the item data is JSON inside ``<script type=
+"application/json">`` with ``<``, ``>``, ``&`` and the JS line separators written as ``\\uXXXX``
+escapes, so no text can close the script element; the page's own script builds the item
+table and highlights with ``textContent``, never ``innerHTML``.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from extraction_eval.experiments.report_data import ReportData
+from extraction_eval.reports import charts
+
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def script_json(value: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element (and still the same JSON)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for raw, escaped in _JSON_ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _static(name: str) -> str:
+    return (resources.files("extraction_eval.reports") / "static" / name).read_text("utf-8")
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _config_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The settings that tell runs apart, one row each (the full record is below them)."""
+
+    def get(run: dict[str, Any], *path: str) -> Any:
+        cur: Any = run["config"]
+        for key in path:
+            cur = cur.get(key) if isinstance(cur, dict) else None
+        return cur
+
+    def prompt(run: dict[str, Any]) -> str:
+        p = get(run, "prompt") or {}
+        if not p:
+            return "—"
+        bits = [str(p.get("name") or "")]
+        if p.get("label"):
+            bits.append(f"label {p['label']}")
+        if p.get("version") is not None:
+            bits.append(f"v{p['version']}")
+        bits.append(f"({p.get('source')})")
+        return " ".join(b for b in bits if b)
+
+    def scoring(run: dict[str, Any]) -> str:
+        s = get(run, "scoring") or {}
+        match = s.get("match")
+        limit = s.get("span_threshold") if match == "span" else s.get("threshold")
+        return f"match {match} ≥ {limit}, evidence {s.get('evidence')}"
+
+    def git(run: dict[str, Any]) -> str:
+        g = get(run, "git") or {}
+        if not g:
+            return "—"
+        return f"{str(g.get('commit', ''))[:12]}{' (dirty)' if g.get('dirty') else ''}"
+
+    rows: list[tuple[str, list[str]]] = [
+        ("dataset", [f"{r['dataset']} (version {_fmt(r['dataset_version'])})" for r in runs]),
+        ("backend", [r["backend"] for r in runs]),
+        ("status", [r["status"] for r in runs]),
+        ("model", [_fmt(get(r, "model")) for r in runs]),
+        ("prompt", [prompt(r) for r in runs]),
+        ("temperature", [_fmt(get(r, "temperature")) for r in runs]),
+        ("scoring", [scoring(r) for r in runs]),
+        ("concurrency", [_fmt(get(r, "concurrency")) for r in runs]),
+        ("started / ended", [f"{r['started_at']} / {_fmt(r['ended_at'])}" for r in runs]),
+        ("git", [git(r) for r in runs]),
+    ]
+    return rows
+
+
+def _headline_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    rows: list[tuple[str, list[str]]] = []
+    for title, block, prefix in charts.HEADLINE:
+        for metric in ("precision", "recall", "f1"):
+            cells = []
+            for run in runs:
+                report = run["summary"].get("report") or {}
+                value = (report.get(block) or {}).get(metric)
+                bounds = (report.get("ci") or {}).get(f"{prefix}_{metric}") or {}
+                ci = (
+                    f" ({bounds['low']:.3f}–{bounds['high']:.3f})"
+                    if isinstance(bounds.get("low"), (int, float))
+                    and isinstance(bounds.get("high"), (int, float))
+                    else ""
+                )
+                cells.append(f"{_fmt(value)}{ci}")
+            rows.append((f"{title} {metric}", cells))
+    for key in ("error_rate", "zero_fp_pass_rate", "hallucination_rate", "evidence_coverage_rate"):
+        rows.append((key, [_fmt(r["summary"].get("values", {}).get(key)) for r in runs]))
+    return rows
+
+
+def _cost_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    def s(run: dict[str, Any], key: str) -> Any:
+        return run["summary"].get(key)
+
+    def cost(run: dict[str, Any]) -> str:
+        c = s(run, "cost_usd")
+        unpriced = s(run, "unpriced_items") or 0
+        shown = "—" if c is None else f"${c:.4f}"
+        return shown + (f" ({unpriced} items unpriced)" if unpriced else "")
+
+    return [
+        ("items", [f"{_fmt(s(r, 'items'))} of {_fmt(s(r, 'expected_items'))}" for r in runs]),
+        (
+            "errors",
+            [f"{_fmt(s(r, 'errors'))} ({_fmt(s(r, 'schema_failures'))} schema)" for r in runs],
+        ),
+        (
+            "latency p50 / p95 (ms)",
+            [
+                f"{_fmt(s(r, 'latency_p50_ms'), 1)} / {_fmt(s(r, 'latency_p95_ms'), 1)}"
+                for r in runs
+            ],
+        ),
+        (
+            "tokens in / out",
+            [f"{_fmt(s(r, 'tokens_in'))} / {_fmt(s(r, 'tokens_out'))}" for r in runs],
+        ),
+        ("cache hits", [_fmt(s(r, "cache_hits")) for r in runs]),
+        ("cost", [cost(r) for r in runs]),
+    ]
+
+
+def _chart(spec: dict[str, Any] | None, alt: str) -> dict[str, str] | None:
+    if spec is None:
+        return None
+    return {"src": charts.svg_data_uri(charts.to_svg(spec)), "alt": alt}
+
+
+def render_report(data: ReportData) -> str:
+    """The report as one HTML document (a str; ``write_report`` saves it)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("extraction_eval.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    runs = data.runs
+    labels = charts.run_labels([r["name"] for r in runs])
+    summaries = [r["summary"] for r in runs]
+    figures = [
+        _chart(charts.headline_spec(labels, summaries), "micro precision, recall, F1 with CIs"),
+        _chart(charts.per_type_spec(labels, summaries, "entities"), "F1 per entity type"),
+        _chart(
+            charts.per_type_spec(labels, summaries, "relationships"), "F1 per relationship type"
+        ),
+        _chart(charts.taxonomy_spec(labels, summaries, data.categories), "failure categories"),
+        _chart(charts.latency_spec(labels, data.latencies), "latency per item"),
+    ]
+    headline, ent_types, rel_types, taxonomy, latency = figures
+    template = env.get_template("report.html.j2")
+    return template.render(
+        title="extraction-eval report: " + " vs ".join(r["name"] for r in runs),
+        runs=runs,
+        labels=labels,
+        colours=charts.RUN_COLOURS,
+        config_rows=_config_rows(runs),
+        configs=[json.dumps(r["config"], indent=2, sort_keys=True) for r in runs],
+        headline_rows=_headline_rows(runs),
+        cost_rows=_cost_rows(runs),
+        headline=headline,
+        ent_types=ent_types,
+        rel_types=rel_types,
+        taxonomy=taxonomy,
+        latency=latency,
+        comparison=data.comparison,
+        n_items=len(data.items),
+        css=_static("report.css"),
+        js=_static("report.js"),
+        data_json=script_json(data.to_json()),
+    )
+
+
+def write_report(data: ReportData, out: Path) -> int:
+    """Write the report to ``out``; returns its size in bytes."""
+    html = render_report(data)
+    out.write_text(html, encoding="utf-8")
+    return len(html.encode("utf-8"))
