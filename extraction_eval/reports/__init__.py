@@ -3,3 +3,20 @@
 Same layer as ``views`` (Rich presentation): renders what ``experiments.report_data`` returns.
 jinja2 and vl-convert are imported here only, so the CLI does not load them at import time.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from extraction_eval.errors import UsageError
+
+
+def require(module: str) -> Any:
+    """Import one of the ``report`` extra's packages, or say in one line how to get it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UsageError(
+            f"the HTML report needs {module}: pip install 'extraction-eval[report]'"
+        ) from None

@@ -7,6 +7,8 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
+from extraction_eval.reports import require
+
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an id, never fetched
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 RUN_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
@@ -198,9 +200,7 @@ def latency_spec(
 
 
 def to_svg(spec: dict[str, Any]) -> str:
-    import vl_convert
-
-    svg: str = vl_convert.vegalite_to_svg(spec, vl_version="5.21")
+    svg: str = require("vl_convert").vegalite_to_svg(spec, vl_version="5.21")
     return svg
 
 

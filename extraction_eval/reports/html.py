@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from extraction_eval.experiments.report_data import ReportData
-from extraction_eval.reports import charts
+from extraction_eval.reports import charts, require
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -159,8 +159,7 @@ def _chart(spec: dict[str, Any] | None, alt: str) -> dict[str, str] | None:
 
 def render_report(data: ReportData) -> str:
     """The report as one HTML document (a str; ``write_report`` saves it)."""
-    import jinja2
-
+    jinja2 = require("jinja2")
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("extraction_eval.reports", "templates"),
         autoescape=True,
@@ -182,7 +181,7 @@ def render_report(data: ReportData) -> str:
     ]
     headline, ent_types, rel_types, taxonomy, latency = figures
     template = env.get_template("report.html.j2")
-    return template.render(
+    html: str = template.render(
         title="extraction-eval report: " + " vs ".join(r["name"] for r in runs),
         runs=runs,
         labels=labels,
@@ -202,6 +201,7 @@ def render_report(data: ReportData) -> str:
         js=_static("report.js"),
         data_json=script_json(data.to_json()),
     )
+    return html
 
 
 def write_report(data: ReportData, out: Path) -> int:

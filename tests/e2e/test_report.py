@@ -1,0 +1,136 @@
+"""``extraction-eval report``: the data behind the highlights, the escaping of untrusted text,
+a self-contained file, and the command's errors. (The page itself runs in a real browser in
+tests/browser.)"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import app
+from extraction_eval.experiments.report_data import build_report_data
+from extraction_eval.experiments.reporting import get_run
+from extraction_eval.reports.html import render_report, script_json
+from tests.support.report_runs import FILLERS, HOSTILE, make_runs
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalStore:
+    s = LocalStore()
+    make_runs(s, tmp_path)
+    return s
+
+
+def _data(store: LocalStore, *names: str):  # type: ignore[no-untyped-def]
+    return build_report_data(store, [get_run(store, n) for n in names])
+
+
+def _embedded(html: str) -> dict:  # the JSON the page's script parses
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    assert m is not None
+    return json.loads(m.group(1))
+
+
+def test_script_json_cannot_close_the_script_element() -> None:
+    value = {"t": "</script><script>alert(1)</script> <!-- & \u2028"}
+    text = script_json(value)
+    assert "</" not in text and "<!--" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == value
+
+
+def test_item_rows_carry_each_status_with_the_spans_of_its_evidence(store: LocalStore) -> None:
+    data = _data(store, "rep-a", "rep-b")
+    assert len(data.items) == 3 + FILLERS
+    row = next(r for r in data.items if r["id"] == "r-001")
+    text = row["text"]
+    a, b = row["runs"]
+
+    def quoted(obj: dict) -> str:
+        return "".join(text[s:e] for s, e in obj["sp"])
+
+    # every gold object is located by its evidence, and the span is that quote in the text
+    assert [g["via"] for g in row["gold"]] == ["evidence"] * 4
+    assert all(quoted(g) == g["ev"] for g in row["gold"])
+    # A: Ada, London matched; Charles Babbage and the relationship missed
+    assert a["gst"] == ["matched", "missed", "matched", "missed"]
+    status = {p["label"]: (p["st"], p["g"]) for p in a["pred"]}
+    assert status == {
+        "Ada Lovelace": ("matched", 0),
+        "London": ("matched", 2),
+        "1833": ("spurious", None),
+        "Paris": ("ungrounded", None),
+    }
+    by_label = {p["label"]: p for p in a["pred"]}
+    assert quoted(by_label["London"]) == "in London"
+    assert by_label["Paris"]["sp"] is None  # "born in Paris" is nowhere in the text
+    # B: everything but London, and the relationship (gold index 3 = after the 3 entities)
+    assert b["gst"] == ["matched", "matched", "missed", "matched"]
+    assert [p["g"] for p in b["pred"]] == [0, 1, 3]
+    assert row["chg"] is True
+
+
+def test_a_failed_item_is_a_row_with_its_error(store: LocalStore) -> None:
+    data = _data(store, "rep-a", "rep-b")
+    row = next(r for r in data.items if r["id"] == "r-002")
+    a, b = row["runs"]
+    assert a["err"] is None and a["fail"] is False
+    assert b["err"] is not None and "scripted failure on r-002" in b["err"]
+    assert b["fail"] is True and b["pred"] == [] and b["gst"] == ["missed"]
+    assert b["cats"] == {"missed": 1}
+    empty = next(r for r in data.items if r["id"] == "r-003")
+    assert empty["runs"][1]["cats"] == {"hallucinated_on_empty": 1}
+
+
+def test_untrusted_text_never_becomes_markup(store: LocalStore) -> None:
+    html = render_report(_data(store, "rep-a", "rep-b"))
+    # only the page's own two script elements, whatever the item texts hold
+    assert len(re.findall(r"<script\b", html)) == 2
+    assert "window.__pwned" in html  # the text is there, as escaped JSON ...
+    assert "<script>window.__pwned" not in html and "<b>bold</b>" not in html
+    data = _embedded(html)
+    assert next(r for r in data["items"] if r["id"] == "r-002")["text"] == HOSTILE
+
+
+def test_run_names_and_configs_are_escaped(store: LocalStore, tmp_path: Path) -> None:
+    run = get_run(store, "rep-a")
+    data = build_report_data(store, [run])
+    data.runs[0]["name"] = '<img src=x onerror="alert(1)">'
+    html = render_report(data)
+    assert "<img src=x" not in html and "&lt;img src=x" in html
+
+
+def test_the_file_is_self_contained(store: LocalStore) -> None:
+    html = render_report(_data(store, "rep-a", "rep-b"))
+    # nothing to fetch: every src / href is inline data or a link inside the page
+    for attr in re.findall(r'(?:src|href)="([^"]*)"', html):
+        assert attr.startswith(("data:", "#")), attr
+    assert "default-src 'none'" in html  # and the page forbids fetching anything else
+    assert "<link" not in html and "@import" not in html
+    # the charts are SVG images rendered at build time (one per figure)
+    assert len(re.findall(r'<img src="data:image/svg\+xml;base64,', html)) == 5
+
+
+def test_report_command_end_to_end(store: LocalStore, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", "rep-a", "rep-b", "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert f"{3 + FILLERS} items" in result.stdout
+    data = _embedded(out.read_text(encoding="utf-8"))
+    assert [r["name"] for r in data["runs"]] == ["rep-a", "rep-b"]
+    assert len(data["items"]) == 3 + FILLERS
+
+
+def test_report_command_errors_are_one_line(store: LocalStore, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", "rep-a", "nope", "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: no run named 'nope'")
+    result = runner.invoke(app, ["report", "rep-a", "--out", str(tmp_path / "no" / "r.html")])
+    assert result.exit_code == 2 and "--out" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "no").exists()
