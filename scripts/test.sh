@@ -4,6 +4,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+# The browser tests' Chromium: Debian's package (playwright's own browser download is never
+# used). Installed only when missing; without root or apt-get, say how and go on (the browser
+# suite then fails under CI=1 and skips locally, in one line).
+if [ ! -x /usr/bin/chromium ] && [ -z "${EXTRACTION_EVAL_CHROMIUM:-}" ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: /usr/bin/chromium is missing; the browser tests need it: apt-get install -y chromium" >&2
+  fi
+fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
