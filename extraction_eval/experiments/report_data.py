@@ -299,9 +299,10 @@ def build_report_data(
     first_mode = scorings[0].evidence
     rows: dict[str, dict[str, Any]] = {}
     row_items: dict[str, DatasetItem] = {}
+    for items in reversed(by_run):  # the first run that has an item gives its text
+        row_items.update(items)
     for item_id in order:
-        item = next(items[item_id] for items in by_run if item_id in items)
-        row_items[item_id] = item
+        item = row_items[item_id]
         rows[item_id] = {
             "id": item_id,
             "text": item.text,
@@ -317,12 +318,13 @@ def build_report_data(
             item = own[result.item_id]
             entry, _ = run_entry(item, result, scoring)
             row = rows[item.id]
-            if item.text != row["text"]:  # another dataset version changed the text
+            if item is not row_items[item.id] and item.text != row["text"]:  # another dataset version changed the text
                 entry["text"] = item.text
+            shown = row_items[item.id]
             if (
                 scoring.evidence != first_mode
                 or "text" in entry
-                or item.expected != row_items[item.id].expected
+                or (item is not shown and item.expected != shown.expected)
             ):
                 # this run's gold differs when its evidence mode, text or gold does
                 entry["gold"] = _gold_objects(item.expected, TextIndex(item.text, scoring.evidence))
