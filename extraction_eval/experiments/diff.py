@@ -5,7 +5,9 @@ only in one run are listed, never diffed); each pair is diffed against the item'
 the scorer's alignment (:mod:`extraction_eval.evaluators.diff`). Memory stays bounded: the
 counts are a fold, and only the ``top`` items with the most regressions are held.
 
-The gold is the local store's items of run A's dataset version.
+The gold is the local store's items of run A's dataset version. When the store cannot give
+them (a LangFuse dataset never stored locally), the run-level comparison still works and the
+diff says why it is empty (``gold_missing``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.errors import NotFoundError
+from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
@@ -50,6 +52,7 @@ class RunDiff:
     only_in_a: list[str] = field(default_factory=list)
     only_in_b: list[str] = field(default_factory=list)
     no_gold: list[str] = field(default_factory=list)  # paired ids the dataset no longer has
+    gold_missing: str | None = None  # why no item could be diffed at all
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +64,7 @@ class RunDiff:
             "only_in_a": self.only_in_a,
             "only_in_b": self.only_in_b,
             "no_gold": self.no_gold,
+            "gold_missing": self.gold_missing,
         }
 
 
@@ -69,8 +73,19 @@ def _prediction(result: ItemResult) -> Extraction | None:
     return result.output if result.ok else None
 
 
+# Changed items held before the buffer is cut back to the top ones (memory stays bounded).
+PRUNE_SLACK = 1000
+
+
 def _gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
     return {i.id: i for i in store.get_items(run.dataset, version=run.dataset_version)}
+
+
+def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetItem], str | None]:
+    try:
+        return _gold(store, run), None
+    except ExtractionEvalError as exc:
+        return {}, f"no gold for run A's dataset in the local store: {one_line(exc)}"
 
 
 def _pair(
@@ -116,10 +131,10 @@ def diff_runs(
     check_int("top", top, minimum=0)
     cfg = config if config is not None else scoring_config(a)
     differs = scoring_config(a) != scoring_config(b)
-    gold = _gold(store, a)
+    gold, why = _gold_or_why(store, a)
     counts = DiffCounts()
     held: list[tuple[tuple[int, int, str], ItemDiff]] = []
-    out = RunDiff(a.name, b.name, cfg, differs, counts, [])
+    out = RunDiff(a.name, b.name, cfg, differs, counts, [], gold_missing=why)
     stream_a = store.iter_results(a.id, order_by="item_id")
     stream_b = store.iter_results(b.id, order_by="item_id")
     for item_id, ra, rb in _pair(stream_a, stream_b):
@@ -137,7 +152,7 @@ def diff_runs(
         counts.add(d)
         if d.changed and top:
             held.append((regression_order(d), d))
-            if len(held) > 4 * top + 1000:  # prune: memory stays bounded
+            if len(held) > 4 * top + PRUNE_SLACK:  # prune: memory stays bounded
                 held = heapq.nsmallest(top, held, key=lambda e: e[0])
     out.items = [d for _, d in heapq.nsmallest(top, held, key=lambda e: e[0])]
     return out
@@ -183,7 +198,10 @@ def compare_item(
         raise NotFoundError(
             f"item {item_id!r} has no result in run {lacks} ({name!r}); it is only in run {has}"
         )
-    item = _gold(store, a).get(item_id)
+    gold, why = _gold_or_why(store, a)
+    if why is not None:
+        raise NotFoundError(why)
+    item = gold.get(item_id)
     if item is None:
         raise NotFoundError(f"item {item_id!r} is not in dataset {a.dataset!r}")
     cfg = config if config is not None else scoring_config(a)

@@ -51,6 +51,13 @@ def render_run_diff(diff: RunDiff, console: Console) -> None:
             f" (match {diff.config.match})",
             highlight=False,
         )
+    if diff.gold_missing:
+        console.print(f"no diff: {diff.gold_missing}", highlight=False, markup=False)
+        return
+    if diff.no_gold:
+        console.print(
+            f"{len(diff.no_gold)} paired items not in the dataset (not diffed)", highlight=False
+        )
     if not diff.items:
         console.print(f"no item changed between A and B ({c.items} items paired)")
     else:
