@@ -9,7 +9,6 @@ exactly what was scored as grounded.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +16,12 @@ from typing import Any
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
+from extraction_eval.evaluators.diff import ItemDiff, SideObject, diff_item
 from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.item import Grounding
+from extraction_eval.evaluators.paired import PairedAccumulator, PairedComparison
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
+from extraction_eval.experiments.diff import scoring_config
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 
 # How a highlighted span was found: the object's evidence quote, the gold's character offsets,
@@ -53,21 +55,6 @@ class ReportData:
             "categories": self.categories,
             "comparison": self.comparison,
         }
-
-
-def scoring_from_record(record: dict[str, Any] | None) -> ScoringConfig:
-    """The scoring configuration a run recorded (``describe``), defaults for what it lacks."""
-    known = {f.name for f in dataclasses.fields(ScoringConfig) if not f.name.startswith("_")}
-    kwargs: dict[str, Any] = {}
-    for key, value in (record or {}).items():
-        if key not in known:
-            continue
-        if key == "inverse_pairs":
-            value = tuple(tuple(pair) for pair in value)
-        elif key == "symmetric":
-            value = frozenset(value)
-        kwargs[key] = value
-    return ScoringConfig(**kwargs)
 
 
 def local_items(store: LocalStore) -> ItemsFor:
@@ -278,7 +265,9 @@ def build_report_data(
     datasets = sorted({r.dataset for r in runs})
     if len(datasets) > 1:
         raise InvalidValue(
-            "runs", f"a report compares runs on one dataset; these are on {', '.join(datasets)}"
+            "runs",
+            f"names runs on different datasets ({', '.join(datasets)});"
+            " a report compares runs on one dataset",
         )
     get_items = items_for or local_items(store)
     loaded: dict[tuple[str, Any], dict[str, DatasetItem]] = {}
@@ -288,7 +277,7 @@ def build_report_data(
         if key not in loaded:
             loaded[key] = {item.id: item for item in get_items(run)}
         by_run.append(loaded[key])
-    scorings = [scoring_from_record((run.config or {}).get("scoring")) for run in runs]
+    scorings = [scoring_config(run) for run in runs]
     order = list(by_run[0])
     seen = set(order)
     for items in by_run[1:]:
@@ -310,15 +299,20 @@ def build_report_data(
             "runs": [None] * len(runs),
         }
     latencies: list[list[float]] = []
+    pairing = _Pairing(scorings[0]) if len(runs) == 2 else None
     for pos, run in enumerate(runs):
         scoring = scorings[pos]
         own = by_run[pos]
         lat: list[float] = []
         for result in store.iter_item_results(run.id, list(own)):
             item = own[result.item_id]
-            entry, _ = run_entry(item, result, scoring)
+            entry, scored = run_entry(item, result, scoring)
+            if pairing is not None:
+                pairing.add(pos, item, result, scored)
             row = rows[item.id]
-            if item is not row_items[item.id] and item.text != row["text"]:  # another dataset version changed the text
+            if (
+                item is not row_items[item.id] and item.text != row["text"]
+            ):  # another dataset version changed the text
                 entry["text"] = item.text
             shown = row_items[item.id]
             if (
@@ -336,11 +330,164 @@ def build_report_data(
     for row in rows.values():
         row["types"] = _types(row_items[row["id"]], row["runs"])
         all_types.update(row["types"])
-        if len(runs) == 2:
-            row["chg"] = _changed(row["runs"][0], row["runs"][1])
+        if pairing is not None:
+            diff = pairing.diffs.get(row["id"])
+            if diff is not None:
+                row["chg"] = diff.changed
+                if diff.changed:
+                    row["diff"] = diff_lists(diff)
+            else:  # in one run only
+                row["chg"] = _changed(row["runs"][0], row["runs"][1])
+    comparison = None
+    if pairing is not None:
+        a, b = runs
+        comparison = pairing.comparison(a.name, b.name, scorings[0] != scorings[1])
     return ReportData(
         runs=[_run_header(r) for r in runs],
         items=list(rows.values()),
         types=sorted(all_types),
         latencies=latencies,
+        comparison=comparison,
     )
+
+
+def diff_lists(diff: ItemDiff) -> dict[str, list[str]]:
+    """The item's A → B changes as labelled lists (only the non-empty ones, fixed order)."""
+    out: dict[str, list[str]] = {
+        "fixed": [o.label for o in diff.objects if o.change == "fixed"],
+        "broken": [o.label for o in diff.objects if o.change == "broken"],
+        "retyped": [
+            f"{o.label}: {_type_of(o.a_pred)} → {_type_of(o.b_pred)}"
+            for o in diff.objects
+            if o.retyped
+        ],
+        "direction flipped": [o.label for o in diff.objects if o.flipped],
+        "evidence now ungrounded": [
+            *(o.label for o in diff.objects if o.evidence == "ungrounded"),
+            *(x.label for x in diff.extras if x.evidence == "ungrounded"),
+        ],
+        "evidence now grounded": [
+            *(o.label for o in diff.objects if o.evidence == "grounded"),
+            *(x.label for x in diff.extras if x.evidence == "grounded"),
+        ],
+        "new false positives": [x.label for x in diff.extras if x.status == "new"],
+        "gone false positives": [x.label for x in diff.extras if x.status == "gone"],
+    }
+    if diff.a_failed != diff.b_failed:
+        out["error"] = ["B failed" if diff.b_failed else "A failed"]
+    return {k: v for k, v in out.items() if v}
+
+
+def _type_of(side: SideObject | None) -> str:
+    return "?" if side is None else side.type
+
+
+class _Pairing:
+    """Two runs' items paired by id as they are read: the paired bootstrap comparison
+    (each run's own scoring) and the extraction-aware diff (A's scoring, as ``compare``)."""
+
+    def __init__(self, diff_scoring: ScoringConfig) -> None:
+        self.scoring = diff_scoring
+        self.first: dict[str, tuple[ItemScore, ItemResult]] = {}
+        self.acc = PairedAccumulator()
+        self.diffs: dict[str, ItemDiff] = {}
+        self.only_in: tuple[set[str], set[str]] = (set(), set())
+
+    def add(self, pos: int, item: DatasetItem, result: ItemResult, scored: ItemScore) -> None:
+        if pos == 0:
+            self.first[item.id] = (scored, result)
+            return
+        held = self.first.pop(item.id, None)
+        if held is None:
+            self.only_in[1].add(item.id)
+            return
+        score_a, result_a = held
+        self.acc.add(
+            score_a,
+            scored,
+            a_schema_failure=result_a.error_kind == "schema",
+            b_schema_failure=result.error_kind == "schema",
+        )
+        self.diffs[item.id] = diff_item(
+            item_id=item.id,
+            text=item.text,
+            gold=item.expected,
+            pred_a=result_a.output if result_a.ok else None,
+            pred_b=result.output if result.ok else None,
+            config=self.scoring,
+            schema=item.schema_,
+        )
+
+    def comparison(self, a: str, b: str, scoring_differs: bool) -> dict[str, Any]:
+        s = self.scoring
+        paired = self.acc.compare(resamples=s.resamples, seed=s.seed, confidence=s.confidence)
+        return comparison_view(
+            paired,
+            only_in_a=len(self.first),
+            only_in_b=len(self.only_in[1]),
+            scoring_differs=scoring_differs,
+        )
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def comparison_view(
+    paired: PairedComparison, *, only_in_a: int, only_in_b: int, scoring_differs: bool
+) -> dict[str, Any]:
+    """The paired comparison as the report's table rows (strings, formatted once here)."""
+    rows = []
+    for m in paired.metrics:
+        if m.a is None and m.b is None:
+            continue
+        ci = "—" if m.ci_low is None or m.ci_high is None else f"{m.ci_low:+.4f} … {m.ci_high:+.4f}"
+        rows.append(
+            {
+                "metric": m.name + (" (lower is better)" if m.lower_is_better else ""),
+                "a": _num(m.a),
+                "b": _num(m.b),
+                "delta": "—" if m.delta is None else f"{m.delta:+.4f}",
+                "ci": ci,
+                "verdict": m.verdict,
+            }
+        )
+    mc = paired.mcnemar
+    extras = [
+        f"McNemar's exact test on per-item outcomes (right = no error and entity F1 = 1; on a"
+        f" gold-empty item, nothing predicted): right in B only {mc.b01}, right in A only"
+        f" {mc.b10}, both right {mc.both_right}, both wrong {mc.both_wrong};"
+        f" two-sided p = {mc.p_value:.4g}.",
+    ]
+    if only_in_a or only_in_b:
+        extras.append(
+            f"Not paired: {only_in_a} items only in A, {only_in_b} only in B (left out above)."
+        )
+    if scoring_differs:
+        extras.append(
+            "The runs were scored with different settings: each run's figures use its own;"
+            " the per-item diff uses A's."
+        )
+    types = [
+        {
+            "kind": t.kind,
+            "type": t.label,
+            "support": t.support,
+            "a": f"{t.a_f1:.3f}",
+            "b": f"{t.b_f1:.3f}",
+            "delta": f"{t.delta:+.3f}",
+        }
+        for t in (*paired.entity_types, *paired.relationship_types)
+    ]
+    return {
+        "note": (
+            f"{paired.items} items paired by id. Δ = B − A with a paired percentile bootstrap"
+            f" {paired.confidence:.0%} CI ({paired.resamples:,} resamples of the items, seed"
+            f" {paired.seed}); the verdict says improved or regressed only when the CI"
+            " excludes 0."
+        ),
+        "rows": rows,
+        "extras": extras,
+        "types": types,
+        "json": paired.to_json(),
+    }

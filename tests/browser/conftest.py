@@ -47,9 +47,10 @@ def _unavailable(message: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """A launched headless Chromium (one per session)."""
+    """A launched headless Chromium, one per test module: playwright's sync API runs an event
+    loop on this thread while it is open, and tests elsewhere call ``asyncio.run``."""
     exe = chromium_path()
     if exe is None:
         _unavailable(

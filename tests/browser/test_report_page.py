@@ -185,6 +185,20 @@ def test_expanded_item_highlights_exactly_the_stored_evidence(
     assert opened.errors == []
 
 
+def test_paired_table_and_the_diff_of_a_gold_empty_item(opened: Page) -> None:
+    page = opened.page
+    verdicts = page.locator("#paired-table tbody tr td:last-child").all_inner_texts()
+    assert verdicts.count("regressed") == 2 and "no significant change" in verdicts
+    page.check("#f-changed")
+    assert opened.count()[0] == 3
+    page.click("tr.item-row[data-item='r-003'] button.expand")
+    diff = page.locator("tr.detail[data-detail='r-003'] .diff")
+    assert diff.locator("[data-diff='new false positives']").inner_text() == (
+        "new false positives (1): Nothing"
+    )
+    assert opened.errors == []
+
+
 def test_a_hostile_text_renders_as_text(opened: Page) -> None:
     page = opened.page
     page.click("tr.item-row[data-item='r-002'] button.expand")

@@ -134,3 +134,53 @@ def test_report_command_errors_are_one_line(store: LocalStore, tmp_path: Path) -
     result = runner.invoke(app, ["report", "rep-a", "--out", str(tmp_path / "no" / "r.html")])
     assert result.exit_code == 2 and "--out" in result.stderr and "does not exist" in result.stderr
     assert not (tmp_path / "no").exists()
+
+
+def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) -> None:
+    runs = [get_run(store, "rep-a"), get_run(store, "rep-b")]
+    data = build_report_data(store, runs)
+    comparison = data.comparison
+    assert comparison is not None
+    rows = {r["metric"]: r for r in comparison["rows"]}
+    # A and B are each run's own summary figures; Δ and its CI from the paired bootstrap
+    for name in ("entity_f1", "entity_precision", "relationship_f1", "zero_fp_pass_rate"):
+        for side, run in (("a", runs[0]), ("b", runs[1])):
+            assert rows[name][side] == f"{run.summary['values'][name]:.4f}"  # type: ignore[index]
+    # B hallucinates on the one gold-empty item: its zero-FP pass rate falls from 1 to 0 on
+    # every resample where it is defined, so the CI excludes 0
+    assert rows["zero_fp_pass_rate"]["verdict"] == "regressed"
+    assert rows["entity_f1"]["verdict"] == "no significant change"
+    json_metrics = comparison["json"]["metrics"]
+    assert json_metrics["entity_f1"]["verdict"] == "no significant change"
+    assert comparison["json"]["mcnemar"]["b10"] == 2  # r-001 and r-002 right in A only
+    assert comparison["json"]["items"] == 3 + FILLERS
+    diffs = {r["id"]: r.get("diff") for r in data.items}
+    assert diffs["r-001"] == {
+        "fixed": ["Charles Babbage", "(Ada Lovelace, met, Charles Babbage)"],
+        "broken": ["London"],
+        "gone false positives": ["1833", "Paris"],
+    }
+    assert diffs["r-002"] == {"broken": ["Bob"], "error": ["B failed"]}
+    assert diffs["r-003"] == {"new false positives": ["Nothing"]}
+    assert all(diffs[f"r-{n:03d}"] is None for n in range(4, 4 + FILLERS))
+    html = render_report(data)
+    assert 'id="paired-table"' in html and html.count(">regressed<") == 2
+
+
+def test_one_run_has_no_paired_section(store: LocalStore) -> None:
+    data = _data(store, "rep-b")
+    assert data.comparison is None and all("chg" not in r for r in data.items)
+    html = render_report(data)
+    assert 'id="paired"' not in html and 'id="f-changed"' not in html
+    assert _embedded(html)["runs"][0]["name"] == "rep-b"
+
+
+def test_runs_on_different_datasets_are_refused(store: LocalStore, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "--name", "other", "--limit", "2"])
+    assert result.exit_code == 0, result.stderr
+    result = runner.invoke(app, ["report", "rep-a", "other", "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: RUN names runs on different datasets (extraction-eval, report-set);"
+        " a report compares runs on one dataset"
+    )

@@ -232,23 +232,16 @@
     var a = it.runs[0], b = it.runs[1], box = el("div", { cls: "diff" });
     box.appendChild(el("h4", { text: "A → B" }));
     if (!a || !b) { box.appendChild(el("p", { text: "only one run has a result for this item" })); return box; }
-    var gold = it.gold, lists = it.diff || null;
-    if (!lists) {
-      lists = { fixed: [], broken: [] };
-      a.gst.forEach(function (s, j) {
-        if (s === "missed" && b.gst[j] === "matched") lists.fixed.push(gold[j].label);
-        if (s === "matched" && b.gst[j] === "missed") lists.broken.push(gold[j].label);
-      });
-    }
+    var lists = it.diff || {};
     Object.keys(lists).forEach(function (k) {
       var vals = lists[k];
       if (!vals || !vals.length) return;
-      var p = el("p", { cls: k, "data-diff": k });
+      var p = el("p", { cls: k.replace(/ /g, "-"), "data-diff": k });
       p.appendChild(el("strong", { text: k + " (" + vals.length + "): " }));
-      p.appendChild(document.createTextNode(vals.map(function (v) { return typeof v === "string" ? v : (v.label || JSON.stringify(v)); }).join("; ")));
+      p.appendChild(document.createTextNode(vals.join("; ")));
       box.appendChild(p);
     });
-    if (box.childNodes.length === 1) box.appendChild(el("p", { text: "no gold object changed status" }));
+    if (box.childNodes.length === 1) box.appendChild(el("p", { text: "nothing changed between A and B" }));
     return box;
   }
 
