@@ -94,6 +94,7 @@ def test_untrusted_text_never_becomes_markup(store: LocalStore) -> None:
     assert len(re.findall(r"<script\b", html)) == 2
     assert "window.__pwned" in html  # the text is there, as escaped JSON ...
     assert "<script>window.__pwned" not in html and "<b>bold</b>" not in html
+    assert "<img src=x onerror" not in html
     data = _embedded(html)
     assert next(r for r in data["items"] if r["id"] == "r-002")["text"] == HOSTILE
 

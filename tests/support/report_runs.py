@@ -12,7 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-HOSTILE = "Bob wrote </script><script>window.__pwned=1</script> & <b>bold</b> on the wall."
+HOSTILE = (
+    "Bob wrote </script><script>window.__pwned=1</script> & <b>bold</b>"
+    ' <img src=x onerror="window.__pwned=2"> on the wall.'
+)
 FILLERS = 58  # items r-004 ... : enough for a second page of the table (50 a page)
 
 
