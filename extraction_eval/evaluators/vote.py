@@ -26,18 +26,19 @@ Rules (the README's "Ensemble gold" section says the same):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from extraction_eval.errors import InvalidValue
+from extraction_eval.errors import InvalidValue, one_line
 from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.evaluators.matching import (
     align_entities,
     align_relationships,
     name_key,
 )
-from extraction_eval.types import Entity, Extraction, Relationship
+from extraction_eval.types import Entity, Extraction, GoldOverride, Relationship
 
 ABSENT = "<absent>"
 
@@ -345,3 +346,125 @@ def _attributes(fields: dict[str, FieldVote]) -> dict[str, str]:
         if key.startswith("attributes.") and f.value is not None and f.value != ABSENT:
             out[key.removeprefix("attributes.")] = f.value
     return out
+
+
+# --- human overrides on top of the vote ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GoldObject:
+    """One object of the built gold: from the vote, or put there or changed by a person."""
+
+    kind: Kind
+    obj: Entity | Relationship
+    confidence: float  # the vote's; 1.0 for an object a person added or changed
+    source: Literal["vote", "override"] = "vote"
+    reason: str | None = None
+
+    def meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"confidence": round(self.confidence, 6), "source": self.source}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def _target_of(kind: Kind, obj: Entity | Relationship) -> str:
+    if isinstance(obj, Entity):
+        return " ".join(obj.name.casefold().split())
+    return "|".join(" ".join(x.casefold().split()) for x in (obj.source, obj.type, obj.target))
+
+
+def _target_key(kind: Kind, target: str) -> str:
+    if kind == "entity":
+        return " ".join(target.casefold().split())
+    return "|".join(" ".join(x.casefold().split()) for x in target.split("|"))
+
+
+_SETTABLE = {
+    "entity": ("name", "type", "evidence"),
+    "relationship": ("source", "type", "target", "evidence"),
+}
+
+
+def check_override(o: GoldOverride) -> None:
+    """Refuse an override that could never apply (before it is stored)."""
+    if o.action in ("remove", "set") and not (o.target or "").strip():
+        raise InvalidValue("target", f"a {o.action} override needs the object it changes")
+    if o.kind == "relationship" and o.target and o.target.count("|") != 2:
+        raise InvalidValue("target", "a relationship is named 'source|type|target'")
+    if o.action == "set":
+        f = o.field or ""
+        if f not in _SETTABLE[o.kind] and not f.startswith("attributes."):
+            allowed = ", ".join((*_SETTABLE[o.kind], "attributes.<key>"))
+            raise InvalidValue("field", f"{f!r} cannot be set on {o.kind}; use one of {allowed}")
+        if o.value is None:
+            raise InvalidValue("value", "a set override needs a value")
+    if o.action == "add":
+        _parse_added(o)
+    if not o.reason.strip():
+        raise InvalidValue("reason", "say why (it is kept with the gold)")
+
+
+def _parse_added(o: GoldOverride) -> Entity | Relationship:
+    try:
+        raw = json.loads(o.value or "")
+        return (
+            Entity.model_validate(raw) if o.kind == "entity" else Relationship.model_validate(raw)
+        )
+    except (ValueError, TypeError) as exc:
+        raise InvalidValue(
+            "value", f"an added {o.kind} must be its JSON object: {one_line(exc)}"
+        ) from None
+
+
+def apply_overrides(
+    vote: ItemVote, overrides: Sequence[GoldOverride]
+) -> tuple[list[GoldObject], list[str]]:
+    """The kept objects with every override of the item applied in order (later ones win).
+
+    An override whose target is no longer in the vote is reported, never silently dropped."""
+    objects = [
+        GoldObject(o.kind, o.entity if o.entity is not None else o.relationship, o.confidence)  # type: ignore[arg-type]
+        for o in vote.kept
+    ]
+    problems: list[str] = []
+    for o in overrides:
+        label = f"override #{o.id} ({o.action} {o.kind}" + (f" {o.target!r})" if o.target else ")")
+        if o.action == "add":
+            new = _parse_added(o)
+            key = _target_of(o.kind, new)
+            objects = [
+                g for g in objects if not (g.kind == o.kind and _target_of(g.kind, g.obj) == key)
+            ]
+            objects.append(GoldObject(o.kind, new, 1.0, "override", o.reason))
+            continue
+        want = _target_key(o.kind, o.target or "")
+        at = [
+            k
+            for k, g in enumerate(objects)
+            if g.kind == o.kind and _target_of(g.kind, g.obj) == want
+        ]
+        if not at:
+            problems.append(f"{label}: no such {o.kind} in the gold any more; not applied")
+            continue
+        k = at[0]
+        if o.action == "remove":
+            del objects[k]
+            continue
+        g = objects[k]
+        field_name = o.field or ""
+        if field_name.startswith("attributes."):
+            attrs = dict(g.obj.attributes)
+            attrs[field_name.removeprefix("attributes.")] = o.value or ""
+            changed = g.obj.model_copy(update={"attributes": attrs})
+        else:
+            changed = g.obj.model_copy(update={field_name: o.value})
+        objects[k] = GoldObject(o.kind, changed, 1.0, "override", o.reason)
+    return objects, problems
+
+
+def gold_extraction(objects: Sequence[GoldObject]) -> Extraction:
+    return Extraction(
+        entities=[g.obj for g in objects if isinstance(g.obj, Entity)],
+        relationships=[g.obj for g in objects if isinstance(g.obj, Relationship)],
+    )

@@ -38,18 +38,23 @@ def cache_key(
     text: str,
     schema: Schema | None,
     contract_hash: str,
+    repeat: int = 0,
 ) -> str:
-    """Everything that changes the answer; an unchanged config maps to the same key."""
-    return _sha256(
-        {
-            "provider": provider,
-            "model": model,
-            "prompt": prompt_hash,
-            "temperature": float(temperature),
-            "input": _sha256({"text": text, "schema": schema.model_dump() if schema else None}),
-            "contract": contract_hash,
-        }
-    )
+    """Everything that changes the answer; an unchanged config maps to the same key.
+
+    ``repeat`` > 0 asks for another, independent answer to the same request (repeated runs,
+    ensemble gold); 0 leaves the key as it was before repeats existed, so caches stay valid."""
+    payload: dict[str, Any] = {
+        "provider": provider,
+        "model": model,
+        "prompt": prompt_hash,
+        "temperature": float(temperature),
+        "input": _sha256({"text": text, "schema": schema.model_dump() if schema else None}),
+        "contract": contract_hash,
+    }
+    if repeat:
+        payload["repeat"] = repeat
+    return _sha256(payload)
 
 
 _SchemaKey = str  # the schema's canonical JSON (types and attribute declarations)
@@ -122,6 +127,7 @@ class LLMPipeline:
             text=item.text,
             schema=item.schema_,
             contract_hash=self._contract(item.schema_)[1],
+            repeat=self.config.repeat,
         )
 
     async def extract(self, item: DatasetItem) -> PipelineOutput:

@@ -1,6 +1,6 @@
 """``LocalStore``: the table families put together over one connection, plus sample seeding.
 
-Each family (``datasets``, ``runs``, ``prompts``, ``cache``) is a mixin over the one
+Each family (``datasets``, ``runs``, ``prompts``, ``cache``, ``gold``) is a mixin over the one
 ``StoreConnection`` (``connection``), so call sites keep one object: ``store.results(run_id)``.
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from extraction_eval.backends.local.cache import CacheTables
 from extraction_eval.backends.local.datasets import DatasetTables, _dataset_row
+from extraction_eval.backends.local.gold import GoldTables
 from extraction_eval.backends.local.prompts import PromptTables
 from extraction_eval.backends.local.runs import RunTables
 
@@ -34,7 +35,7 @@ def default_store_path() -> Path:
     return default_home() / "store.db"
 
 
-class LocalStore(DatasetTables, RunTables, PromptTables, CacheTables):
+class LocalStore(DatasetTables, RunTables, PromptTables, CacheTables, GoldTables):
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 
     One connection shared behind a lock: the runner records results from worker threads, and
