@@ -19,7 +19,8 @@ Rules (the README's "Ensemble gold" section says the same):
   total.
 - Each field (name, type, evidence, each attribute key; a missing attribute is the value
   "absent") takes the weighted-majority value among the cluster's members. Ties go to the
-  value of the first run in that order, and are reported.
+  value of the first run in that order, and are reported. An entity's offsets (start, end)
+  are not voted: they come with the winning name and evidence.
 - ``confidence = winning weight / total weight`` for objects and fields alike, so a field is
   never more certain than its object.
 """
@@ -84,6 +85,12 @@ class VotedObject:
     relationship: Relationship | None = None
 
     @property
+    def obj(self) -> Entity | Relationship:
+        found = self.entity if self.entity is not None else self.relationship
+        assert found is not None
+        return found
+
+    @property
     def disputed(self) -> bool:
         return self.confidence < 1.0 or any(f.confidence < 1.0 for f in self.fields.values())
 
@@ -95,8 +102,7 @@ class VotedObject:
         return f"{r.source} —{r.type}→ {r.target}"
 
     def to_json(self) -> dict[str, Any]:
-        obj = self.entity if self.entity is not None else self.relationship
-        assert obj is not None
+        obj = self.obj
         return {
             "kind": self.kind,
             "kept": self.kept,
@@ -292,10 +298,20 @@ def vote_item(
         }
         name = fields["name"].value or c.rep.name
         final_name[ci] = name
+        evidence = fields["evidence"].value
+        # offsets are not voted: they come with the winning name and evidence
+        spans = [
+            (e.start, e.end)
+            for _, e in sorted(c.members, key=lambda m: rank[m[0]])
+            if e.name == name and e.evidence == evidence
+        ]
+        start, end = spans[0] if spans else (None, None)
         entity = Entity(
             name=name,
             type=fields["type"].value or c.rep.type,
-            evidence=fields["evidence"].value,
+            evidence=evidence,
+            start=start,
+            end=end,
             attributes=_attributes(fields),
         )
         kept = total > 0 and w > min_agreement * total + 1e-12
@@ -423,10 +439,7 @@ def apply_overrides(
     """The kept objects with every override of the item applied in order (later ones win).
 
     An override whose target is no longer in the vote is reported, never silently dropped."""
-    objects = [
-        GoldObject(o.kind, o.entity if o.entity is not None else o.relationship, o.confidence)  # type: ignore[arg-type]
-        for o in vote.kept
-    ]
+    objects = [GoldObject(o.kind, o.obj, o.confidence) for o in vote.kept]
     problems: list[str] = []
     for o in overrides:
         label = f"override #{o.id} ({o.action} {o.kind}" + (f" {o.target!r})" if o.target else ")")

@@ -227,7 +227,7 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
         "temperature": config.pipeline.temperature,
         "concurrency": config.concurrency,
         "limit": config.limit,
-        "scoring": _scoring_record(config.scoring),
+        "scoring": scoring_record(config.scoring),
         "pricing": pricer.record(),
         # what --resume compares: results priced two ways must not be summed silently
         "price_override": [pricer.price_in, pricer.price_out] if pricer.override else None,
@@ -238,7 +238,7 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
     return record
 
 
-def _scoring_record(scoring: ScoringConfig) -> dict[str, Any]:
+def scoring_record(scoring: ScoringConfig) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(scoring):
         if f.name.startswith("_"):
