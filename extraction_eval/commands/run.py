@@ -73,6 +73,10 @@ def run_cmd(
     price_out: Annotated[
         float | None, typer.Option(help="USD per 1M output tokens (with --price-in).")
     ] = None,
+    min_gold_confidence: Annotated[
+        float | None,
+        typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
+    ] = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
@@ -110,6 +114,7 @@ def run_cmd(
         fail_over=parse_fail_over(fail_over or []),
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
+        min_gold_confidence=min_gold_confidence,
     )
     try:
         with RichProgress(err_console) as progress:

@@ -28,7 +28,7 @@ Rules (the README's "Ensemble gold" section says the same):
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -481,3 +481,33 @@ def gold_extraction(objects: Sequence[GoldObject]) -> Extraction:
         entities=[g.obj for g in objects if isinstance(g.obj, Entity)],
         relationships=[g.obj for g in objects if isinstance(g.obj, Relationship)],
     )
+
+
+def trusted_gold(
+    expected: Extraction, metadata: Mapping[str, Any], min_confidence: float
+) -> tuple[Extraction, int]:
+    """The gold without the objects whose ensemble confidence is below ``min_confidence``, and
+    how many were dropped. Gold without confidences (hand-labelled, or metadata that does not
+    line up with the objects) is returned as it is: every object trusted."""
+    meta = metadata.get("gold")
+    if not isinstance(meta, Mapping):
+        return expected, 0
+    ents, rels = meta.get("entities"), meta.get("relationships")
+    if not (
+        isinstance(ents, list)
+        and isinstance(rels, list)
+        and len(ents) == len(expected.entities)
+        and len(rels) == len(expected.relationships)
+    ):
+        return expected, 0
+
+    def keep(m: Any) -> bool:
+        c = m.get("confidence") if isinstance(m, Mapping) else None
+        return not isinstance(c, (int, float)) or c >= min_confidence
+
+    e = [x for x, m in zip(expected.entities, ents, strict=True) if keep(m)]
+    r = [x for x, m in zip(expected.relationships, rels, strict=True) if keep(m)]
+    dropped = len(ents) + len(rels) - len(e) - len(r)
+    if not dropped:
+        return expected, 0
+    return Extraction(entities=e, relationships=r), dropped

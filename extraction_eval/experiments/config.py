@@ -48,6 +48,8 @@ class RunConfig:
     backend: Backend = "auto"
     verify: bool = True  # LangFuse mode: read back what arrived
     dataset_version: int | str | None = None
+    # ensemble gold: gold objects below this confidence are not scored against
+    min_gold_confidence: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -60,6 +62,8 @@ class RunConfig:
         check_choice("backend", self.backend, get_args(Backend))
         check_fail_under(self.fail_under)
         check_fail_under(self.fail_over, ceilings=True)
+        if self.min_gold_confidence is not None:
+            check_number("min_gold_confidence", self.min_gold_confidence, minimum=0.0, maximum=1.0)
 
 
 def parse_fail_over(values: list[str]) -> dict[str, float]:
@@ -228,6 +232,7 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
         "concurrency": config.concurrency,
         "limit": config.limit,
         "scoring": scoring_record(config.scoring),
+        "min_gold_confidence": config.min_gold_confidence,
         "pricing": pricer.record(),
         # what --resume compares: results priced two ways must not be summed silently
         "price_override": [pricer.price_in, pricer.price_out] if pricer.override else None,

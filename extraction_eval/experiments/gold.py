@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from extraction_eval.backends.base import DatasetBackend, UploadReport, canonical_json
@@ -406,33 +408,6 @@ def _gold_metadata(
     }
 
 
-def trusted_gold(item: DatasetItem, min_confidence: float) -> tuple[DatasetItem, int]:
-    """The item with gold objects below ``min_confidence`` removed, and how many were; an item
-    without ensemble-gold confidences is returned as it is (every object trusted)."""
-    meta = item.metadata.get("gold")
-    if not isinstance(meta, dict):
-        return item, 0
-    ents, rels = meta.get("entities"), meta.get("relationships")
-    if not (
-        isinstance(ents, list)
-        and isinstance(rels, list)
-        and len(ents) == len(item.expected.entities)
-        and len(rels) == len(item.expected.relationships)
-    ):
-        return item, 0
-
-    def keep(m: Any) -> bool:
-        c = m.get("confidence") if isinstance(m, dict) else None
-        return not isinstance(c, (int, float)) or c >= min_confidence
-
-    e = [x for x, m in zip(item.expected.entities, ents, strict=True) if keep(m)]
-    r = [x for x, m in zip(item.expected.relationships, rels, strict=True) if keep(m)]
-    dropped = len(ents) + len(rels) - len(e) - len(r)
-    if not dropped:
-        return item, 0
-    return item.model_copy(update={"expected": Extraction(entities=e, relationships=r)}), dropped
-
-
 def add_override(store: LocalStore, override: GoldOverride) -> int:
     """Store an override (checked first); it applies from the next build on."""
     from extraction_eval.evaluators.vote import check_override
@@ -458,3 +433,37 @@ def review_items(
     if item is not None and not out:
         raise UsageError(f"no built gold for item {item!r} of dataset {dataset!r}")
     return out
+
+
+def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[str]]:
+    """An overrides file (JSONL: item_id, action, kind, target, field, value, reason, author).
+
+    A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form and the
+    rest is read; ``value`` of an ``add`` may be the object itself (it is stored as JSON)."""
+    from extraction_eval.datasets.lines import warning
+    from extraction_eval.evaluators.vote import check_override
+
+    found: list[GoldOverride] = []
+    problems: list[str] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: {one_line(exc)}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        item_id = None
+        try:
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise ValueError("not a JSON object")
+            item_id = raw.get("item_id")
+            if isinstance(raw.get("value"), (dict, list)):
+                raw["value"] = canonical_json(raw["value"])
+            override = GoldOverride.model_validate({**raw, "dataset": dataset})
+            check_override(override)
+        except (ValueError, TypeError) as exc:
+            problems.append(warning(str(path), number, item_id, one_line(exc)))
+            continue
+        found.append(override)
+    return found, problems

@@ -12,8 +12,10 @@ from typing import Any
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex
+from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.runner import ItemRunner, select_items
+from extraction_eval.experiments.score import gold_ignored_warning
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
@@ -21,7 +23,14 @@ from extraction_eval.prompts.versions import select_run_prompt
 from extraction_eval.types import DatasetItem
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
-_RESUME_INVARIANTS = ("model", "temperature", "prompt_hash", "pipeline_ref", "price_override")
+_RESUME_INVARIANTS = (
+    "model",
+    "temperature",
+    "prompt_hash",
+    "pipeline_ref",
+    "price_override",
+    "min_gold_confidence",
+)
 
 
 @dataclass
@@ -147,7 +156,13 @@ def prepare(
         scoring=config.scoring,
         context_texts=ContextIndex({item.id: item.text for item in items}),
         pricer=Pricer.for_config(config.pipeline),
+        min_gold_confidence=config.min_gold_confidence,
     )
+    if config.min_gold_confidence is not None:
+        ignored = sum(
+            trusted_gold(i.expected, i.metadata, config.min_gold_confidence)[1] for i in items
+        )
+        warnings.append(gold_ignored_warning(ignored, config.min_gold_confidence))
     run, todo = open_run(
         store, config, items, dataset_version=dataset_version, record=record, backend=backend
     )

@@ -17,6 +17,7 @@ from typing import Any
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
+from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
@@ -50,6 +51,8 @@ class ItemRunner:
     scoring: ScoringConfig
     context_texts: Mapping[str, str] = field(default_factory=dict)
     pricer: Pricer | None = None  # fills in the cost of outputs that report tokens only
+    # ensemble gold: score only against gold objects at least this confident
+    min_gold_confidence: float | None = None
 
     async def run_item(self, item: DatasetItem) -> ItemResult:
         started = time.perf_counter()
@@ -100,10 +103,13 @@ class ItemRunner:
         )
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
+        gold = item.expected
+        if self.min_gold_confidence is not None:
+            gold, _ = trusted_gold(gold, item.metadata, self.min_gold_confidence)
         return score_item(
             item_id=item.id,
             text=item.text,
-            gold=item.expected,
+            gold=gold,
             pred=pred,
             config=self.scoring,
             context_texts=self.context_texts,

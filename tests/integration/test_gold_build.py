@@ -12,6 +12,7 @@ import pytest
 from extraction_eval.backends.local import SAMPLE_DATASET, LocalStore
 from extraction_eval.datasets.gold import read_items
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.gold import (
     GoldConfig,
     GoldModel,
@@ -20,7 +21,6 @@ from extraction_eval.experiments.gold import (
     parse_models,
     plan_gold,
     review_items,
-    trusted_gold,
 )
 from extraction_eval.llm.fake import FakeProvider, register_fake, unregister_fake
 from extraction_eval.types import DatasetItem, Extraction, GoldOverride, Schema
@@ -229,14 +229,15 @@ def test_trusted_gold_drops_low_confidence_objects(
     store: LocalStore, fakes: dict[str, FakeProvider]
 ) -> None:
     build = build_gold(config(), store)
-    item, dropped = trusted_gold(build.items[0], 0.9)
-    assert dropped == 1 and [e.name for e in item.expected.entities] == [
+    first = build.items[0]
+    kept, dropped = trusted_gold(first.expected, first.metadata, 0.9)
+    assert dropped == 1 and [e.name for e in kept.entities] == [
         "Mara Velloso",
         "Quillfeather Analytics",
     ]
     plain = store.get_items(SAMPLE_DATASET, version=1)[0]
     # an item without ensemble confidences is trusted as it is
-    assert trusted_gold(plain, 0.9) == (plain, 0)
+    assert trusted_gold(plain.expected, plain.metadata, 0.9) == (plain.expected, 0)
 
 
 def test_repeated_runs_get_their_own_answers(store: LocalStore) -> None:
