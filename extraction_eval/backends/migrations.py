@@ -252,6 +252,32 @@ def m006_gold(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m007_batches(conn: sqlite3.Connection) -> None:
+    """The Batch API ledger: every submitted batch and the requests (custom ids = response-cache
+    keys) it covers, written before polling, so an interrupted command resumes instead of
+    paying again."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE batches (
+            batch_id       TEXT PRIMARY KEY,
+            owner          TEXT NOT NULL,
+            status         TEXT NOT NULL,
+            input_file_id  TEXT,
+            created_at     TEXT NOT NULL,
+            updated_at     TEXT NOT NULL
+        );
+        CREATE TABLE batch_requests (
+            batch_id   TEXT NOT NULL REFERENCES batches(batch_id) ON DELETE CASCADE,
+            custom_id  TEXT NOT NULL,
+            PRIMARY KEY (batch_id, custom_id)
+        );
+        CREATE INDEX batch_requests_custom_id ON batch_requests(custom_id)
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)

@@ -18,7 +18,7 @@ from extraction_eval.llm.context import item_context
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 from extraction_eval.llm.tracing import CallTracer, GenerationHandle, NullTracer
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
-from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.pipeline.pricing import Pricer, batch_cost
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.types import DatasetItem, Extraction, Schema, Usage
@@ -179,6 +179,8 @@ class LLMPipeline:
         usage = _usage_details(completion.usage)
         # the model the provider reports it ran, else the one asked for
         cost = self._pricer.cost(completion.usage, completion.model or self.config.model_name)
+        if completion.batch:
+            cost = batch_cost(cost)
         spent = completion.usage.model_copy(update={"cost_usd": cost.usd})
         try:
             extraction = parse_extraction(completion.text)

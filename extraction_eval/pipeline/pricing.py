@@ -211,3 +211,18 @@ def _calc(
         return calc_price(usage, model, provider_id=PROVIDER_IDS.get(provider))
     except (LookupError, ValueError):
         return None
+
+
+def batch_cost(cost: Cost) -> Cost:
+    """A batch API answer's cost: the synchronous price times the batch discount."""
+    from extraction_eval.llm.batch import BATCH_DISCOUNT
+
+    def scaled(x: float | None) -> float | None:
+        return None if x is None else x * BATCH_DISCOUNT
+
+    return Cost(
+        usd=scaled(cost.usd),
+        input_usd=scaled(cost.input_usd),
+        output_usd=scaled(cost.output_usd),
+        reason=cost.reason,
+    )
