@@ -45,6 +45,10 @@ def build_cmd(
         str | None, typer.Option(help="Dataset version to build from (default: the latest).")
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Model calls in flight.")] = 8,
+    batch: Annotated[
+        bool,
+        typer.Option("--batch", help="OpenAI Batch API: half price, answers within 24 h."),
+    ] = False,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible server for every model.")
     ] = None,
@@ -79,6 +83,7 @@ def build_cmd(
         review_below=review_below,
         temperature=temperature,
         concurrency=concurrency,
+        batch=batch,
         base_url=base_url,
     )
     store = LocalStore()

@@ -77,6 +77,14 @@ def run_cmd(
         float | None,
         typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
     ] = None,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="OpenAI Batch API: half price, answers within 24 h; an interrupted run"
+            " resumes polling (same --name, --resume).",
+        ),
+    ] = False,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
@@ -115,6 +123,7 @@ def run_cmd(
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
         min_gold_confidence=min_gold_confidence,
+        batch=batch,
     )
     try:
         with RichProgress(err_console) as progress:

@@ -50,6 +50,7 @@ class RunConfig:
     dataset_version: int | str | None = None
     # ensemble gold: gold objects below this confidence are not scored against
     min_gold_confidence: float | None = None
+    batch: bool = False  # model calls through OpenAI's Batch API (half price, up to 24 h)
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""

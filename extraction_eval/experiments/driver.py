@@ -84,6 +84,23 @@ async def close_pipeline(pipeline: object) -> None:
         await aclose()
 
 
+async def answer_by_batch(prep: PreparedRun, store: LocalStore) -> None:
+    """Send the run's remaining model calls through the Batch API and wait for the answers;
+    the items then run as usual, answered from the batch (errors become item errors)."""
+    from extraction_eval.llm.batch import batch_pipeline, summary_line
+
+    todo = prep.todo
+    results = await batch_pipeline(
+        prep.runner.pipeline,
+        todo,
+        store,
+        owner=f"run {prep.run.name} (dataset {prep.run.dataset})",
+        cache=store.cache(),
+    )
+    asked = len(results.answers) + len(results.errors)
+    prep.warnings.append(summary_line(results, asked))
+
+
 class Driver:
     """One run's per-item steps and its close; the scheduler of a mode calls them."""
 

@@ -108,6 +108,7 @@ class GoldConfig:
     temperature: float | None = None
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     concurrency: int = 8
+    batch: bool = False  # OpenAI Batch API: half price, answers within 24 h
     base_url: str | None = None
     timeout_s: float = 60.0
     max_attempts: int = 4
@@ -179,6 +180,7 @@ class GoldBuild:
     revoted: int  # items voted in this build (the rest reused their stored aggregate)
     upload: UploadReport | None = None
     ties: int = 0
+    notes: list[str] = field(default_factory=list)  # e.g. what the Batch API did
 
 
 def _sha(obj: Any) -> str:
@@ -286,7 +288,20 @@ async def abuild_gold(
                 answers[item.id, k] = None
                 errors.append(f"item {item.id}: {label} failed: {one_line(exc)}")
 
+    notes: list[str] = []
     try:
+        if config.batch:
+            from extraction_eval.llm.batch import batch_pipeline, summary_line
+
+            for label, _, pipeline in runs.entries:
+                got = await batch_pipeline(
+                    pipeline,
+                    items,
+                    store,
+                    owner=f"gold {config.dataset} {label}",
+                    cache=store.cache(),
+                )
+                notes.append(f"{label}: {summary_line(got, len(got.answers) + len(got.errors))}")
         await asyncio.gather(*(one(item, k) for item in items for k in range(len(runs.entries))))
     finally:
         await runs.aclose()
@@ -366,6 +381,7 @@ async def abuild_gold(
         revoted=revoted,
         upload=upload,
         ties=ties,
+        notes=notes,
     )
 
 

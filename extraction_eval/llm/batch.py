@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from extraction_eval.errors import ProviderError, one_line
@@ -62,12 +62,36 @@ class BatchLedger(Protocol):
     def set_batch_status(self, batch_id: str, status: str) -> None: ...
 
 
+POLL_ENV = "EXTRACTION_EVAL_BATCH_POLL_S"
+MAX_REQUESTS_ENV = "EXTRACTION_EVAL_BATCH_MAX_REQUESTS"
+
+
 @dataclass(frozen=True)
 class BatchSettings:
     poll_initial_s: float = 5.0
     poll_max_s: float = 60.0
     max_requests: int = MAX_REQUESTS
     max_bytes: int = MAX_BYTES
+
+    @classmethod
+    def from_env(cls) -> BatchSettings:
+        """``EXTRACTION_EVAL_BATCH_POLL_S`` (first poll interval; it doubles up to 60 s) and
+        ``EXTRACTION_EVAL_BATCH_MAX_REQUESTS`` (requests per batch file)."""
+        import os
+
+        from extraction_eval.errors import ConfigError
+
+        out = cls()
+        try:
+            if os.environ.get(POLL_ENV, "").strip():
+                out = replace(out, poll_initial_s=float(os.environ[POLL_ENV]))
+            if os.environ.get(MAX_REQUESTS_ENV, "").strip():
+                out = replace(out, max_requests=int(os.environ[MAX_REQUESTS_ENV]))
+        except ValueError:
+            raise ConfigError(f"{POLL_ENV} / {MAX_REQUESTS_ENV} must be numbers") from None
+        if out.poll_initial_s <= 0 or out.max_requests < 1:
+            raise ConfigError(f"{POLL_ENV} must be > 0 and {MAX_REQUESTS_ENV} >= 1")
+        return out
 
 
 @dataclass
@@ -240,6 +264,16 @@ async def _collect(
                 results.errors[cid] = reason
 
 
+def summary_line(results: BatchResults, requests: int) -> str:
+    """What a run says about its batches (one warning line)."""
+    return (
+        f"batch API: {requests} requests, {len(results.answers)} answered,"
+        f" {len(results.errors)} without an answer (item errors);"
+        f" batches submitted {', '.join(results.submitted) or 'none'}"
+        + (f", resumed {', '.join(results.resumed)}" if results.resumed else "")
+    )
+
+
 def _error_text(batch_id: str, row: dict[str, Any]) -> str:
     error = row.get("error") or {}
     response = row.get("response") or {}
@@ -291,7 +325,7 @@ async def batch_pipeline(
     *,
     owner: str,
     cache: Any = None,
-    settings: BatchSettings = BatchSettings(),
+    settings: BatchSettings | None = None,
     sleep: Callable[[float], Any] = asyncio.sleep,
 ) -> BatchResults:
     """Send the items the pipeline would call the model for (not in ``cache``) as batches and
@@ -317,7 +351,7 @@ async def batch_pipeline(
             list(requests.items()),
             ledger,
             owner=owner,
-            settings=settings,
+            settings=settings or BatchSettings.from_env(),
             sleep=sleep,
         )
     pipeline.provider = BatchProvider(provider, by_item, results)

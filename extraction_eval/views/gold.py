@@ -32,6 +32,8 @@ def render_plan(plan: GoldPlan, out: Console) -> None:
 
 
 def render_build(build: GoldBuild, config: GoldConfig, out: Console, err: Console) -> None:
+    for line in build.notes:
+        err.print(escape(line), highlight=False, soft_wrap=True)
     for line in build.errors:
         err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
     for line in build.override_problems:
