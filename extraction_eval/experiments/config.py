@@ -63,6 +63,13 @@ class RunConfig:
         check_choice("backend", self.backend, get_args(Backend))
         check_fail_under(self.fail_under)
         check_fail_under(self.fail_over, ceilings=True)
+        if self.batch and (
+            self.pipeline.pipeline or self.pipeline.provider in ("offline", "fake", "gemini")
+        ):
+            raise InvalidValue(
+                "batch",
+                f"needs an OpenAI or OpenAI-compatible model; {self.pipeline.model} is not one",
+            )
         if self.min_gold_confidence is not None:
             check_number("min_gold_confidence", self.min_gold_confidence, minimum=0.0, maximum=1.0)
 

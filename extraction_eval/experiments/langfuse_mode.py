@@ -24,6 +24,7 @@ What it does not do, we add:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -48,7 +49,7 @@ from extraction_eval.backends.langfuse import (
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded
+from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded, answer_by_batch
 from extraction_eval.experiments.prepare import PreparedRun, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
@@ -260,6 +261,8 @@ def _run(
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)
     with driver.running():
+        if prep.todo and config.batch:
+            asyncio.run(answer_by_batch(prep, store))
         if prep.todo:
             _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)

@@ -313,9 +313,7 @@ class BatchProvider:
         )
 
     async def aclose(self) -> None:
-        close = getattr(self._inner, "aclose", None)
-        if close is not None:
-            await close()
+        return None  # the model client was closed when the batch answers came back
 
 
 async def batch_pipeline(
@@ -354,5 +352,8 @@ async def batch_pipeline(
             settings=settings or BatchSettings.from_env(),
             sleep=sleep,
         )
+    # the client is not needed any more: close it on the loop that used it (LangFuse mode
+    # runs the items on another loop, inside the SDK)
+    await provider.aclose()
     pipeline.provider = BatchProvider(provider, by_item, results)
     return results

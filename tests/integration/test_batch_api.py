@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,6 @@ from typer.testing import CliRunner
 from extraction_eval.backends.local import SAMPLE_DATASET, LocalStore
 from extraction_eval.cli import app
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.gold import GoldConfig, build_gold, parse_models
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
 from tests.support.openai_batch_server import BatchServer
@@ -169,10 +167,38 @@ def test_gold_build_with_batch_cli(server: BatchServer, tmp_path: Path) -> None:
     assert len(server.batches) == 2
 
 
-def test_batch_needs_an_openai_model(tmp_path: Path) -> None:
+def test_batch_needs_an_openai_model() -> None:
     result = runner.invoke(app, ["run", "--model", "offline:baseline", "--batch", "--name", "x"])
     assert result.exit_code == 2
-    assert "the Batch API needs an OpenAI" in result.stderr
+    assert "--batch needs an OpenAI or OpenAI-compatible model" in result.stderr
     with LocalStore() as store:
-        assert store.get_run("x") is None  # refused before the run existed? (deleted: empty)
-    _ = json  # keep the import for readers of the fixtures above
+        assert store.get_run("x") is None  # refused before the run existed
+
+
+def test_langfuse_mode_batch_run_links_and_scores_every_item(
+    server: BatchServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from extraction_eval.backends.langfuse import LangfuseDatasetBackend
+    from tests.support.langfuse_server import client_for, running_fake_langfuse
+
+    items = LocalStore().get_items(SAMPLE_DATASET)[:4]
+    with running_fake_langfuse() as lf_server:
+        uploader = client_for(lf_server, "batch-upload")
+        LangfuseDatasetBackend(uploader).upload_items(SAMPLE_DATASET, items)
+        uploader.flush()
+        public, secret = lf_server.new_keys("batch-run")
+        monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", public)
+        monkeypatch.setenv("LANGFUSE_SECRET_KEY", secret)
+        monkeypatch.setenv("LANGFUSE_BASE_URL", lf_server.base_url)
+        cfg = run_config(server, "lf-batch")
+        outcome = run_experiment(RunConfig(**{**cfg.__dict__, "backend": "langfuse"}))
+        f1 = [s for s in lf_server.scores if s.get("name") == "entity_f1" and s.get("traceId")]
+        generations = lf_server.spans_named("extract")
+    # every item's trace got its scores, and its generation says what the batch answered
+    assert sorted(s["traceId"] for s in f1) == sorted(r.trace_id for r in outcome.results)
+    assert len(generations) == 4
+    assert len(server.batches) == 1 and len(server.input_lines("batch_1")) == 4
+    assert not any(p.endswith("/chat/completions") for _, p in server.calls)
+    assert len(outcome.results) == 4 and all(r.ok for r in outcome.results)
+    assert all(r.trace_id for r in outcome.results)
+    assert outcome.summary.values["entity_f1"] == 1.0
