@@ -19,6 +19,7 @@ from extraction_eval.views.tables import print_table
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
     from extraction_eval.backends.local import RunRecord
     from extraction_eval.experiments.runner import RunOutcome
+    from extraction_eval.experiments.worst import WorstItem
     from extraction_eval.types import ItemResult
 
 
@@ -247,3 +248,78 @@ def _items_table(
         if r.trace_id or r.trace_url:
             traced.append((r.item_id, r.trace_url or r.trace_id or "", bool(r.trace_url)))
     return table
+
+
+def _worst_table(rows: Sequence[WorstItem], *, title: str, first_col: str) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column(first_col, no_wrap=True)
+    table.add_column("item", no_wrap=True)
+    for col in ("F1", "ent F1", "rel F1", "wrong"):
+        table.add_column(col, justify="right")
+    table.add_column("failure categories / error", overflow="fold", ratio=1)
+    return table
+
+
+def _worst_cells(w: WorstItem) -> list[str | Text]:
+    cell = Text()
+    if w.categories is None:
+        cell.append("not recorded", style="dim")
+    for category, count in (w.categories or {}).items():
+        cell.append(("\n" if cell else "") + (f"{category} ×{count}" if count > 1 else category))
+    if w.error:
+        cell.append(("\n" if cell else "") + w.error, style="red")
+    return [
+        w.item_id,
+        "error" if w.error is not None else _fmt(w.combined_f1, 3),
+        _fmt(w.entity_f1, 3),
+        _fmt(w.relationship_f1, 3),
+        str(w.wrong_objects),
+        cell,
+    ]
+
+
+def _print_links(rows: Iterable[tuple[str, WorstItem]], console: Console) -> None:
+    """Each item's trace on a line of its own (a URL is never cut): the LangFuse URL when the
+    run has one, else the trace id."""
+    links = [(label, w.trace_url or w.trace_id or "", bool(w.trace_url)) for label, w in rows]
+    links = [link for link in links if link[1]]
+    if not links:
+        return
+    console.print(Text("traces", style="bold"))
+    for label, target, is_url in links:
+        line = Text(f"  {label}  ")
+        line.append(target, style=f"link {target}" if is_url else "")
+        console.print(line, soft_wrap=True)
+
+
+def render_worst(
+    run: RunRecord,
+    rows: Sequence[WorstItem],
+    console: Console,
+    *,
+    category: str | None = None,
+) -> None:
+    """``runs show --worst``: failing items, most severe first (``experiments.worst``)."""
+    scope = f" with category {category}" if category else ""
+    if not rows:
+        console.print(f"run {run.name!r} on {run.dataset!r}: no failing items{scope}")
+        return
+    title = f"run {run.name!r} on {run.dataset!r}: {len(rows)} worst items{scope}"
+    table = _worst_table(rows, title=title, first_col="#")
+    for rank, w in enumerate(rows, 1):
+        table.add_row(str(rank), *_worst_cells(w))
+    print_table(console, table)
+    _print_links(((w.item_id, w) for w in rows), console)
+
+
+def render_worst_by_category(run: RunRecord, rows: dict[str, WorstItem], console: Console) -> None:
+    """``runs show --worst --by-category``: the most severe item of each failure category."""
+    if not rows:
+        console.print(f"run {run.name!r} on {run.dataset!r}: no failing items")
+        return
+    title = f"run {run.name!r} on {run.dataset!r}: worst item per failure category"
+    table = _worst_table(list(rows.values()), title=title, first_col="category")
+    for category, w in rows.items():
+        table.add_row(category, *_worst_cells(w))
+    print_table(console, table)
+    _print_links(((f"{c}: {w.item_id}", w) for c, w in rows.items()), console)
