@@ -18,6 +18,8 @@ from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
     from extraction_eval.backends.local import RunRecord
+    from extraction_eval.experiments.budget import CostEstimate
+    from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.runner import RunOutcome
     from extraction_eval.experiments.worst import WorstItem
     from extraction_eval.types import ItemResult
@@ -83,7 +85,15 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_row("cache hits", str(s.cache_hits))
     if prompt := prompt_summary(run.config):
         facts.add_row("prompt", escape(prompt))
-    if s.missing:
+    if outcome.estimate is not None and outcome.estimate.calls:
+        facts.add_row("cost estimate USD", estimate_text(outcome.estimate))
+    if outcome.budget is not None:
+        b = outcome.budget
+        line = f"{_fmt(b['spent_usd'], 6)} spent of --max-cost {b['max_cost_usd']:g}"
+        if b["stopped"]:
+            line = f"[red]stopped: budget[/] — {line}; {b['not_run']} items not run (--resume)"
+        facts.add_row("budget", line)
+    if s.missing and not outcome.stopped_by_budget:
         facts.add_row("[red]missing", f"[red]{s.missing} items have no result (interrupted run)")
     print_table(console, facts)
 
@@ -96,6 +106,49 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     print_table(console, means)
     if outcome.experiment_url:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
+
+
+def estimate_text(estimate: CostEstimate) -> str:
+    if estimate.usd is None:
+        return "unknown (" + "; ".join(estimate.unpriced) + ")"
+    return f"{estimate.usd:.6f} ({estimate.calls} calls, ~{estimate.tokens_in} tokens in /" + (
+        f" ~{estimate.tokens_out} out)"
+    )
+
+
+def render_estimate(estimate: CostEstimate, config: RunConfig, console: Console) -> None:
+    """``--dry-run``: what the run would call and cost, before any call."""
+    facts = Table(
+        title=f"cost estimate: {config.pipeline.model} on {config.dataset!r} (dry run,"
+        " nothing was called or created)",
+        title_justify="left",
+        show_header=False,
+        box=None,
+    )
+    facts.add_column(style="bold")
+    facts.add_column()
+    skipped = []
+    if estimate.skipped_done:
+        skipped.append(f"{estimate.skipped_done} done already")
+    if estimate.skipped_cached:
+        skipped.append(f"{estimate.skipped_cached} answered from the response cache")
+    facts.add_row(
+        "items to run",
+        f"{estimate.items}" + (f" (not counted: {', '.join(skipped)})" if skipped else ""),
+    )
+    facts.add_row("model calls", f"{estimate.calls} (retries not included)")
+    facts.add_row("tokens in", f"~{estimate.tokens_in} (rendered prompts; {estimate.method})")
+    facts.add_row("tokens out", f"~{estimate.tokens_out} (the gold answers; {estimate.method})")
+    usd = (
+        "unknown: " + "; ".join(estimate.unpriced)
+        if estimate.usd is None
+        else (f"{estimate.usd:.6f}")
+    )
+    facts.add_row("est. USD", usd)
+    if config.max_cost is not None:
+        within = estimate.usd is not None and estimate.usd <= config.max_cost
+        facts.add_row("--max-cost", f"{config.max_cost:g} ({'within' if within else 'refused'})")
+    print_table(console, facts)
 
 
 def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
