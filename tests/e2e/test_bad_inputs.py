@@ -129,6 +129,11 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["runs", "show", "x", "--by-category"], "--by-category"),
     (EE, ["runs", "show", "x", "--worst", "--by-category", "--category", "missed"], "--by-"),
     (EE, ["prompts", "show", "--version", "0"], "--version"),
+    (EE, ["run", "--max-cost", "-1"], "--max-cost"),
+    (EE, ["run", "--max-cost", "nan"], "--max-cost"),
+    (EE, ["run", "--max-cost", "lots"], "--max-cost"),
+    (EE, ["run", "--pipeline", PIPE, "--max-cost", "1"], "--max-cost"),  # cost unknowable
+    (RUN, ["--max-cost", "inf", "--dry-run"], "--max-cost"),
     (RUN, ["--timeout", "-1"], "--timeout"),
     (RUN, ["--temperature", "hot"], "--temperature"),
     (RUN, ["--max-attempts", "0"], "--max-attempts"),
