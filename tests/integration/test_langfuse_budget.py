@@ -60,3 +60,21 @@ def test_langfuse_run_stops_at_the_ceiling_and_resumes_into_the_same_experiment(
     assert {s["attributes"]["langfuse.experiment.id"] for s in item_runs(server).values()} == {
         run.experiment_id
     }
+
+
+def test_langfuse_dry_run_estimates_from_the_langfuse_dataset_and_sends_nothing(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, priced_fake: str
+) -> None:
+    items = LocalStore().get_items(DATASET)[:3]
+    upload(server, items)
+    use_langfuse(server, monkeypatch, "budget-dry")
+    result = run_cli(
+        "--name", "lf-dry", "--model", priced_fake, "--price-in", "1", "--price-out", "1",
+        "--dry-run",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "items to run 3" in out and "est. USD" in out
+    assert server.spans_named("experiment-item-run") == []
+    assert not any(s.get("traceId") for s in server.scores)
+    assert LocalStore().list_runs() == []
