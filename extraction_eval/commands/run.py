@@ -73,6 +73,19 @@ def run_cmd(
     price_out: Annotated[
         float | None, typer.Option(help="USD per 1M output tokens (with --price-in).")
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="USD ceiling for the whole run: refused when the estimate is above it;"
+            " no new item starts once the spend reaches it (--resume continues)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the cost estimate only: no model call, no run created."
+        ),
+    ] = False,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
@@ -110,7 +123,14 @@ def run_cmd(
         fail_over=parse_fail_over(fail_over or []),
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
+        max_cost=max_cost,
     )
+    if dry_run:
+        from extraction_eval.experiments.run import estimate_run
+        from extraction_eval.views.runs import render_estimate
+
+        render_estimate(estimate_run(config), config, console)
+        return
     try:
         with RichProgress(err_console) as progress:
             outcome = run_experiment(config, progress=progress)
@@ -121,6 +141,15 @@ def run_cmd(
     render_run_summary(outcome, console)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if outcome.stopped_by_budget and outcome.budget is not None:
+        err_console.print(
+            f"[red]stopped: budget[/] --max-cost {outcome.budget['max_cost_usd']:g} reached;"
+            f" {outcome.budget['not_run']} items not run (continue with --resume and a higher"
+            " --max-cost)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
     below = outcome.failed_thresholds(config.fail_under, config.fail_over)
     for line in below:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)

@@ -44,20 +44,56 @@ def show_cmd(
         str | None,
         typer.Option(help="Only items with an object in this failure category (e.g. missed)."),
     ] = None,
+    worst: Annotated[
+        bool,
+        typer.Option(
+            "--worst",
+            help="Only failing items, most severe first: errored, then lowest mean of entity"
+            " and relationship F1, then most wrong objects, then item id.",
+        ),
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option(help="With --worst: how many items to list (>= 1; 10).")
+    ] = None,
+    by_category: Annotated[
+        bool,
+        typer.Option(
+            "--by-category", help="With --worst: the worst item of every failure category."
+        ),
+    ] = False,
 ) -> None:
     """A run's items, failing ones first: scores, failure categories, error, trace."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.evaluators.taxonomy import CATEGORIES
     from extraction_eval.experiments.reporting import get_run
-    from extraction_eval.views.runs import render_run_items
+    from extraction_eval.validation import check_int
 
-    if category is not None and category not in CATEGORIES:
+    if category is not None and category not in CATEGORIES:  # before the store is opened
         fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
+    if limit is not None:
+        check_int("limit", limit, minimum=1)
+    for option, given in (("--by-category", by_category), ("--limit", limit is not None)):
+        if given and not worst:
+            fail(f"{option} needs --worst")
+    if by_category and category is not None:
+        fail("--by-category lists every category: leave out --category")
     store = LocalStore()
     run = get_run(store, name, dataset)
-    total = store.count_results(run.id, category=category)
-    results = store.iter_results(run.id, category=category, order_by="failing_first")
-    render_run_items(run, results, console, category=category, total=total)
+    if worst:
+        from extraction_eval.experiments.worst import run_worst_by_category, run_worst_items
+        from extraction_eval.views.runs import render_worst, render_worst_by_category
+
+        if by_category:
+            render_worst_by_category(run, run_worst_by_category(store, run), console)
+        else:
+            rows = run_worst_items(store, run, limit=limit or 10, category=category)
+            render_worst(run, rows, console, category=category)
+    else:
+        from extraction_eval.views.runs import render_run_items
+
+        total = store.count_results(run.id, category=category)
+        results = store.iter_results(run.id, category=category, order_by="failing_first")
+        render_run_items(run, results, console, category=category, total=total)
     if category is not None:
         unknown = store.count_untagged(run.id)
         if unknown:

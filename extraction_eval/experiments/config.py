@@ -48,6 +48,7 @@ class RunConfig:
     backend: Backend = "auto"
     verify: bool = True  # LangFuse mode: read back what arrived
     dataset_version: int | str | None = None
+    max_cost: float | None = None  # USD ceiling: refused above the estimate, stopped at it
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -58,6 +59,8 @@ class RunConfig:
         if self.limit is not None:
             check_int("limit", self.limit, minimum=1)
         check_choice("backend", self.backend, get_args(Backend))
+        if self.max_cost is not None:
+            check_number("max_cost", self.max_cost, minimum=0)
         check_fail_under(self.fail_under)
         check_fail_under(self.fail_over, ceilings=True)
 

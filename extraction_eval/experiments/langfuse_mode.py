@@ -49,7 +49,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded
-from extraction_eval.experiments.prepare import PreparedRun, prepare
+from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
@@ -219,6 +219,28 @@ def run_langfuse(
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
 
 
+def plan_langfuse(config: RunConfig, *, store: LocalStore) -> RunPlan:
+    """What a LangFuse-mode run would do (its dataset and prompt from LangFuse), without
+    running or creating anything: ``--dry-run``'s estimate."""
+    _install_log_filter()
+    lf = connect()
+    try:
+        dataset = LangfuseDatasetBackend(lf).load_for_run(
+            config.dataset, version=config.dataset_version
+        )
+        prompt = _prompt(lf, config, [])
+        return plan(
+            config,
+            store,
+            items=dataset.items,
+            dataset_version=dataset.version,
+            prompt=prompt,
+            extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+        )
+    finally:
+        close_client(lf)
+
+
 def _prompt(lf: Langfuse, config: RunConfig, warnings: list[str]) -> PromptTemplate:
     pipeline = config.pipeline
     if not prompt_requested(pipeline):  # refuses a label the pipeline would not send
@@ -282,6 +304,8 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
 
     async def task(*, item: Any, **_: Any) -> Any:
+        if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
+            raise ItemFailed("not run: the --max-cost budget was reached")
         result = await driver.run_item(by_raw_id[str(item.id)])
         driver.record(result)
         if not result.ok:

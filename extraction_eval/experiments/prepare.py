@@ -12,6 +12,13 @@ from typing import Any
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex
+from extraction_eval.experiments.budget import (
+    Budget,
+    CostEstimate,
+    check_estimate,
+    estimate_cost,
+    spent_before,
+)
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.runner import ItemRunner, select_items
 from extraction_eval.pipeline.factory import make_pipeline
@@ -36,6 +43,25 @@ class PreparedRun:
     prompt: PromptTemplate
     warnings: list[str]
     created: bool = False  # this invocation created the run (see ``discard_if_empty``)
+    estimate: CostEstimate | None = None  # of the items in ``todo`` (before any call)
+    budget: Budget | None = None  # the --max-cost ceiling, with what the run spent before
+
+
+@dataclass
+class RunPlan:
+    """What ``prepare`` resolved before opening the run record: enough to estimate the cost
+    (``--dry-run``) without creating or touching anything."""
+
+    config: RunConfig
+    items: list[DatasetItem]
+    todo: list[DatasetItem]
+    runner: ItemRunner
+    prompt: PromptTemplate
+    record: dict[str, Any]
+    existing: RunRecord | None
+    estimate: CostEstimate
+    spent: float  # what a resumed run spent already on the results it keeps
+    dataset_version: int | str | None
 
 
 def default_run_name(config: RunConfig) -> str:
@@ -111,7 +137,7 @@ def discard_if_empty(store: LocalStore, prep: PreparedRun) -> bool:
     return prep.created and store.delete_empty_run(prep.run.id)
 
 
-def prepare(
+def plan(
     config: RunConfig,
     store: LocalStore,
     *,
@@ -119,10 +145,10 @@ def prepare(
     dataset_version: int | str | None = None,
     prompt: PromptTemplate | None = None,
     tracer: Any = None,
-    backend: str = "local",
     extra_record: dict[str, Any] | None = None,
-) -> PreparedRun:
-    warnings: list[str] = []
+) -> RunPlan:
+    """Everything up to the run record: items, prompt, pipeline, what is still to run and its
+    cost estimate. Refuses a bad setup; creates and changes nothing."""
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
@@ -139,17 +165,68 @@ def prepare(
     prompt = prompt or select_run_prompt(store, config.pipeline)
     record = run_record(config, prompt, **(extra_record or {}))
     # Everything that can refuse the setup (name taken, unknown provider, missing key, bad
-    # --pipeline) runs before the run record exists: a refused setup leaves nothing behind.
-    created = check_reuse(store, config, record) is None
-    pipeline = make_pipeline(config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer)
+    # --pipeline, --max-cost below the estimate) runs before the run record exists: a refused
+    # setup leaves nothing behind.
+    existing = check_reuse(store, config, record)
+    cache = store.cache()
+    pipeline = make_pipeline(config.pipeline, cache=cache, prompt=prompt, tracer=tracer)
+    pricer = Pricer.for_config(config.pipeline)
     runner = ItemRunner(
         pipeline=pipeline,
         scoring=config.scoring,
         context_texts=ContextIndex({item.id: item.text for item in items}),
-        pricer=Pricer.for_config(config.pipeline),
+        pricer=pricer,
     )
+    spent = 0.0
+    if existing is None:
+        todo = list(items)
+    else:
+        done = {r.item_id: r for r in store.iter_results(existing.id)}
+        todo = select_items(items, done, retry_errors=config.retry_errors)
+        spent = spent_before({i: r.usage.cost_usd for i, r in done.items()}, (i.id for i in todo))
+    key_for = getattr(pipeline, "key_for", None)  # a model pipeline with a response cache
+
+    def cached(item: DatasetItem) -> bool:
+        return key_for is not None and cache.get(key_for(item)) is not None
+
+    estimate = estimate_cost(
+        todo,
+        prompt=prompt,
+        pricer=pricer,
+        cached=cached,
+        skipped_done=len(items) - len(todo),
+    )
+    return RunPlan(
+        config, list(items), todo, runner, prompt, record, existing, estimate, spent,
+        dataset_version,
+    )  # fmt: skip
+
+
+def prepare(
+    config: RunConfig,
+    store: LocalStore,
+    *,
+    items: Sequence[DatasetItem] | None = None,
+    dataset_version: int | str | None = None,
+    prompt: PromptTemplate | None = None,
+    tracer: Any = None,
+    backend: str = "local",
+    extra_record: dict[str, Any] | None = None,
+) -> PreparedRun:
+    warnings: list[str] = []
+    p = plan(
+        config,
+        store,
+        items=items,
+        dataset_version=dataset_version,
+        prompt=prompt,
+        tracer=tracer,
+        extra_record=extra_record,
+    )
+    config, record = p.config, p.record
+    check_estimate(config.max_cost, p.estimate, p.spent)
     run, todo = open_run(
-        store, config, items, dataset_version=dataset_version, record=record, backend=backend
+        store, config, p.items, dataset_version=p.dataset_version, record=record, backend=backend
     )
     started_with = (run.config.get("pricing") or {}).get("version")
     now_with = record["pricing"].get("version")
@@ -158,4 +235,8 @@ def prepare(
             f"items run now are priced with genai-prices {now_with}; run {config.name!r}"
             f" started with {started_with} (its record keeps that)"
         )
-    return PreparedRun(config, run, list(items), todo, runner, prompt, warnings, created)
+    budget = None if config.max_cost is None else Budget(config.max_cost, p.spent)
+    return PreparedRun(
+        config, run, p.items, todo, p.runner, p.prompt, warnings, p.existing is None,
+        p.estimate, budget,
+    )  # fmt: skip

@@ -17,6 +17,7 @@ from typing import Any
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
+from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
@@ -169,11 +170,14 @@ async def run_bounded(
     *,
     concurrency: int,
     on_result: OnResult,
+    may_start: Callable[[], bool] | None = None,
 ) -> None:
     """At most ``concurrency`` items in flight; each result is handed over as soon as it is ready.
 
     A fixed pool of workers pulls from a queue, so thousands of items do not become thousands
     of pending tasks, and ``on_result`` (persistence) runs on the loop thread one at a time.
+    ``may_start`` (e.g. a spending ceiling) is asked before each item: once it says no, no new
+    item starts, items in flight finish, and the rest are left unrun.
     """
     queue: asyncio.Queue[DatasetItem] = asyncio.Queue()
     for item in items:
@@ -181,6 +185,8 @@ async def run_bounded(
 
     async def worker() -> None:
         while True:
+            if may_start is not None and not may_start():
+                return
             try:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -210,6 +216,12 @@ class RunOutcome:
     read_results: Callable[[], Iterator[ItemResult]]
     warnings: list[str] = field(default_factory=list)
     experiment_url: str | None = None
+    estimate: CostEstimate | None = None  # before any call, of the items this invocation ran
+    budget: dict[str, Any] | None = None  # --max-cost: ceiling, spent, stopped, not_run
+
+    @property
+    def stopped_by_budget(self) -> bool:
+        return bool(self.budget and self.budget.get("stopped"))
 
     @property
     def results(self) -> list[ItemResult]:

@@ -122,7 +122,18 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["run", "--fail-under", "attr.polarity=1.5"], "--fail-under"),
     (EE, ["run", "--fail-under", "attr.nosuchkey=0.5"], "--fail-under"),  # not in the dataset
     (EE, ["runs", "show", "x", "--category", "nosuchcategory"], "--category"),
+    (EE, ["runs", "show", "x", "--worst", "--category", "nosuchcategory"], "--category"),
+    (EE, ["runs", "show", "x", "--worst", "--limit", "0"], "--limit"),
+    (EE, ["runs", "show", "x", "--worst", "--limit", "many"], "--limit"),
+    (EE, ["runs", "show", "x", "--limit", "3"], "--limit"),
+    (EE, ["runs", "show", "x", "--by-category"], "--by-category"),
+    (EE, ["runs", "show", "x", "--worst", "--by-category", "--category", "missed"], "--by-"),
     (EE, ["prompts", "show", "--version", "0"], "--version"),
+    (EE, ["run", "--max-cost", "-1"], "--max-cost"),
+    (EE, ["run", "--max-cost", "nan"], "--max-cost"),
+    (EE, ["run", "--max-cost", "lots"], "--max-cost"),
+    (EE, ["run", "--pipeline", PIPE, "--max-cost", "1"], "--max-cost"),  # cost unknowable
+    (RUN, ["--max-cost", "inf", "--dry-run"], "--max-cost"),
     (RUN, ["--timeout", "-1"], "--timeout"),
     (RUN, ["--temperature", "hot"], "--temperature"),
     (RUN, ["--max-attempts", "0"], "--max-attempts"),
