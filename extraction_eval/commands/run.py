@@ -73,11 +73,19 @@ def run_cmd(
     price_out: Annotated[
         float | None, typer.Option(help="USD per 1M output tokens (with --price-in).")
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="I/N: run only shard I of N (1..N) of the items, by a hash of their id;"
+            " then runs merge + runs finalize."
+        ),
+    ] = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
     from extraction_eval.experiments.langfuse_mode import VerificationError
+    from extraction_eval.experiments.partition import parse_shard
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
     from extraction_eval.views.progress import RichProgress
@@ -110,6 +118,7 @@ def run_cmd(
         fail_over=parse_fail_over(fail_over or []),
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
+        shard=parse_shard(shard) if shard is not None else None,
     )
     try:
         with RichProgress(err_console) as progress:
