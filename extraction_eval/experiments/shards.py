@@ -319,6 +319,11 @@ def _finalize(
             f"the items of {where} here are not the ones run {run.name!r} was sharded from"
             " (their fingerprint differs): finalize in a store that holds that version"
         )
+    if lf is not None and not run.experiment_id:
+        raise UsageError(
+            f"run {run.name!r} has no LangFuse experiment id (no item finished in any shard?):"
+            " there is no experiment to put its run-level scores on"
+        )
     have = set(store.result_ids(run.id))
     missing = [item.id for item in items if item.id not in have]
     warnings: list[str] = []
@@ -359,11 +364,7 @@ def _post_to_experiment(lf: Any, run: RunRecord, scores: Sequence[Any], *, verif
         verify_timeout_s,
     )
 
-    if not run.experiment_id:
-        raise UsageError(
-            f"run {run.name!r} has no LangFuse experiment id (no item finished in any shard?);"
-            " its run-level scores were recorded locally only"
-        )
+    assert run.experiment_id, "checked before finalizing"
     post_run_scores(lf, run.experiment_id, scores)
     lf.flush()
     if not verify:

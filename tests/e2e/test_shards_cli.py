@@ -229,3 +229,20 @@ def test_a_shard_cannot_resume_as_another_shard(tmp_path: Path) -> None:
             RunConfig(dataset=DATASET, name="r", shard=Shard(2, 2), limit=12, resume=True),
             store=store,
         )
+
+
+def test_shards_of_different_experiments_or_this_store_itself_are_refused(tmp_path: Path) -> None:
+    a = _shard_run(tmp_path / "a", Shard(1, 2))
+    b = _shard_run(tmp_path / "b", Shard(2, 2))
+    for store, experiment in ((a, "aaaa000000000001"), (b, "bbbb000000000002")):
+        run = store.get_run("r", DATASET)
+        assert run is not None
+        store.update_run(run.id, experiment_id=experiment)  # as if the SDK drew random ids
+    with pytest.raises(UsageError, match="LangFuse experiment bbbb000000000002 vs aaaa"):
+        merge_runs(a, "r", [b.path])
+    with pytest.raises(UsageError, match="is this store"):
+        merge_runs(a, "r", [a.path])
+    with pytest.raises(UsageError, match="given twice"):
+        merge_runs(LocalStore(tmp_path / "t" / "store.db"), "r", [b.path, b.path])
+    with pytest.raises(UsageError, match="no run named 'nope'"):
+        merge_runs(a, "nope", [b.path])
