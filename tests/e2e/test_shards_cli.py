@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.errors import UsageError
+from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.partition import Shard
 from extraction_eval.experiments.run import run_experiment
@@ -244,5 +244,5 @@ def test_shards_of_different_experiments_or_this_store_itself_are_refused(tmp_pa
         merge_runs(a, "r", [a.path])
     with pytest.raises(UsageError, match="given twice"):
         merge_runs(LocalStore(tmp_path / "t" / "store.db"), "r", [b.path, b.path])
-    with pytest.raises(UsageError, match="no run named 'nope'"):
+    with pytest.raises(NotFoundError, match=r"b/store\.db: no run named 'nope'"):
         merge_runs(a, "nope", [b.path])
