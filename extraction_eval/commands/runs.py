@@ -179,13 +179,23 @@ def finalize_cmd(
     verify: Annotated[
         bool, typer.Option(help="LangFuse mode: read back that the run scores arrived.")
     ] = True,
+    fail_under: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (as run)."),
+    ] = None,
+    fail_over: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME=VALUE: exit 1 when a lower-is-better value is above."),
+    ] = None,
 ) -> None:
     """Compute run NAME's run-level scores from all its items (after runs merge); for a
     LangFuse-mode run also post them on its experiment."""
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.config import parse_fail_over, parse_fail_under
     from extraction_eval.experiments.shards import MissingItems, finalize_run
     from extraction_eval.views.runs import render_run_summary
 
+    floors, ceilings = parse_fail_under(fail_under or []), parse_fail_over(fail_over or [])
     try:
         outcome = finalize_run(
             LocalStore(), name, dataset=dataset, allow_missing=allow_missing, verify=verify
@@ -195,3 +205,8 @@ def finalize_cmd(
     render_run_summary(outcome, console)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    below = outcome.failed_thresholds(floors, ceilings)
+    for line in below:
+        err_console.print(f"[red]threshold:[/] {line}", highlight=False)
+    if below:
+        raise typer.Exit(1)

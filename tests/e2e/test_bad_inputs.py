@@ -130,6 +130,7 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["runs", "merge", "x"], "--from"),
     (EE, ["runs", "merge", "x", "--from", "MISSING"], "--from"),
     (EE, ["runs", "merge", "x", "--from", "DIR"], "--from"),
+    (EE, ["runs", "finalize", "x", "--fail-under", "nope=0.5"], "--fail-under"),
     (EE, ["prompts", "show", "--version", "0"], "--version"),
     (RUN, ["--timeout", "-1"], "--timeout"),
     (RUN, ["--temperature", "hot"], "--temperature"),

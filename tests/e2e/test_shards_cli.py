@@ -128,6 +128,11 @@ def test_two_shard_processes_merge_into_exactly_the_one_process_run(
     if extra:  # the neighbour's entity is context_bleed, also when it sits in the other shard
         assert final.summary["report"]["taxonomy"]["context_bleed"] > 0
 
+    # finalize gates like run-experiment does (3 of 48 failed in the second case)
+    code, _, err = _run(one, "runs", "finalize", "big", "--fail-over", "error_rate=0.05")
+    assert code == (1 if extra else 0), err
+    assert ("threshold: error_rate=0.0625 is above 0.05" in err) == bool(extra)
+
 
 def _shard_run(home: Path, shard: Shard | None, **kw: Any) -> LocalStore:
     store = LocalStore(home / "store.db")
