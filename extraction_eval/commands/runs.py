@@ -162,6 +162,8 @@ def merge_cmd(
         highlight=False,
         soft_wrap=True,
     )
+    for warning in report.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
 
 
 @runs_app.command("finalize")

@@ -68,6 +68,7 @@ class MergeReport:
     items: int  # results the run has now
     shards: list[int] = field(default_factory=list)  # shard indices the run now holds
     shard_count: int | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -238,6 +239,12 @@ def _merge(
         items=len(owner),
         shards=sorted(holder),
         shard_count=count,
+        warnings=[
+            f"{s.path}: run {name!r} is {s.run.status}, not finished (still running, or"
+            f" stopped): merged the {len(s.ids)} results it had; its other items stay missing"
+            for s in found
+            if s.run.status != "finished"
+        ],
     )
 
 

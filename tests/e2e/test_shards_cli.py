@@ -158,6 +158,30 @@ def test_finalize_refuses_a_run_with_missing_items_naming_the_count(tmp_path: Pa
     assert any(f"{12 - have} missing" in w for w in outcome.warnings)
 
 
+def test_merging_an_unfinished_shard_warns_and_finalize_counts_what_it_lacks(
+    tmp_path: Path,
+) -> None:
+    _shard_run(tmp_path / "a", Shard(1, 2))
+    half = _shard_run(tmp_path / "b", Shard(2, 2))
+    run = half.get_run("r", DATASET)
+    assert run is not None
+    # as a shard killed mid-run leaves it: status running, its last two items never done
+    half.update_run(run.id, status="running")
+    lost = half.result_ids(run.id)[-2:]
+    with half._tx(write=True) as conn:
+        conn.executemany(
+            "DELETE FROM results WHERE run_id = ? AND item_id = ?", [(run.id, i) for i in lost]
+        )
+    target = LocalStore(tmp_path / "t" / "store.db")
+    report = merge_runs(target, "r", [tmp_path / "a" / "store.db", half.path])
+    [warning] = report.warnings
+    assert "is running, not finished" in warning and str(half.path) in warning
+    assert report.items == 10
+    with pytest.raises(MissingItems) as info:
+        finalize_run(target, "r")
+    assert "2 missing" in str(info.value) and sorted(info.value.missing) == sorted(lost)
+
+
 def test_the_same_shard_twice_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     target = _shard_run(tmp_path / "a", Shard(1, 2))
     _shard_run(tmp_path / "b", Shard(1, 2))
