@@ -107,25 +107,6 @@ def export_cmd(
         fail(f"--out {out}: cannot write: {exc.strerror or exc}")
 
 
-@handle_errors
-def compare_cmd(
-    run_a: str,
-    run_b: str,
-    top: Annotated[int, typer.Option(help="How many changed items to list.")] = 10,
-    dataset: DatasetOpt = None,
-) -> None:
-    """Run-level scores side by side, and the items whose entity F1 changed most."""
-    from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.reporting import compare_runs, get_run
-    from extraction_eval.validation import check_int
-    from extraction_eval.views.compare import render_compare
-
-    check_int("top", top, minimum=0)  # before the store is opened
-    store = LocalStore()
-    a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
-    render_compare(compare_runs(store, a, b, top=top), console)
-
-
 @runs_app.command("merge")
 @handle_errors
 def merge_cmd(
@@ -212,3 +193,22 @@ def finalize_cmd(
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     if below:
         raise typer.Exit(1)
+
+
+@handle_errors
+def compare_cmd(
+    run_a: str,
+    run_b: str,
+    top: Annotated[int, typer.Option(help="How many changed items to list.")] = 10,
+    dataset: DatasetOpt = None,
+) -> None:
+    """Run-level scores side by side, and the items whose entity F1 changed most."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.reporting import compare_runs, get_run
+    from extraction_eval.validation import check_int
+    from extraction_eval.views.compare import render_compare
+
+    check_int("top", top, minimum=0)  # before the store is opened
+    store = LocalStore()
+    a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
+    render_compare(compare_runs(store, a, b, top=top), console)
