@@ -86,11 +86,19 @@ def run_cmd(
             "--dry-run", help="Print the cost estimate only: no model call, no run created."
         ),
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="I/N: run only shard I of N (1..N) of the items, by a hash of their id;"
+            " then runs merge + runs finalize."
+        ),
+    ] = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
     from extraction_eval.experiments.langfuse_mode import VerificationError
+    from extraction_eval.experiments.partition import parse_shard
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
     from extraction_eval.views.progress import RichProgress
@@ -124,6 +132,7 @@ def run_cmd(
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
         max_cost=max_cost,
+        shard=parse_shard(shard) if shard is not None else None,
     )
     if dry_run:
         from extraction_eval.experiments.run import estimate_run

@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.experiments.partition import Shard
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.types import DatasetItem
@@ -49,6 +50,7 @@ class RunConfig:
     verify: bool = True  # LangFuse mode: read back what arrived
     dataset_version: int | str | None = None
     max_cost: float | None = None  # USD ceiling: refused above the estimate, stopped at it
+    shard: Shard | None = None  # run only this shard's items (see experiments/partition.py)
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -63,6 +65,8 @@ class RunConfig:
             check_number("max_cost", self.max_cost, minimum=0)
         check_fail_under(self.fail_under)
         check_fail_under(self.fail_over, ceilings=True)
+        if self.shard is not None and not isinstance(self.shard, Shard):
+            raise InvalidValue("shard", f"must be a Shard (parse_shard('1/4')), got {self.shard!r}")
 
 
 def parse_fail_over(values: list[str]) -> dict[str, float]:

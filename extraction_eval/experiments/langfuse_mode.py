@@ -54,7 +54,7 @@ from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 from extraction_eval.prompts.versions import prompt_requested
-from extraction_eval.types import ItemResult
+from extraction_eval.types import ItemResult, Score
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -67,6 +67,7 @@ __all__ = [
     "VerificationError",
     "experiment_metadata",
     "missing_summary",
+    "post_run_scores",
     "run_langfuse",
     "verify_run",
     "verify_timeout_s",
@@ -358,14 +359,12 @@ class LangfuseScores:
             post_score(self.lf, score, trace_id=result.trace_id, observation_id=observation_id)
 
     def post_run(self, summary: RunSummary) -> None:
-        if self.experiment_id:
-            for score in summary.run_scores:
-                post_score(
-                    self.lf,
-                    score,
-                    dataset_run_id=self.experiment_id,
-                    score_id=run_score_id(self.experiment_id, score.name),
-                )
+        if self.prep.config.shard is not None:
+            # a shard's summary covers its own items: the experiment's run-level scores come
+            # from all of them, once, from `runs finalize` (see experiments/shards.py)
+            log.info("shard %s: run scores are left to runs finalize", self.prep.config.shard)
+        elif self.experiment_id:
+            post_run_scores(self.lf, self.experiment_id, summary.run_scores)
         else:
             log.warning(
                 "no LangFuse experiment id for run %r: run scores not sent", self.prep.run.name
@@ -387,6 +386,18 @@ class LangfuseScores:
             self._stored_experiment_id = self.experiment_id
 
 
+def post_run_scores(lf: Langfuse, experiment_id: str, scores: Sequence[Score]) -> None:
+    """Run-level scores on the experiment, with deterministic ids: posting them again (a
+    resume, a second finalize) replaces them rather than adding a second set."""
+    for score in scores:
+        post_score(
+            lf,
+            score,
+            dataset_run_id=experiment_id,
+            score_id=run_score_id(experiment_id, score.name),
+        )
+
+
 def _verify(
     lf: Langfuse,
     experiment_id: str | None,
@@ -395,7 +406,8 @@ def _verify(
     since: datetime,
     timeout_s: float,
 ) -> None:
-    run_names = [s.name for s in outcome.summary.run_scores] if experiment_id else []
+    sharded = outcome.run.config.get("shard") is not None  # a shard posts no run scores
+    run_names = [] if sharded or not experiment_id else [s.name for s in outcome.summary.run_scores]
     traces = {r.trace_id: r.score_names for r in recorded.values() if r.trace_id}
     untraced = [item_id for item_id, r in recorded.items() if not r.trace_id]
     report = verify_run(

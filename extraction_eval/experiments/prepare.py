@@ -5,7 +5,7 @@ the prompt, the pipeline, and the run record (new, or reopened by ``resume`` /
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from extraction_eval.experiments.budget import (
     spent_before,
 )
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
+from extraction_eval.experiments.partition import shard_record
 from extraction_eval.experiments.runner import ItemRunner, select_items
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
@@ -28,7 +29,14 @@ from extraction_eval.prompts.versions import select_run_prompt
 from extraction_eval.types import DatasetItem
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
-_RESUME_INVARIANTS = ("model", "temperature", "prompt_hash", "pipeline_ref", "price_override")
+_RESUME_INVARIANTS = (
+    "model",
+    "temperature",
+    "prompt_hash",
+    "pipeline_ref",
+    "price_override",
+    "shard",
+)
 
 
 @dataclass
@@ -62,6 +70,7 @@ class RunPlan:
     estimate: CostEstimate
     spent: float  # what a resumed run spent already on the results it keeps
     dataset_version: int | str | None
+    notes: list[str] = field(default_factory=list)  # warnings for the run (e.g. a shard's)
 
 
 def default_run_name(config: RunConfig) -> str:
@@ -131,6 +140,15 @@ def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) ->
     return existing
 
 
+def _shard_note(config: RunConfig, total: int, items: Sequence[DatasetItem]) -> str:
+    """What a shard run's summary is (and is not): the shard's items only."""
+    return (
+        f"shard {config.shard} holds {len(items)} of the {total} items: this summary covers"
+        " this shard only; fold the shard stores into one (runs merge) and compute the run's"
+        f" scores from all items with `runs finalize {config.name}`"
+    )
+
+
 def discard_if_empty(store: LocalStore, prep: PreparedRun) -> bool:
     """A run this invocation created that ended before its first item leaves nothing behind:
     it is deleted, so the same ``--name`` works again without ``--resume``."""
@@ -160,10 +178,20 @@ def plan(
     check_fail_under_attributes(config.fail_under, items, config.dataset)
     if config.name is None:
         config = replace(config, name=default_run_name(config))
+    warnings: list[str] = []
+    # context_bleed looks at every item's text: a shard scores against all of them, exactly
+    # as one process running every item would
+    context = ContextIndex({item.id: item.text for item in items})
+    extra = dict(extra_record or {})
+    if config.shard is not None:
+        extra.update(shard_record(config.shard, items))
+        total = len(items)
+        items = config.shard.select(items)
+        warnings.append(_shard_note(config, total, items))
     # local mode: the local store's version asked for by --prompt-label/--prompt-version (an
     # unknown one is an error before the run exists), else the bundled template
     prompt = prompt or select_run_prompt(store, config.pipeline)
-    record = run_record(config, prompt, **(extra_record or {}))
+    record = run_record(config, prompt, **extra)
     # Everything that can refuse the setup (name taken, unknown provider, missing key, bad
     # --pipeline, --max-cost below the estimate) runs before the run record exists: a refused
     # setup leaves nothing behind.
@@ -174,7 +202,7 @@ def plan(
     runner = ItemRunner(
         pipeline=pipeline,
         scoring=config.scoring,
-        context_texts=ContextIndex({item.id: item.text for item in items}),
+        context_texts=context,
         pricer=pricer,
     )
     spent = 0.0
@@ -198,7 +226,7 @@ def plan(
     )
     return RunPlan(
         config, list(items), todo, runner, prompt, record, existing, estimate, spent,
-        dataset_version,
+        dataset_version, warnings,
     )  # fmt: skip
 
 
@@ -224,6 +252,7 @@ def prepare(
         extra_record=extra_record,
     )
     config, record = p.config, p.record
+    warnings.extend(p.notes)
     check_estimate(config.max_cost, p.estimate, p.spent)
     run, todo = open_run(
         store, config, p.items, dataset_version=p.dataset_version, record=record, backend=backend

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
@@ -101,15 +101,42 @@ class ItemRunner:
         )
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
-        return score_item(
-            item_id=item.id,
-            text=item.text,
-            gold=item.expected,
-            pred=pred,
-            config=self.scoring,
-            context_texts=self.context_texts,
-            schema=item.schema_,
-        )
+        return rescore(item, pred, self.scoring, self.context_texts)
+
+
+def rescore(
+    item: DatasetItem, pred: Any, scoring: ScoringConfig, context_texts: Mapping[str, str]
+) -> ItemScore:
+    """Score ``pred`` (``None``: a failed item) against the item's gold."""
+    return score_item(
+        item_id=item.id,
+        text=item.text,
+        gold=item.expected,
+        pred=pred,
+        config=scoring,
+        context_texts=context_texts,
+        schema=item.schema_,
+    )
+
+
+class Scorer(Protocol):
+    """What ``finalize`` re-scores stored results with: an ``ItemRunner``, or a ``Rescorer``."""
+
+    @property
+    def scoring(self) -> ScoringConfig: ...
+
+    def score(self, item: DatasetItem, pred: Any) -> ItemScore: ...
+
+
+@dataclass(frozen=True)
+class Rescorer:
+    """Scoring without a pipeline: ``runs finalize`` re-scores results other processes made."""
+
+    scoring: ScoringConfig
+    context_texts: Mapping[str, str]
+
+    def score(self, item: DatasetItem, pred: Any) -> ItemScore:
+        return rescore(item, pred, self.scoring, self.context_texts)
 
 
 def taxonomy_tags(scored: ItemScore) -> list[TaxonomyTag]:
@@ -276,7 +303,7 @@ def finalize(
     store: LocalStore,
     run: RunRecord,
     items: Sequence[DatasetItem],
-    runner: ItemRunner,
+    runner: Scorer,
     *,
     status: str = "finished",
 ) -> RunSummary:
