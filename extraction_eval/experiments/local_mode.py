@@ -29,6 +29,7 @@ async def arun(
                 driver.run_item,
                 concurrency=prep.config.concurrency,
                 on_result=driver.record,
+                may_start=driver.may_start,
             )
         finally:
             await close_pipeline(prep.runner.pipeline)
