@@ -16,7 +16,13 @@ from typing import Any
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
-from extraction_eval.evaluators.diff import ItemDiff, SideObject, diff_item
+from extraction_eval.evaluators.diff import (
+    COUNTER_NAMES,
+    DiffCounts,
+    ItemDiff,
+    SideObject,
+    diff_item,
+)
 from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.paired import PairedAccumulator, PairedComparison
@@ -336,6 +342,8 @@ def build_report_data(
                 row["chg"] = diff.changed
                 if diff.changed:
                     row["diff"] = diff_lists(diff)
+            elif row["id"] in pairing.unchanged:
+                row["chg"] = False
             else:  # in one run only
                 row["chg"] = _changed(row["runs"][0], row["runs"][1])
     comparison = None
@@ -391,6 +399,8 @@ class _Pairing:
         self.first: dict[str, tuple[ItemScore, ItemResult]] = {}
         self.acc = PairedAccumulator()
         self.diffs: dict[str, ItemDiff] = {}
+        self.unchanged: set[str] = set()
+        self.counts = DiffCounts()
         self.only_in: tuple[set[str], set[str]] = (set(), set())
 
     def add(self, pos: int, item: DatasetItem, result: ItemResult, scored: ItemScore) -> None:
@@ -408,7 +418,13 @@ class _Pairing:
             a_schema_failure=result_a.error_kind == "schema",
             b_schema_failure=result.error_kind == "schema",
         )
-        self.diffs[item.id] = diff_item(
+        if (result_a.ok, result_a.output) == (result.ok, result.output) or not (
+            result_a.ok or result.ok
+        ):  # equal outputs, or both errored: nothing can differ (no second scoring needed)
+            self.unchanged.add(item.id)
+            self.counts.add_unchanged(gold_empty=score_a.gold_empty, failed=not result.ok)
+            return
+        self.diffs[item.id] = diff = diff_item(
             item_id=item.id,
             text=item.text,
             gold=item.expected,
@@ -417,16 +433,36 @@ class _Pairing:
             config=self.scoring,
             schema=item.schema_,
         )
+        self.counts.add(diff)
 
     def comparison(self, a: str, b: str, scoring_differs: bool) -> dict[str, Any]:
         s = self.scoring
         paired = self.acc.compare(resamples=s.resamples, seed=s.seed, confidence=s.confidence)
-        return comparison_view(
+        view = comparison_view(
             paired,
             only_in_a=len(self.first),
             only_in_b=len(self.only_in[1]),
             scoring_differs=scoring_differs,
         )
+        view["diff"] = diff_view(self.counts)
+        return view
+
+
+def diff_view(counts: DiffCounts) -> dict[str, Any]:
+    """The diff's counts over all paired items: totals and one row per kind and type."""
+    data = counts.to_json()
+    rows = [
+        {"kind": kind, "type": type_, "counts": [row[n] for n in COUNTER_NAMES]}
+        for kind, key in (("entity", "entities"), ("relationship", "relationships"))
+        for type_, row in data[key].items()
+    ]
+    return {
+        "columns": [n.replace("_", " ") for n in COUNTER_NAMES],
+        "totals": [data["totals"][n] for n in COUNTER_NAMES],
+        "rows": rows,
+        "changed_items": data["changed_items"],
+        "items": data["items"],
+    }
 
 
 def _num(value: float | None) -> str:

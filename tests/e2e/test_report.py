@@ -164,8 +164,27 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
     assert diffs["r-002"] == {"broken": ["Bob"], "error": ["B failed"]}
     assert diffs["r-003"] == {"new false positives": ["Nothing"]}
     assert all(diffs[f"r-{n:03d}"] is None for n in range(4, 4 + FILLERS))
+    # the diff's counts over every paired item, by type (as compare's)
+    diff = comparison["diff"]
+    assert diff["items"] == 3 + FILLERS and diff["changed_items"] == 3
+    totals = dict(zip(diff["columns"], diff["totals"], strict=True))
+    assert totals == {
+        "fixed": 2,  # Charles Babbage, the met relationship
+        "broken": 2,  # London, and Bob (B failed on r-002)
+        "retyped": 0,
+        "flipped": 0,
+        "evidence grounded": 0,
+        "evidence ungrounded": 0,
+        "new false positives": 1,  # "Nothing" on the gold-empty item
+        "gone false positives": 2,  # 1833 and Paris
+    }
+    by_type = {(r["kind"], r["type"]): r["counts"][:2] for r in diff["rows"]}
+    assert by_type[("entity", "person")] == [1, 1] and by_type[("entity", "location")] == [0, 1]
+    assert by_type[("relationship", "met")] == [1, 0]
+    assert [r["chg"] for r in data.items[3:]] == [False] * FILLERS
     html = render_report(data)
     assert 'id="paired-table"' in html and html.count(">regressed<") == 2
+    assert 'id="diff-table"' in html
 
 
 def test_one_run_has_no_paired_section(store: LocalStore) -> None:
