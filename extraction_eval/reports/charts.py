@@ -67,7 +67,13 @@ def headline_spec(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) ->
                         "hi": bounds.get("high", value),
                     }
                 )
-    x = {"field": "metric", "type": "nominal", "sort": ["precision", "recall", "f1"], "title": None}
+    x = {
+        "field": "metric",
+        "type": "nominal",
+        "sort": ["precision", "recall", "f1"],
+        "title": None,
+        "axis": {"labelAngle": 0},
+    }
     y = {"type": "quantitative", "scale": {"domain": [0, 1]}}
     return _base(
         rows,

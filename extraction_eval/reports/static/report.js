@@ -255,7 +255,8 @@
       if (run.url) panel.appendChild(el("p", null, [el("a", { href: run.url, rel: "noopener noreferrer", text: "trace" })]));
       var objs = objectsOf(it, r);
       panel.appendChild(highlight(run.text != null ? run.text : it.text, objs));
-      panel.appendChild(objectTable(objs, panel));
+      panel.appendChild(objs.length ? objectTable(objs, panel)
+        : el("p", { cls: "note", text: "no object in the gold, none predicted" }));
       panels.appendChild(panel);
     });
     var cell = el("td", { colspan: String(COLUMNS.length) }, [panels]);
