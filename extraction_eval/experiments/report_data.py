@@ -30,20 +30,21 @@ from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
 from extraction_eval.experiments.diff import scoring_config
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 
-# How a highlighted span was found: the object's evidence quote, the gold's character offsets,
-# or (no evidence, no offsets) the first occurrence of the entity's name.
-LOCATED_BY = ("evidence", "offsets", "name")
-# A predicted object's status in the highlight (the legend's four styles with the gold side).
-PRED_STATUSES = ("matched", "spurious", "ungrounded")
-GOLD_STATUSES = ("matched", "missed")
-
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
 
 
 @dataclass
 class ReportData:
-    """Everything the report renders. ``items`` rows are compact dicts (see ``item_row``)
-    because a 10,000-item report embeds them all as JSON."""
+    """Everything the report renders. Item rows are compact dicts, since a 10,000-item report
+    embeds them all as JSON: ``id``, ``text``, ``types``, ``gold`` (objects), ``runs`` (one
+    entry per run, ``null`` when the run has no result for the item) and, for two runs,
+    ``chg`` (changed) and ``diff`` (labelled lists). An object is ``k`` (``e`` / ``r``),
+    ``label``, ``type``, ``ev`` (its evidence quote), ``sp`` (``[start, end]`` spans in the
+    text, or null) and ``via`` (how they were found: ``evidence``, ``offsets`` of the gold, the
+    entity's ``name``); a predicted one adds ``st`` (``matched`` / ``spurious`` /
+    ``ungrounded``), ``g`` (the gold it matched, entities first) and ``cat`` (its failure
+    category). A run entry: ``err``, ``ek``, ``ef1``, ``rf1``, ``cats``, ``fail``, ``lat``,
+    ``cost``, ``url``, ``pred`` and ``gst`` (each gold object ``matched`` / ``missed``)."""
 
     runs: list[dict[str, Any]]
     items: list[dict[str, Any]]
