@@ -212,7 +212,7 @@
         el("td", null, [el("span", { cls: "hl st-" + x.st, text: x.o.label })]),
         el("td", { text: x.o.type }),
         el("td", { text: status }),
-        el("td", { cls: "quote", text: x.o.ev == null ? "" : "“" + x.o.ev + "”" }),
+        el("td", { cls: "quote", title: x.o.ev == null ? "" : x.o.ev, text: quote(x.o.ev) }),
         el("td", { text: x.o.via || (x.o.ev ? "not found" : "—") })
       ]);
       tr.addEventListener("mouseenter", function () { focusObj(panel, x.id, true); });
@@ -220,6 +220,11 @@
       return tr;
     });
     return el("table", { cls: "objects" }, [el("thead", null, [head]), el("tbody", null, rows)]);
+  }
+
+  function quote(ev) {  // long quotes shortened in the list (the text shows them whole)
+    if (ev == null) return "";
+    return "“" + (ev.length > 60 ? ev.slice(0, 57) + "…" : ev) + "”";
   }
 
   function focusObj(panel, id, on) {
