@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,24 @@ def test_repeated_runs_get_their_own_answers(store: LocalStore) -> None:
 def test_bad_model_specs(spec: str, problem: str) -> None:
     with pytest.raises(InvalidValue, match=problem):
         parse_models([spec])
+
+
+def test_dry_run_estimates_the_cost_of_the_calls(
+    store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from extraction_eval.experiments.budget import estimate_cost
+    from extraction_eval.pipeline.pricing import Pricer
+    from extraction_eval.prompts.template import load_local_prompt
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    items = store.get_items(SAMPLE_DATASET)
+    cfg = GoldConfig(dataset=SAMPLE_DATASET, models=parse_models(["openai:gpt-4o-mini:2:1"]))
+    plan = plan_gold(cfg, store)
+    one = estimate_cost(
+        items, prompt=load_local_prompt(), pricer=Pricer.for_config(cfg.runs()[0][2])
+    )
+    assert one.usd is not None and one.usd > 0
+    assert plan.calls == 2 * len(items) == plan.estimate.calls
+    assert plan.estimate.usd == pytest.approx(2 * one.usd)
+    batch = plan_gold(replace(cfg, batch=True), store)
+    assert batch.estimate.usd == pytest.approx(one.usd)  # two runs at half price
