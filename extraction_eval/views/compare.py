@@ -22,12 +22,16 @@ def _ci_span(lo: Any, hi: Any) -> str:
     return f"{lo:.3f}–{hi:.3f}" if lo is not None and hi is not None else ""
 
 
-def render_compare(comparison: dict[str, Any], console: Console) -> None:
+def render_compare(comparison: dict[str, Any], console: Console, *, run_level: bool = True) -> None:
     """Run-level values with their CIs side by side (bounds folded into their metric's row).
 
     The runs are called A and B in the headers (with a legend), so long run names cannot
-    squeeze the metric names out of an 80-column table."""
+    squeeze the metric names out of an 80-column table. ``run_level=False``: only the items
+    that moved (``compare`` shows the paired table instead, views/paired.py)."""
     a, b = comparison["a"], comparison["b"]
+    if not run_level:
+        _render_items(comparison, console)
+        return
     rows = {name: (va, vb, delta) for name, va, vb, delta in comparison["run_level"]}
     legend = Text.assemble(("A", "bold"), f" = {a}   ", ("B", "bold"), f" = {b}")
     console.print(Text.assemble(("compare ", "bold"), legend), soft_wrap=True)
@@ -58,6 +62,15 @@ def render_compare(comparison: dict[str, Any], console: Console) -> None:
             Text(shown, style=colour),
         )
     print_table(console, table)
+    _render_items(comparison, console)
+    only = [
+        f"{len(comparison[k])} items only in {r!r}" for k, r in (("only_in_a", a), ("only_in_b", b))
+    ]
+    if comparison["only_in_a"] or comparison["only_in_b"]:
+        console.print("; ".join(only), highlight=False)
+
+
+def _render_items(comparison: dict[str, Any], console: Console) -> None:
     if not comparison["items"]:
         console.print("no item's entity F1 changed", highlight=False)
     else:
@@ -75,8 +88,3 @@ def render_compare(comparison: dict[str, Any], console: Console) -> None:
         for item_id, va, vb, delta in comparison["items"]:
             items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
         print_table(console, items)
-    only = [
-        f"{len(comparison[k])} items only in {r!r}" for k, r in (("only_in_a", a), ("only_in_b", b))
-    ]
-    if comparison["only_in_a"] or comparison["only_in_b"]:
-        console.print("; ".join(only), highlight=False)

@@ -313,7 +313,7 @@ def test_gate_uses_the_bad_side_bound() -> None:
 def test_gate_refuses_unknown_metrics_and_bad_tolerances() -> None:
     with pytest.raises(InvalidValue, match="unknown metric 'entity_f2'"):
         check_tolerances({"entity_f2": 0.1})
-    with pytest.raises(InvalidValue, match="tolerance must be >= 0"):
+    with pytest.raises(InvalidValue, match="tolerance must be between 0 and 1"):
         check_tolerances({"entity_f1": -0.1})
-    with pytest.raises(InvalidValue, match="tolerance must be >= 0"):
+    with pytest.raises(InvalidValue, match="tolerance must be between 0 and 1"):
         check_tolerances({"entity_f1": float("nan")})
