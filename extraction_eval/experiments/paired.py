@@ -98,14 +98,33 @@ class RunComparison:
         self.gate = regression_gate(self.comparison, self.tolerances)
         return self.gate
 
+    def headline(self) -> str:
+        """Entity and relationship F1: Δ, its CI and the verdict, in one line."""
+        parts = []
+        for name in ("entity_f1", "relationship_f1"):
+            m = self.comparison.metric(name)
+            delta = "—" if m.delta is None else f"{m.delta:+.4f}"
+            ci = "" if m.ci_low is None else f" [{m.ci_low:+.4f}, {m.ci_high:+.4f}]"
+            parts.append(f"{name} Δ {delta}{ci} {m.verdict}")
+        return ", ".join(parts)
+
     def gate_line(self) -> str | None:
         """The gate's one-line reason (None when no gate was asked for)."""
         if self.gate is None:
             return None
+        where = f"{self.b.name!r} vs baseline {self.a.name!r}"
         if self.gate:
-            return "regression gate FAILED: " + "; ".join(g.describe() for g in self.gate)
-        checked = ", ".join(f"{k} (tolerance {v:g})" for k, v in self.tolerances.items())
-        return f"regression gate passed: no CI of Δ reaches a drop beyond its tolerance: {checked}"
+            return f"regression gate FAILED ({where}): " + "; ".join(
+                g.describe() for g in self.gate
+            )
+        checked = []
+        for name, tol in self.tolerances.items():
+            m = self.comparison.metric(name)
+            bound = m.ci_high if m.lower_is_better else m.ci_low
+            limit = f"<= +{tol:g}" if m.lower_is_better else f">= −{tol:g}"
+            side = "high" if m.lower_is_better else "low"
+            checked.append(f"{name} Δ CI {side} bound {bound or 0.0:+.4f} {limit}")
+        return f"regression gate passed ({where}): " + "; ".join(checked)
 
     def to_json(self) -> dict[str, Any]:
         def run(r: RunRecord) -> dict[str, Any]:
@@ -196,6 +215,7 @@ def compare_stored_runs(
     force: bool = False,
     tolerances: Mapping[str, float] | None = None,
     gold: GoldLoader | None = None,
+    refuse_as: str = "force",
 ) -> RunComparison:
     """Compare run A (baseline) with run B on the items both have.
 
@@ -203,7 +223,8 @@ def compare_stored_runs(
     errored item is an empty prediction that never passes, as everywhere). Different datasets,
     dataset versions or item sets are refused unless ``force`` (then named in ``warnings``).
     ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
-    any work. ``gold`` replaces :func:`run_gold` (tests, notebooks)."""
+    any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
+    a refusal names (``baseline`` when run-experiment compares with its baseline)."""
     check_int("resamples", resamples, minimum=1)
     check_int("seed", seed, minimum=0)
     if tolerances:
@@ -214,10 +235,7 @@ def compare_stored_runs(
     elif a.dataset_version != b.dataset_version:
         differences.append(f"dataset version {a.dataset_version} vs {b.dataset_version}")
     if differences and not force:
-        raise InvalidValue(
-            "force",
-            f"is needed to compare {a.name!r} with {b.name!r}: {'; '.join(differences)}",
-        )
+        raise _refusal(refuse_as, a, b, differences)
     scoring = run_scoring(a)
     warnings = []
     b_scoring = run_scoring(b)
@@ -263,10 +281,12 @@ def compare_stored_runs(
             f"{len(only_in_b)} only in {b.name!r}"
         )
         if not force:
-            raise InvalidValue(
-                "force",
-                f"is needed to compare {a.name!r} with {b.name!r}: {'; '.join(differences)}"
-                + (f" (only in A: {_shown(only_in_a)})" if only_in_a else "")
+            raise _refusal(
+                refuse_as,
+                a,
+                b,
+                differences,
+                (f" (only in A: {_shown(only_in_a)})" if only_in_a else "")
                 + (f" (only in B: {_shown(only_in_b)})" if only_in_b else ""),
             )
     if differences:
@@ -292,6 +312,15 @@ def compare_stored_runs(
     if tolerances:
         result.check_gate(tolerances)
     return result
+
+
+def _refusal(
+    field: str, a: RunRecord, b: RunRecord, differences: list[str], detail: str = ""
+) -> InvalidValue:
+    what = "; ".join(differences) + detail
+    if field == "force":
+        return InvalidValue("force", f"is needed to compare {a.name!r} with {b.name!r}: {what}")
+    return InvalidValue(field, f"{a.name!r} cannot be compared with {b.name!r}: {what}")
 
 
 def parse_tolerances(specs: list[str]) -> dict[str, float]:
