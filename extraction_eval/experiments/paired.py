@@ -17,7 +17,7 @@ from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, InvalidValue
-from extraction_eval.evaluators import ScoringConfig, score_item
+from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
 from extraction_eval.evaluators.paired import (
     GateFailure,
     PairedAccumulator,
@@ -169,17 +169,14 @@ class RunComparison:
         return out
 
 
-def _outputs(
-    store: LocalStore, run: RunRecord
-) -> Iterator[tuple[str, tuple[Extraction | None, bool]]]:
-    """(item id, (prediction or None when the item errored, schema failure)) by item id."""
+def _outputs(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Side]]:
+    """(item id, (stored output JSON or None when the item errored, schema failure)) by id."""
     for item_id, output, error, error_kind in store.iter_outputs(run.id):
         failed = error is not None or output is None
-        pred = None if failed else Extraction.model_validate_json(output or "{}")
-        yield item_id, (pred, error_kind == "schema")
+        yield item_id, (None if failed else output, error_kind == "schema")
 
 
-_Side = tuple[Extraction | None, bool]
+_Side = tuple[str | None, bool]
 
 
 def _join(
@@ -264,7 +261,8 @@ def compare_stored_runs(
             not_in_gold.append(item_id)
             continue
 
-        def scored(pred: Extraction | None, item: DatasetItem = item) -> Any:
+        def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
+            pred = None if output is None else Extraction.model_validate_json(output)
             return score_item(
                 item_id=item.id,
                 text=item.text,
@@ -274,7 +272,10 @@ def compare_stored_runs(
                 schema=item.schema_,
             )
 
-        acc.add(scored(x[0]), scored(y[0]), a_schema_failure=x[1], b_schema_failure=y[1])
+        score_a = scored(x[0])
+        # the same stored output (both canonical JSON) scores the same: once is enough
+        score_b = score_a if x[0] == y[0] else scored(y[0])
+        acc.add(score_a, score_b, a_schema_failure=x[1], b_schema_failure=y[1])
     if only_in_a or only_in_b:
         differences.append(
             f"item set: {len(only_in_a)} items only in {a.name!r}, "
