@@ -197,6 +197,56 @@ def _join(
             x, y = next(a, None), next(b, None)
 
 
+@dataclass
+class PairedCounts:
+    """Two runs' count rows on the items both have, and the ids that could not be paired."""
+
+    accumulator: PairedAccumulator
+    only_in_a: list[str]
+    only_in_b: list[str]
+    not_in_gold: list[str]
+
+
+def pair_and_score(
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    items: Mapping[str, DatasetItem],
+    scoring: ScoringConfig,
+) -> PairedCounts:
+    """Stream both runs' stored outputs by item id and re-score each paired item against
+    ``items`` (errored: an empty prediction that never passes); keeps count rows only."""
+    out = PairedCounts(PairedAccumulator(), [], [], [])
+    for item_id, x, y in _join(_outputs(store, a), _outputs(store, b)):
+        if y is None:
+            out.only_in_a.append(item_id)
+            continue
+        if x is None:
+            out.only_in_b.append(item_id)
+            continue
+        item = items.get(item_id)
+        if item is None:
+            out.not_in_gold.append(item_id)
+            continue
+
+        def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
+            pred = None if output is None else Extraction.model_validate_json(output)
+            return score_item(
+                item_id=item.id,
+                text=item.text,
+                gold=item.expected,
+                pred=pred,
+                config=scoring,
+                schema=item.schema_,
+            )
+
+        score_a = scored(x[0])
+        # the same stored output (both canonical JSON) scores the same: once is enough
+        score_b = score_a if x[0] == y[0] else scored(y[0])
+        out.accumulator.add(score_a, score_b, a_schema_failure=x[1], b_schema_failure=y[1])
+    return out
+
+
 def _shown(ids: list[str]) -> str:
     more = len(ids) - _SHOWN_IDS
     return ", ".join(ids[:_SHOWN_IDS]) + (f", ... ({more} more)" if more > 0 else "")
@@ -245,37 +295,13 @@ def compare_stored_runs(
             f"re-scored here with {a.name!r}'s"
         )
     items = (gold or (lambda run: run_gold(store, run)))(a)
-    acc = PairedAccumulator()
-    only_in_a: list[str] = []
-    only_in_b: list[str] = []
-    not_in_gold: list[str] = []
-    for item_id, x, y in _join(_outputs(store, a), _outputs(store, b)):
-        if y is None:
-            only_in_a.append(item_id)
-            continue
-        if x is None:
-            only_in_b.append(item_id)
-            continue
-        item = items.get(item_id)
-        if item is None:
-            not_in_gold.append(item_id)
-            continue
-
-        def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
-            pred = None if output is None else Extraction.model_validate_json(output)
-            return score_item(
-                item_id=item.id,
-                text=item.text,
-                gold=item.expected,
-                pred=pred,
-                config=scoring,
-                schema=item.schema_,
-            )
-
-        score_a = scored(x[0])
-        # the same stored output (both canonical JSON) scores the same: once is enough
-        score_b = score_a if x[0] == y[0] else scored(y[0])
-        acc.add(score_a, score_b, a_schema_failure=x[1], b_schema_failure=y[1])
+    paired = pair_and_score(store, a, b, items, scoring)
+    acc, only_in_a, only_in_b, not_in_gold = (
+        paired.accumulator,
+        paired.only_in_a,
+        paired.only_in_b,
+        paired.not_in_gold,
+    )
     if only_in_a or only_in_b:
         differences.append(
             f"item set: {len(only_in_a)} items only in {a.name!r}, "

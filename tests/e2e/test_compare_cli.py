@@ -176,3 +176,14 @@ def test_all_items_errored_in_b_is_a_regression() -> None:
     assert data["metrics"]["error_rate"]["verdict"] == "regressed"
     assert data["metrics"]["entity_f1"]["b"] == 0.0
     assert data["mcnemar"]["b01"] == 0 and data["mcnemar"]["b10"] > 0
+
+
+def test_an_unknown_gate_metric_is_refused_before_the_runs_are_read() -> None:
+    # no run exists: the metric name is what the one error line is about
+    code, out, err = _invoke("compare", "x", "y", "--fail-on-regression", "entity_f2=0.1")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert "unknown metric 'entity_f2'" in err and "entity_f1" in err, err
+    code, err = _run("--baseline", "nope", "--fail-on-regression", "entity_f1=0.1")
+    assert code == 2 and "--baseline" in err and "no run named 'nope'" in err, err
+    assert LocalStore().list_runs() == []
