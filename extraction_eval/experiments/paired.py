@@ -141,6 +141,7 @@ class RunComparison:
         out: dict[str, Any] = {
             "a": run(self.a),
             "b": run(self.b),
+            **self.comparison.to_json(),
             "scoring": {
                 k: v
                 for k, v in _scoring_fields(self.scoring).items()
@@ -151,7 +152,6 @@ class RunComparison:
             "not_in_gold": ids(self.not_in_gold),
             "differences": self.differences,
             "warnings": self.warnings,
-            **self.comparison.to_json(),
         }
         out["gate"] = (
             None

@@ -46,7 +46,10 @@ def two_runs() -> None:
 
 def test_json_has_each_runs_own_figures_and_a_paired_interval(two_runs: None) -> None:
     data = _json("first", "base", "--resamples", "2000")
-    assert list(data)[:5] == ["a", "b", "scoring", "only_in_a", "only_in_b"]
+    assert list(data) == [
+        *("a", "b", "items", "bootstrap", "metrics", "mcnemar", "per_type", "scoring"),
+        *("only_in_a", "only_in_b", "not_in_gold", "differences", "warnings", "gate"),
+    ]
     assert list(data["metrics"]) == list(METRICS)
     store = LocalStore()
     for side, name in (("a", "first"), ("b", "base")):
