@@ -136,7 +136,7 @@ def test_identical_runs_have_a_zero_interval_everywhere() -> None:
             assert m.verdict == "no significant change"
 
 
-def test_pairing_narrows_the_interval() -> None:
+def test_a_gain_on_every_item_is_significant_when_paired() -> None:
     # B finds one more entity than A on every item: paired, every replicate improves
     # (Δ > 0, verdict improved), though item difficulty varies wildly.
     rng = random.Random(0)
@@ -317,3 +317,31 @@ def test_gate_refuses_unknown_metrics_and_bad_tolerances() -> None:
         check_tolerances({"entity_f1": -0.1})
     with pytest.raises(InvalidValue, match="tolerance must be between 0 and 1"):
         check_tolerances({"entity_f1": float("nan")})
+
+
+def test_no_paired_items_has_no_interval_and_fails_a_gate() -> None:
+    result = PairedAccumulator().compare(resamples=10, seed=1)
+    f = result.metric("entity_f1")
+    assert (result.items, f.ci_low, f.ci_high, f.verdict) == (0, None, None, "undefined")
+    assert result.mcnemar.p_value == 1.0
+    (failure,) = regression_gate(result, {"entity_f1": 0.5})
+    assert failure.bound is None and "no CI" in failure.describe()
+
+
+def test_parse_tolerances() -> None:
+    from extraction_eval.experiments.paired import parse_tolerances
+
+    assert parse_tolerances(["entity_f1=0.01", " error_rate = 0 "]) == {
+        "entity_f1": 0.01,
+        "error_rate": 0.0,
+    }
+    for bad, message in (
+        ("entity_f1", "expects METRIC=TOLERANCE"),
+        ("=0.1", "expects METRIC=TOLERANCE"),
+        ("entity_f1=high", "must be a number"),
+        ("entity_f1=2", "between 0 and 1"),
+    ):
+        with pytest.raises(InvalidValue, match=message):
+            parse_tolerances([bad])
+    with pytest.raises(InvalidValue, match="given twice"):
+        parse_tolerances(["entity_f1=0.1", "entity_f1=0.2"])
