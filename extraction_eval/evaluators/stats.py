@@ -19,6 +19,8 @@ from extraction_eval.evaluators.metrics import prf_arrays
 
 # Bound memory: one chunk of resample weights holds at most this many cells.
 _CHUNK_CELLS = 2_000_000
+# From this many items on, resample weights are counted one resample at a time.
+_ROW_BY_ROW = 1_000
 
 
 def resample_weights(
@@ -26,6 +28,12 @@ def resample_weights(
 ) -> NDArray[Any]:
     """(resamples × n_items) multiplicities of each item in each bootstrap resample."""
     draws = rng.integers(0, n_items, size=(resamples, n_items))
+    if n_items >= _ROW_BY_ROW:
+        # one small bincount per resample stays in cache: ~2x faster than one big one
+        out = np.empty((resamples, n_items), dtype=dtype)
+        for i, row in enumerate(draws):
+            out[i] = np.bincount(row, minlength=n_items)
+        return out
     draws += (np.arange(resamples) * n_items)[:, None]
     counts = np.bincount(draws.ravel(), minlength=resamples * n_items)
     return counts.reshape(resamples, n_items).astype(dtype)

@@ -109,3 +109,14 @@ def test_resampled_sums_stay_exact_for_large_counts() -> None:
         [[int(w[0]) * ordered[0, c] + int(w[1]) * ordered[1, c] for c in range(2)] for w in weights]
     )
     assert np.array_equal(sums, expected.astype(np.float64))
+
+
+def test_row_by_row_weights_equal_the_vectorised_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from extraction_eval.evaluators import stats
+
+    monkeypatch.setattr(stats, "_ROW_BY_ROW", 10)
+    row_by_row = resample_weights(40, 30, np.random.default_rng(8))
+    monkeypatch.setattr(stats, "_ROW_BY_ROW", 10**9)
+    vectorised = resample_weights(40, 30, np.random.default_rng(8))
+    assert np.array_equal(row_by_row, vectorised)
+    assert (row_by_row.sum(axis=1) == 40).all()
