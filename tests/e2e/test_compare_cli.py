@@ -190,3 +190,16 @@ def test_an_unknown_gate_metric_is_refused_before_the_runs_are_read() -> None:
     code, err = _run("--baseline", "nope", "--fail-on-regression", "entity_f1=0.1")
     assert code == 2 and "--baseline" in err and "no run named 'nope'" in err, err
     assert LocalStore().list_runs() == []
+
+
+def test_run_experiment_baseline_on_another_dataset_version_is_refused_after_the_run() -> None:
+    code, err = _run("--name", "base")
+    assert code == 0, err
+    store = LocalStore()
+    items = store.get_items("extraction-eval")
+    store.upload_items("extraction-eval", [items[1].model_copy(update={"text": "Changed."})])
+    code, err = _run("--name", "cand", "--baseline", "base", "--fail-on-regression", "entity_f1=0")
+    assert code == 2
+    assert "--baseline 'base' cannot be compared with 'cand': dataset version 1 vs 2" in err, err
+    cand = store.get_run("cand")
+    assert cand is not None and store.count_results(cand.id) == 48  # the run itself is kept

@@ -345,3 +345,18 @@ def test_parse_tolerances() -> None:
             parse_tolerances([bad])
     with pytest.raises(InvalidValue, match="given twice"):
         parse_tolerances(["entity_f1=0.1", "entity_f1=0.2"])
+
+
+def test_gate_mirrors_lower_is_better_metrics() -> None:
+    # B errors on one of two items: error_rate Δ is 0, 1/2 or 1 per resample -> CI [0, 1]
+    pairs = [
+        (score("0", _ents("Ann"), _ents("Ann")), score("0", _ents("Ann"), _ents("Ann"))),
+        (score("1", _ents("Cy"), _ents("Cy")), score("1", _ents("Cy"), None)),
+    ]
+    result = paired_compare(pairs, resamples=2000, seed=1)
+    err = result.metric("error_rate")
+    assert (err.ci_low, err.ci_high, err.worst_case()) == (0.0, 1.0, -1.0)
+    (failure,) = regression_gate(result, {"error_rate": 0.5})
+    assert failure.bound == 1.0 and failure.lower_is_better
+    assert "lower is better" in failure.describe() and "+1.0000 > +0.5" in failure.describe()
+    assert regression_gate(result, {"error_rate": 1.0}) == []
