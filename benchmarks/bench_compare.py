@@ -177,15 +177,15 @@ def main() -> None:
         env = {**os.environ, "EXTRACTION_EVAL_HOME": str(home), "COLUMNS": "120"}
         for label, extra in (("text", []), ("json", ["--format", "json"])):
             started = time.perf_counter()
-            subprocess.run(
-                [str(BIN / "extraction-eval"), "compare", "A", "B", *extra],
-                env=env,
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
+            argv = [str(BIN / "extraction-eval"), "compare", "A", "B", *extra]
+            proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0, argv
             print(
                 f"cli `compare A B --format {label}` (whole process, imports included):"
-                f" {time.perf_counter() - started:.2f} s wall"
+                f" {time.perf_counter() - started:.2f} s wall,"
+                f" {usage.ru_utime + usage.ru_stime:.2f} s CPU, peak RSS"
+                f" {usage.ru_maxrss / 1024:.0f} MB"
             )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
