@@ -231,6 +231,16 @@ def finalize_cmd(
         raise typer.Exit(1)
 
 
+FailOnRegressionOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="METRIC=TOLERANCE: exit 1 when the paired 95% CI of Δ reaches a drop larger than"
+        " TOLERANCE (its low bound is below −TOLERANCE; mirrored for lower-is-better rates)."
+        " Repeatable.",
+    ),
+]
+
+
 @handle_errors
 def compare_cmd(
     run_a: str,
@@ -243,20 +253,63 @@ def compare_cmd(
         typer.Option(help="Show one item: its text, and gold, A and B objects side by side."),
     ] = None,
     dataset: DatasetOpt = None,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (same seed, same bytes).")] = 42,
+    force: Annotated[
+        bool,
+        typer.Option(help="Compare runs of different dataset versions or item sets (warns)."),
+    ] = False,
+    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+    fail_on_regression: FailOnRegressionOpt = None,
 ) -> None:
-    """Run-level scores side by side, and the items with the most broken objects."""
+    """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
+    metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
+    gate. With --item: one item's text with gold, A and B objects side by side."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.diff import compare_item, diff_runs
-    from extraction_eval.experiments.reporting import compare_runs, get_run
+    from extraction_eval.experiments.paired import compare_stored_runs, parse_tolerances
+    from extraction_eval.experiments.reporting import get_run
     from extraction_eval.validation import check_int
-    from extraction_eval.views.compare import render_compare
     from extraction_eval.views.diff import render_item_comparison, render_run_diff
 
-    check_int("top", top, minimum=0)  # before the store is opened
+    # every option is checked before the store is opened
+    check_int("top", top, minimum=0)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed, minimum=0)
+    if fmt not in ("text", "json"):
+        fail(f"--format must be text or json, got {fmt!r}")
+    tolerances = parse_tolerances(fail_on_regression or [])
     store = LocalStore()
     a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return
-    render_compare(compare_runs(store, a, b, top=0), console)
-    render_run_diff(diff_runs(store, a, b, top=top), console)
+    result = compare_stored_runs(
+        store, a, b, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+    )
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    data = result.to_json()
+    diff = diff_runs(store, a, b, top=top)
+    if fmt == "json":
+        import json
+
+        data["diff"] = diff.to_json()
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        from extraction_eval.views.paired import render_paired
+
+        render_paired(data, console)
+        render_run_diff(diff, console)
+    report_gate(result.gate_line(), bool(result.gate))
+
+
+def report_gate(line: str | None, failed: bool) -> None:
+    """The regression gate's one line (stderr, so ``--format json`` stays pure) and exit 1
+    when it failed."""
+    if line is None:
+        return
+    style = "red" if failed else "green"
+    err_console.print(f"[{style}]{line}[/]", highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)

@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,9 +31,12 @@ from extraction_eval.evaluators.vote import (
     gold_extraction,
     vote_item,
 )
+from extraction_eval.experiments.budget import CostEstimate, estimate_cost, sum_estimates
 from extraction_eval.experiments.config import scoring_record
+from extraction_eval.llm.batch import BATCH_DISCOUNT
 from extraction_eval.pipeline.base import Pipeline, PipelineConfig
 from extraction_eval.pipeline.factory import make_pipeline
+from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.prompts.versions import select_run_prompt
 from extraction_eval.types import DatasetItem, Extraction, GoldOverride
@@ -167,6 +170,10 @@ class GoldPlan:
     offline: int  # answers from pipelines that make no model call
     calls_by_model: dict[str, int]
     schema_hash: str
+    # the calls' estimated cost (the same estimate as run-experiment --dry-run; halved with
+    # the Batch API)
+    estimate: CostEstimate = field(default_factory=CostEstimate)
+    batch: bool = False
 
 
 @dataclass
@@ -193,11 +200,17 @@ class _Runs:
     def __init__(self, config: GoldConfig, store: LocalStore) -> None:
         self.entries: list[tuple[str, float, Pipeline]] = []
         self._prompts: dict[str, PromptTemplate] = {}
+        self.pricers: list[Pricer] = []
+        self.batch = config.batch
         for label, weight, pconfig in config.runs():
             prompt = select_run_prompt(store, pconfig)
             pipeline = make_pipeline(pconfig, cache=store.cache(), prompt=prompt)
             self.entries.append((label, weight, pipeline))
             self._prompts[label] = prompt
+            self.pricers.append(Pricer.for_config(pconfig))
+
+    def prompt(self, label: str) -> PromptTemplate:
+        return self._prompts[label]
 
     def key(self, index: int, item: DatasetItem) -> str | None:
         """The response-cache key of this run on this item; None: the pipeline calls no model."""
@@ -239,6 +252,19 @@ def _plan(items: Sequence[DatasetItem], runs: _Runs, store: LocalStore) -> GoldP
     cache = store.cache()
     calls = cached = offline = 0
     by_model: dict[str, int] = {}
+    estimates: list[CostEstimate] = []
+    for k, (label, _, _) in enumerate(runs.entries):
+
+        def in_cache(item: DatasetItem, k: int = k) -> bool:
+            key = runs.key(k, item)
+            return key is not None and cache.get(key) is not None
+
+        one = estimate_cost(
+            items, prompt=runs.prompt(label), pricer=runs.pricers[k], cached=in_cache
+        )
+        if runs.batch and one.usd is not None:
+            one = replace(one, usd=one.usd * BATCH_DISCOUNT)
+        estimates.append(one)
     for item in items:
         for k, (label, _, _) in enumerate(runs.entries):
             key = runs.key(k, item)
@@ -258,6 +284,8 @@ def _plan(items: Sequence[DatasetItem], runs: _Runs, store: LocalStore) -> GoldP
         offline=offline,
         calls_by_model=by_model,
         schema_hash=runs.schema_hash(items),
+        estimate=sum_estimates(estimates),
+        batch=runs.batch,
     )
 
 

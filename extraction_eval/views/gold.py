@@ -29,6 +29,13 @@ def render_plan(plan: GoldPlan, out: Console) -> None:
         + (f", {plan.offline} come from offline pipelines" if plan.offline else "")
         + f"; schema hash {plan.schema_hash}",
     )
+    e = plan.estimate
+    usd = "unknown (" + "; ".join(e.unpriced) + ")" if e.usd is None else f"{e.usd:.6f}"
+    _say(
+        out,
+        f"estimated: ~{e.tokens_in} tokens in, ~{e.tokens_out} out ({e.method}), USD {usd}"
+        + (" (Batch API price)" if plan.batch else ""),
+    )
 
 
 def render_build(build: GoldBuild, config: GoldConfig, out: Console, err: Console) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,61 @@ def test_repeated_runs_get_their_own_answers(store: LocalStore) -> None:
 def test_bad_model_specs(spec: str, problem: str) -> None:
     with pytest.raises(InvalidValue, match=problem):
         parse_models([spec])
+
+
+def test_dry_run_estimates_the_cost_of_the_calls(
+    store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from extraction_eval.experiments.budget import estimate_cost
+    from extraction_eval.pipeline.pricing import Pricer
+    from extraction_eval.prompts.template import load_local_prompt
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    items = store.get_items(SAMPLE_DATASET)
+    cfg = GoldConfig(dataset=SAMPLE_DATASET, models=parse_models(["openai:gpt-4o-mini:2:1"]))
+    plan = plan_gold(cfg, store)
+    one = estimate_cost(
+        items, prompt=load_local_prompt(), pricer=Pricer.for_config(cfg.runs()[0][2])
+    )
+    assert one.usd is not None and one.usd > 0
+    assert plan.calls == 2 * len(items) == plan.estimate.calls
+    assert plan.estimate.usd == pytest.approx(2 * one.usd)
+    batch = plan_gold(replace(cfg, batch=True), store)
+    assert batch.estimate.usd == pytest.approx(one.usd)  # two runs at half price
+
+
+def test_build_writes_a_new_langfuse_dataset_version(store: LocalStore) -> None:
+    from extraction_eval.backends.langfuse import LangfuseDatasetBackend
+    from tests.support.langfuse_server import client_for, running_fake_langfuse
+
+    items = store.get_items(SAMPLE_DATASET)[:3]
+    scripts = _scripts(items)
+    for name, script in scripts.items():
+        register_fake(name, script)
+    try:
+        with running_fake_langfuse() as server:
+            lf = client_for(server, "gold")
+            backend = LangfuseDatasetBackend(lf)
+            backend.upload_items("lf-gold", items)
+            build = build_gold(
+                GoldConfig(dataset="lf-gold", models=parse_models([MODELS])), store, backend
+            )
+            lf.flush()
+            stored = {i["id"]: i for i in server.dataset_items("lf-gold")}
+    finally:
+        unregister_fake()
+    assert build.upload is not None and build.upload.updated == 3
+    for item in build.items:
+        got = stored.get(langfuse_id(item.id))
+        assert got is not None, sorted(stored)
+        assert got["metadata"]["gold"] == item.metadata["gold"]
+        assert got["expectedOutput"]["entities"] == [
+            e.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+            for e in item.expected.entities
+        ]
+
+
+def langfuse_id(item_id: str) -> str:
+    from extraction_eval.backends.langfuse import langfuse_item_id
+
+    return langfuse_item_id("lf-gold", item_id)
