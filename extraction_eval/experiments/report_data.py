@@ -25,9 +25,9 @@ from extraction_eval.evaluators.diff import (
 )
 from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.item import Grounding
-from extraction_eval.evaluators.paired import PairedAccumulator, PairedComparison
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
 from extraction_eval.experiments.diff import scoring_config
+from extraction_eval.experiments.paired import RunComparison, compare_stored_runs
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
@@ -350,7 +350,10 @@ def build_report_data(
     comparison = None
     if pairing is not None:
         a, b = runs
-        comparison = pairing.comparison(a.name, b.name, scorings[0] != scorings[1])
+        # compare's defaults (10,000 resamples, seed 42): the figures `compare A B` prints
+        paired = compare_stored_runs(store, a, b, force=True, gold=lambda run: by_run[0])
+        comparison = comparison_view(paired)
+        comparison["diff"] = pairing.diff_counts()
     return ReportData(
         runs=[_run_header(r) for r in runs],
         items=list(rows.values()),
@@ -392,13 +395,12 @@ def _type_of(side: SideObject | None) -> str:
 
 
 class _Pairing:
-    """Two runs' items paired by id as they are read: the paired bootstrap comparison
-    (each run's own scoring) and the extraction-aware diff (A's scoring, as ``compare``)."""
+    """Two runs' items paired by id as they are read, for the extraction-aware diff (with A's
+    scoring, as ``compare``)."""
 
     def __init__(self, diff_scoring: ScoringConfig) -> None:
         self.scoring = diff_scoring
         self.first: dict[str, tuple[ItemScore, ItemResult]] = {}
-        self.acc = PairedAccumulator()
         self.diffs: dict[str, ItemDiff] = {}
         self.unchanged: set[str] = set()
         self.counts = DiffCounts()
@@ -413,12 +415,6 @@ class _Pairing:
             self.only_in[1].add(item.id)
             return
         score_a, result_a = held
-        self.acc.add(
-            score_a,
-            scored,
-            a_schema_failure=result_a.error_kind == "schema",
-            b_schema_failure=result.error_kind == "schema",
-        )
         if (result_a.ok, result_a.output) == (result.ok, result.output) or not (
             result_a.ok or result.ok
         ):  # equal outputs, or both errored: nothing can differ (no second scoring needed)
@@ -436,17 +432,8 @@ class _Pairing:
         )
         self.counts.add(diff)
 
-    def comparison(self, a: str, b: str, scoring_differs: bool) -> dict[str, Any]:
-        s = self.scoring
-        paired = self.acc.compare(resamples=s.resamples, seed=s.seed, confidence=s.confidence)
-        view = comparison_view(
-            paired,
-            only_in_a=len(self.first),
-            only_in_b=len(self.only_in[1]),
-            scoring_differs=scoring_differs,
-        )
-        view["diff"] = diff_view(self.counts)
-        return view
+    def diff_counts(self) -> dict[str, Any]:
+        return diff_view(self.counts)
 
 
 def diff_view(counts: DiffCounts) -> dict[str, Any]:
@@ -470,10 +457,10 @@ def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:.4f}"
 
 
-def comparison_view(
-    paired: PairedComparison, *, only_in_a: int, only_in_b: int, scoring_differs: bool
-) -> dict[str, Any]:
-    """The paired comparison as the report's table rows (strings, formatted once here)."""
+def comparison_view(result: RunComparison) -> dict[str, Any]:
+    """The paired comparison (``compare A B``'s, the same figures) as the report's table rows
+    (strings, formatted once here)."""
+    paired = result.comparison
     rows = []
     for m in paired.metrics:
         if m.a is None and m.b is None:
@@ -496,14 +483,9 @@ def comparison_view(
         f" {mc.b10}, both right {mc.both_right}, both wrong {mc.both_wrong};"
         f" two-sided p = {mc.p_value:.4g}.",
     ]
-    if only_in_a or only_in_b:
+    for warning in result.warnings:  # e.g. B scored differently, items in one run only
         extras.append(
-            f"Not paired: {only_in_a} items only in A, {only_in_b} only in B (left out above)."
-        )
-    if scoring_differs:
-        extras.append(
-            "The runs were scored with different settings: each run's figures use its own;"
-            " the per-item diff uses A's."
+            warning.replace("compared with --force although the runs differ", "the runs differ")
         )
     types = [
         {
@@ -518,7 +500,8 @@ def comparison_view(
     ]
     return {
         "note": (
-            f"{paired.items} items paired by id. Δ = B − A with a paired percentile bootstrap"
+            f"{paired.items} items paired by id, both runs' outputs scored with A's settings"
+            " (the figures of `compare A B`). Δ = B − A with a paired percentile bootstrap"
             f" {paired.confidence:.0%} CI ({paired.resamples:,} resamples of the items, seed"
             f" {paired.seed}); the verdict says improved or regressed only when the CI"
             " excludes 0."
@@ -526,5 +509,5 @@ def comparison_view(
         "rows": rows,
         "extras": extras,
         "types": types,
-        "json": paired.to_json(),
+        "json": result.to_json(),
     }

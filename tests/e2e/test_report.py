@@ -151,6 +151,12 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
     # every resample where it is defined, so the CI excludes 0
     assert rows["zero_fp_pass_rate"]["verdict"] == "regressed"
     assert rows["entity_f1"]["verdict"] == "no significant change"
+    # the very figures `compare A B --format json` prints
+    cli = runner.invoke(app, ["compare", "rep-a", "rep-b", "--format", "json"])
+    assert cli.exit_code == 0, cli.stderr
+    printed = json.loads(cli.stdout)
+    for key in ("metrics", "mcnemar", "per_type", "bootstrap", "items"):
+        assert comparison["json"][key] == printed[key], key
     json_metrics = comparison["json"]["metrics"]
     assert json_metrics["entity_f1"]["verdict"] == "no significant change"
     assert comparison["json"]["mcnemar"]["b10"] == 2  # r-001 and r-002 right in A only
