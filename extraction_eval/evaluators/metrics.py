@@ -110,3 +110,10 @@ def prf_arrays(
         return np.asarray(np.where(den > 0, num / safe, fill), dtype=np.float64)
 
     return div(tp, tp + fp), div(tp, tp + fn), div(2 * tp, 2 * tp + fp + fn)
+
+
+# Run-level rates where lower is better: a rise is a regression (compare's verdicts), and a
+# threshold on one is a ceiling (``--fail-over``), never a floor.
+LOWER_IS_BETTER: frozenset[str] = frozenset(
+    {"error_rate", "schema_failure_rate", "hallucination_rate", "attribute_violation_rate"}
+)

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators.item import ItemScore, TypeCount
-from extraction_eval.evaluators.metrics import Counts, f1, prf_arrays
+from extraction_eval.evaluators.metrics import LOWER_IS_BETTER, Counts, f1, prf_arrays
 from extraction_eval.evaluators.stats import resampled_sums
 
 # One item's integer counts in one run, in this order (what :func:`item_row` returns).
@@ -70,10 +70,6 @@ METRICS: tuple[str, ...] = (
     "error_rate",
     "schema_failure_rate",
     "attribute_violation_rate",
-)
-# Lower is better for these (as in experiments/summary.py): a rise is a regression.
-LOWER_IS_BETTER: frozenset[str] = frozenset(
-    {"error_rate", "schema_failure_rate", "hallucination_rate", "attribute_violation_rate"}
 )
 # The headline metrics (F1s) the text view puts first.
 HEADLINE: tuple[str, ...] = ("entity_f1", "entity_typed_f1", "relationship_f1")

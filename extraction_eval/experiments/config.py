@@ -133,11 +133,8 @@ def check_fail_under(thresholds: Mapping[str, float], *, ceilings: bool = False)
     ``attr.<key>`` names are accepted here by shape only: whether the dataset has that
     attribute is known once its items are loaded (:func:`check_fail_under_attributes`).
     """
-    from extraction_eval.experiments.summary import (
-        ATTRIBUTE_PREFIX,
-        LOWER_IS_BETTER,
-        RUN_VALUE_NAMES,
-    )
+    from extraction_eval.evaluators.metrics import LOWER_IS_BETTER
+    from extraction_eval.experiments.summary import ATTRIBUTE_PREFIX, RUN_VALUE_NAMES
 
     field = "fail_over" if ceilings else "fail_under"
     for name, value in thresholds.items():

@@ -179,11 +179,8 @@ RUN_VALUE_NAMES: frozenset[str] = frozenset(
         "attribute_violation_rate",
     }
 )
-# Figures where lower is better: a threshold on them is a ceiling (``fail_over``), never a
-# floor, or "--fail-under error_rate=0.1" would fail a run for having too few errors.
-LOWER_IS_BETTER: frozenset[str] = frozenset(
-    {"error_rate", "schema_failure_rate", "hallucination_rate", "attribute_violation_rate"}
-)
+# LOWER_IS_BETTER (evaluators/metrics.py): a threshold on those is a ceiling (``fail_over``),
+# never a floor, or "--fail-under error_rate=0.1" would fail a run for having too few errors.
 # Per-attribute accuracy: ``attr.<key>`` (and its ``_ci_low`` / ``_ci_high``), for the keys a
 # dataset has; checked against the dataset once its items are loaded (``check_fail_under``).
 ATTRIBUTE_PREFIX = "attr."

@@ -236,3 +236,35 @@ def test_gold_build_writes_a_langfuse_dataset_version(monkeypatch: pytest.Monkey
     for item in build.items:
         assert stored[item.id].metadata["gold"] == item.metadata["gold"]
         assert stored[item.id].expected == item.expected
+
+
+def test_batch_run_in_langfuse_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--batch against a loopback Batch API, traced and scored in this LangFuse."""
+    from extraction_eval.datasets.bundled import sample_items
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+    from tests.support.openai_batch_server import BatchServer
+    from tests.support.openai_server import input_text
+
+    client = _use_live(monkeypatch)
+    monkeypatch.setenv("EXTRACTION_EVAL_BATCH_POLL_S", "0.05")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    dataset = f"{NAME}-batch"
+    items = sample_items()[:4]
+    LangfuseDatasetBackend(client).upload_items(dataset, items)
+    gold = {i.text: i.expected.model_dump(mode="json") for i in items}
+    with BatchServer(answer=lambda body: gold[input_text(body)]) as server:
+        outcome = run_experiment(
+            RunConfig(
+                dataset=dataset,
+                name=f"live-batch-{uuid.uuid4().hex[:8]}",
+                pipeline=PipelineConfig(model="openai:gpt-4o-mini", base_url=server.url),
+                backend="langfuse",
+                batch=True,
+            )
+        )
+    assert len(server.batches) == 1
+    assert outcome.summary.items == 4 and outcome.summary.missing == 0  # read back: all arrived
+    assert outcome.summary.values["entity_f1"] == 1.0
+    assert all(r.trace_url for r in outcome.results)
