@@ -38,18 +38,23 @@ def cache_key(
     text: str,
     schema: Schema | None,
     contract_hash: str,
+    repeat: int | None = None,
 ) -> str:
-    """Everything that changes the answer; an unchanged config maps to the same key."""
-    return _sha256(
-        {
-            "provider": provider,
-            "model": model,
-            "prompt": prompt_hash,
-            "temperature": float(temperature),
-            "input": _sha256({"text": text, "schema": schema.model_dump() if schema else None}),
-            "contract": contract_hash,
-        }
-    )
+    """Everything that changes the answer; an unchanged config maps to the same key.
+
+    ``repeat`` (a matrix's ``--repeats``) is in the key only when set, so repeat k of a cell
+    never reuses repeat j's answer, and keys of ordinary runs stay what they were."""
+    payload: dict[str, object] = {
+        "provider": provider,
+        "model": model,
+        "prompt": prompt_hash,
+        "temperature": float(temperature),
+        "input": _sha256({"text": text, "schema": schema.model_dump() if schema else None}),
+        "contract": contract_hash,
+    }
+    if repeat is not None:
+        payload["repeat"] = repeat
+    return _sha256(payload)
 
 
 _SchemaKey = str  # the schema's canonical JSON (types and attribute declarations)
@@ -122,6 +127,7 @@ class LLMPipeline:
             text=item.text,
             schema=item.schema_,
             contract_hash=self._contract(item.schema_)[1],
+            repeat=self.config.repeat,
         )
 
     async def extract(self, item: DatasetItem) -> PipelineOutput:
