@@ -53,8 +53,10 @@ def _cell(row: CellRow, metric: str, best: tuple[str, ...]) -> Text:
 
 
 def _bound(value: float) -> str:
-    """A CI bound in 3 characters where it can be (``.71``): the table fits 80 columns."""
+    """A CI bound in at most 3 characters (``.71``, ``1``, ``0``): the table fits 80 columns."""
     text = f"{value:.2f}"
+    if text in ("0.00", "1.00"):
+        return text[0]
     return text[1:] if text.startswith("0.") else text
 
 
