@@ -69,6 +69,22 @@ def setup_store(home: str, n: int) -> None:
         store.push_prompt("extraction", messages, labels=[label])
 
 
+def _time_calls(module: Any, name: str) -> list[float]:
+    """Wrap ``module.name`` so every call adds its wall time to the returned one-item list."""
+    spent = [0.0]
+    original = getattr(module, name)
+
+    def timed(*a: Any, **k: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return original(*a, **k)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    setattr(module, name, timed)
+    return spent
+
+
 class Timed:
     def __enter__(self) -> Timed:
         self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
@@ -86,12 +102,16 @@ def worker(args: argparse.Namespace) -> None:
     import openai  # noqa: F401  (imported before timing: import time is not compared)
 
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments import driver, local_mode
+    from extraction_eval.experiments import matrix as matrix_module
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
 
     logging.basicConfig(level=logging.ERROR)
+    finalize = _time_calls(driver, "finalize")  # re-score, bootstrap CIs, summary: per run
+    prepare = _time_calls(matrix_module if args.worker == "matrix" else local_mode, "prepare")
     store = LocalStore(seed=False)
     stamp = args.stamp
     pipeline = PipelineConfig(base_url=args.openai_url, price_in=0.0, price_out=0.0)
@@ -134,7 +154,7 @@ def worker(args: argparse.Namespace) -> None:
             "cache_hits": sum(s.get("cache_hits", 0) for s in summaries),
             "cells": len(outcome.cells),
         }
-    figures.update(wall=t.wall, cpu=t.cpu)
+    figures.update(wall=t.wall, cpu=t.cpu, finalize=finalize[0], prepare=prepare[0])
     print("RESULT " + json.dumps(figures), flush=True)
 
 
@@ -197,7 +217,8 @@ def orchestrate(args: argparse.Namespace) -> None:
                 print(
                     f"{kind:<6} wall {f['wall']:6.2f}s ({f['wall'] / ideal:.2f}x ideal)"
                     f"  cpu {f['cpu']:6.2f}s  results={f['results']} errors={f['errors']}"
-                    f" cache_hits={f['cache_hits']}{extra}"
+                    f" cache_hits={f['cache_hits']}{extra}; of the wall: setup"
+                    f" {f['prepare']:.2f}s, finalize {f['finalize']:.2f}s"
                 )
         best = " (best of each)" if args.repeat > 1 else ""
         ratio = min(walls["matrix"]) / min(walls["single"])

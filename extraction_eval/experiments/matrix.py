@@ -31,7 +31,7 @@ from extraction_eval.evaluators.repeats import (
     item_agreement,
     spread,
 )
-from extraction_eval.experiments.config import RunConfig
+from extraction_eval.experiments.config import RunConfig, git_state, package_versions
 from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
 from extraction_eval.experiments.runner import run_bounded
@@ -321,10 +321,19 @@ def _canonical_outputs(results: Any) -> dict[str, str | None]:
 # --- running ----------------------------------------------------------------------------------
 
 
-def _matrix_record(matrix: MatrixConfig, cell: Cell) -> dict[str, Any]:
+def _matrix_record(
+    matrix: MatrixConfig, cell: Cell, shared: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """What the run record (and, in LangFuse mode, the experiment metadata) says of the
-    matrix: its prefix and the cell's parameters."""
-    return {"matrix": {"name": matrix.name, "cell": cell.params(), "repeats": matrix.repeats}}
+    matrix: its prefix and the cell's parameters; plus ``shared`` (see :func:`_shared_record`)."""
+    matrix_part = {"name": matrix.name, "cell": cell.params(), "repeats": matrix.repeats}
+    return {**(shared or {}), "matrix": matrix_part}
+
+
+def _shared_record() -> dict[str, Any]:
+    """The parts of a run record that are the same for every cell, read once per matrix:
+    the package versions and the git state (two ``git`` subprocesses per run otherwise)."""
+    return {"packages": package_versions(), "git": git_state()}
 
 
 def _check_names(store: LocalStore, matrix: MatrixConfig, cells: Sequence[Cell]) -> None:
@@ -386,6 +395,7 @@ async def arun_matrix_local(
     limited = _limited(base, items)
     outcomes: dict[str, CellOutcome] = {}
     preps: list[tuple[Cell, PreparedRun]] = []
+    shared = _shared_record()
     try:
         for cell in cells:
             done = _finished(store, cell, limited) if base.resume else None
@@ -397,7 +407,7 @@ async def arun_matrix_local(
                 store,
                 items=items,
                 dataset_version=version,
-                extra_record=_matrix_record(matrix, cell),
+                extra_record=_matrix_record(matrix, cell, shared),
             )
             preps.append((cell, prep))
     except BaseException:  # a refused cell: the runs this invocation created go again
@@ -516,6 +526,7 @@ def run_matrix_langfuse(
         limited = _limited(base, dataset.items)
         outcomes: dict[str, CellOutcome] = {}
         preps: list[tuple[Cell, PreparedRun]] = []
+        shared = _shared_record()
         try:
             for cell in cells:
                 done = _finished(store, cell, limited) if base.resume else None
@@ -523,7 +534,11 @@ def run_matrix_langfuse(
                     outcomes[cell.name] = CellOutcome(cell, done, skipped=True)
                     continue
                 prep = lfm.prepare_langfuse_run(
-                    lf, cell.config, store, dataset, extra_record=_matrix_record(matrix, cell)
+                    lf,
+                    cell.config,
+                    store,
+                    dataset,
+                    extra_record=_matrix_record(matrix, cell, shared),
                 )
                 preps.append((cell, prep))
         except BaseException:

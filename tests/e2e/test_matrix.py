@@ -371,3 +371,36 @@ def test_matrix_toml_gives_the_same_keys(
         f"toml/fake:a/{label}/{t}/r{k}" for label in "xy" for t in ("t0", "t0.5") for k in (1, 2)
     )
     assert "agreement" in out
+
+
+def _cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.setattr(sys, "argv", ["extraction-eval", *argv])
+    with pytest.raises(SystemExit) as done:
+        main()
+    return done.value.code if isinstance(done.value.code, int) else 1
+
+
+def test_cell_names_with_slashes_work_in_runs_show_export_and_compare(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _setup(2)
+    register_fake("a", {"default": _extraction(ADA)})
+    register_fake("b", {"default": _extraction(ADA, BABBAGE)})
+    run_matrix(
+        MatrixConfig(
+            models=("fake:a", "fake:b"),
+            name="sl",
+            base=RunConfig(dataset=DATASET, backend="local"),
+        ),
+        store=store,
+    )
+    a, b = "sl/fake:a/bundled/t0", "sl/fake:b/bundled/t0"
+    capsys.readouterr()
+    assert _cli(["runs", "show", a], monkeypatch) == 0
+    assert f"run '{a}'" in capsys.readouterr().out
+    assert _cli(["runs", "export", b, "--deterministic"], monkeypatch) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["item_id"] for line in lines] == ["i1", "i2"]
+    assert _cli(["compare", a, b], monkeypatch) == 0
+    out = capsys.readouterr().out
+    assert a in out and b in out
