@@ -111,16 +111,28 @@ def export_cmd(
 def compare_cmd(
     run_a: str,
     run_b: str,
-    top: Annotated[int, typer.Option(help="How many changed items to list.")] = 10,
+    top: Annotated[
+        int, typer.Option(help="How many changed items to list (most broken objects first).")
+    ] = 10,
+    item: Annotated[
+        str | None,
+        typer.Option(help="Show one item: its text, and gold, A and B objects side by side."),
+    ] = None,
     dataset: DatasetOpt = None,
 ) -> None:
-    """Run-level scores side by side, and the items whose entity F1 changed most."""
+    """Run-level scores side by side, and the items with the most broken objects."""
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.diff import compare_item, diff_runs
     from extraction_eval.experiments.reporting import compare_runs, get_run
     from extraction_eval.validation import check_int
     from extraction_eval.views.compare import render_compare
+    from extraction_eval.views.diff import render_item_comparison, render_run_diff
 
     check_int("top", top, minimum=0)  # before the store is opened
     store = LocalStore()
     a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
-    render_compare(compare_runs(store, a, b, top=top), console)
+    if item is not None:
+        render_item_comparison(compare_item(store, a, b, item), console)
+        return
+    render_compare(compare_runs(store, a, b, top=0), console)
+    render_run_diff(diff_runs(store, a, b, top=top), console)

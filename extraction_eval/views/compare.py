@@ -1,5 +1,5 @@
-"""``compare``: two runs' run-level values with their CIs side by side, and the items whose
-entity F1 changed most."""
+"""``compare``: two runs' run-level values with their CIs side by side (the items that changed
+are ``views.diff``)."""
 
 from __future__ import annotations
 
@@ -58,23 +58,6 @@ def render_compare(comparison: dict[str, Any], console: Console) -> None:
             Text(shown, style=colour),
         )
     print_table(console, table)
-    if not comparison["items"]:
-        console.print("no item's entity F1 changed", highlight=False)
-    else:
-        items = Table(
-            title="items whose entity F1 changed most",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            show_edge=False,
-        )
-        items.add_column(
-            "item", no_wrap=True, min_width=max(len(row[0]) for row in comparison["items"])
-        )
-        for col in ("A", "B", "Δ B−A"):
-            items.add_column(col, justify="right")
-        for item_id, va, vb, delta in comparison["items"]:
-            items.add_row(item_id, _fmt(va, 3), _fmt(vb, 3), _fmt(delta, 3))
-        print_table(console, items)
     only = [
         f"{len(comparison[k])} items only in {r!r}" for k, r in (("only_in_a", a), ("only_in_b", b))
     ]

@@ -117,7 +117,7 @@ def test_compare_two_runs() -> None:
     assert _invoke("run", "--name", "b", "--limit", "8", "--pipeline", PIPE)[0] == 0
     code, out, err = _invoke("compare", "a", "b")
     assert code == 0, err
-    assert "entity_f1" in out and "changed most" in out
+    assert "entity_f1" in out and "items with the most broken objects" in out
     code, _, err = _invoke("compare", "a", "missing-run")
     assert code == 2 and "missing-run" in err
 

@@ -1,0 +1,551 @@
+"""Paired comparison of two runs on the same items: Δ = B − A with a paired bootstrap CI,
+McNemar's exact test on per-item outcomes, per-type F1 side by side, a verdict per metric.
+
+Pure: integer count rows in, figures out. One row per item and run (:data:`COLUMNS`, from
+:func:`item_row`); A's and B's rows of one item sit side by side, so every bootstrap replicate
+draws item indices once and recomputes both runs' micro metrics on the same items
+(:func:`~extraction_eval.evaluators.stats.resampled_sums`). A failed item is scored as
+everywhere: an empty prediction that never earns the both-empty 1.0.
+
+    acc = PairedAccumulator()
+    for a, b in pairs_of_item_scores:      # same item, run A and run B
+        acc.add(a, b)
+    result = acc.compare(resamples=10_000, seed=42)
+    result.metric("entity_f1").verdict     # "improved" | "regressed" | ...
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.item import ItemScore, TypeCount
+from extraction_eval.evaluators.metrics import Counts, f1, prf_arrays
+from extraction_eval.evaluators.stats import resampled_sums
+
+# One item's integer counts in one run, in this order (what :func:`item_row` returns).
+COLUMNS: tuple[str, ...] = (
+    "entity_tp",
+    "entity_fp",
+    "entity_fn",
+    "entity_typed_tp",
+    "entity_typed_fp",
+    "entity_typed_fn",
+    "relationship_tp",
+    "relationship_fp",
+    "relationship_fn",
+    "failed",
+    "schema_failure",
+    "type_correct",
+    "evidence_predicted",
+    "evidence_with",
+    "evidence_grounded",
+    "gold_empty",
+    "gold_empty_scored",
+    "zero_fp_pass",
+    "hallucinations",
+    "attribute_checked",
+    "attribute_violating",
+    "right",
+)
+_COL = {name: i for i, name in enumerate(COLUMNS)}
+WIDTH = len(COLUMNS)
+
+_PRF = ("entity", "entity_typed", "relationship")
+# Every metric compared, in display order: the run summary's run-level values (``run_values``
+# plus error and schema-failure rates; per-attribute accuracy is not paired).
+METRICS: tuple[str, ...] = (
+    *(f"{g}_{m}" for g in _PRF for m in ("precision", "recall", "f1")),
+    "type_accuracy",
+    "relationship_accuracy",
+    "evidence_coverage_rate",
+    "zero_fp_pass_rate",
+    "hallucination_rate",
+    "error_rate",
+    "schema_failure_rate",
+    "attribute_violation_rate",
+)
+# Lower is better for these (as in experiments/summary.py): a rise is a regression.
+LOWER_IS_BETTER: frozenset[str] = frozenset(
+    {"error_rate", "schema_failure_rate", "hallucination_rate", "attribute_violation_rate"}
+)
+# The headline metrics (F1s) the text view puts first.
+HEADLINE: tuple[str, ...] = ("entity_f1", "entity_typed_f1", "relationship_f1")
+
+Verdict = Literal["improved", "regressed", "no significant change", "undefined"]
+
+
+def is_right(score: ItemScore) -> bool:
+    """McNemar's per-item outcome: no error and entity F1 = 1; on a gold-empty item, no
+    predicted object at all (zero false positives)."""
+    if score.failed:
+        return False
+    if score.gold_empty:
+        return score.predicted_objects == 0
+    e = score.entities
+    return e.fp == 0 and e.fn == 0
+
+
+def item_row(score: ItemScore, *, schema_failure: bool = False) -> tuple[int, ...]:
+    """One item's counts in :data:`COLUMNS` order. ``schema_failure``: the item failed
+    because the model's answer did not fit the schema (the result's ``error_kind``)."""
+    e, t, r = score.entities, score.entities_typed, score.relationships
+    scored_empty = score.gold_empty and not score.failed
+    return (
+        *e,
+        *t,
+        *r,
+        int(score.failed),
+        int(schema_failure),
+        score.type_correct,
+        score.predicted_objects,
+        score.with_evidence(),
+        score.grounded(),
+        int(score.gold_empty),
+        int(scored_empty),
+        int(bool(score.zero_fp_pass)),
+        score.hallucination_count if scored_empty else 0,
+        score.attribute_checked,
+        score.attribute_violation_count,
+        int(is_right(score)),
+    )
+
+
+def metric_arrays(sums: NDArray[np.float64], n_items: int) -> dict[str, NDArray[np.float64]]:
+    """Every metric of :data:`METRICS` for each row of ``sums`` (column sums in
+    :data:`COLUMNS` order over ``n_items`` items); NaN where a metric is undefined. The same
+    rules as the run report (experiments/summary.py ``run_values``)."""
+
+    def col(name: str) -> NDArray[np.float64]:
+        return np.asarray(sums[:, _COL[name]], dtype=np.float64)
+
+    def div(num: NDArray[np.float64], den: NDArray[np.float64], fill: Any) -> Any:
+        safe = np.where(den > 0, den, 1.0)
+        return np.where(den > 0, num / safe, fill)
+
+    failed = col("failed") > 0
+    out: dict[str, NDArray[np.float64]] = {}
+    for g in _PRF:
+        tp, fp, fn = col(f"{g}_tp"), col(f"{g}_fp"), col(f"{g}_fn")
+        p, r, f = prf_arrays(tp, fp, fn, failed)
+        out[f"{g}_precision"], out[f"{g}_recall"], out[f"{g}_f1"] = p, r, f
+
+    def vacuous(g: str) -> NDArray[np.float64]:
+        both_empty = (col(f"{g}_tp") == 0) & (col(f"{g}_fp") == 0) & (col(f"{g}_fn") == 0)
+        return np.where(both_empty & ~failed, 1.0, 0.0)
+
+    out["type_accuracy"] = div(col("type_correct"), col("entity_tp"), vacuous("entity"))
+    r_tp = col("relationship_tp")
+    out["relationship_accuracy"] = div(r_tp, r_tp + col("relationship_fp"), vacuous("relationship"))
+    coverage = div(col("evidence_grounded"), col("evidence_predicted"), 0.0)
+    out["evidence_coverage_rate"] = np.where(col("evidence_with") > 0, coverage, np.nan)
+    out["zero_fp_pass_rate"] = div(col("zero_fp_pass"), col("gold_empty"), np.nan)
+    out["hallucination_rate"] = div(col("hallucinations"), col("gold_empty_scored"), np.nan)
+    n = np.full(sums.shape[0], float(n_items))
+    out["error_rate"] = div(col("failed"), n, 0.0)
+    out["schema_failure_rate"] = div(col("schema_failure"), n, 0.0)
+    out["attribute_violation_rate"] = div(
+        col("attribute_violating"), col("attribute_checked"), np.nan
+    )
+    return {name: np.asarray(out[name], dtype=np.float64) for name in METRICS}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricComparison:
+    """One metric in A and B, Δ = B − A and the paired bootstrap CI of Δ (None: undefined)."""
+
+    name: str
+    a: float | None
+    b: float | None
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    lower_is_better: bool
+    # replicates where Δ was defined (both runs' metric defined on the resample)
+    resamples_defined: int
+
+    @property
+    def verdict(self) -> Verdict:
+        """improved / regressed when the CI of Δ excludes 0, in the metric's good direction."""
+        if self.ci_low is None or self.ci_high is None:
+            return "undefined"
+        if self.ci_low > 0:
+            return "regressed" if self.lower_is_better else "improved"
+        if self.ci_high < 0:
+            return "improved" if self.lower_is_better else "regressed"
+        return "no significant change"
+
+    def worst_case(self) -> float | None:
+        """The CI bound of Δ on the bad side, signed so that negative means worse in B:
+        the low bound, or minus the high bound for a lower-is-better metric."""
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        return -self.ci_high if self.lower_is_better else self.ci_low
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "delta": self.delta,
+            "ci": None
+            if self.ci_low is None or self.ci_high is None
+            else {"low": self.ci_low, "high": self.ci_high},
+            "lower_is_better": self.lower_is_better,
+            "resamples_defined": self.resamples_defined,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class McNemar:
+    """Exact McNemar test on per-item right/wrong (see :func:`is_right`). ``b01``: wrong in A,
+    right in B; ``b10``: right in A, wrong in B; ``p_value``: exact two-sided binomial p of
+    b01 among b01 + b10 at 1/2 (1.0 when no item changed)."""
+
+    both_right: int
+    b01: int
+    b10: int
+    both_wrong: int
+    p_value: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "both_right": self.both_right,
+            "b01": self.b01,
+            "b10": self.b10,
+            "both_wrong": self.both_wrong,
+            "p_value": self.p_value,
+        }
+
+
+def mcnemar_exact(b01: int, b10: int, *, both_right: int = 0, both_wrong: int = 0) -> McNemar:
+    """Exact two-sided McNemar test (scipy's binomial test on the discordant pairs)."""
+    n = b01 + b10
+    if n == 0:
+        p = 1.0
+    else:
+        from scipy.stats import binomtest  # scipy is slow to import: only when needed
+
+        p = float(binomtest(b01, n, 0.5, alternative="two-sided").pvalue)
+    return McNemar(both_right=both_right, b01=b01, b10=b10, both_wrong=both_wrong, p_value=p)
+
+
+@dataclass(frozen=True, slots=True)
+class TypeComparison:
+    """One entity or relationship type: F1 in A and B (per-type counts summed over the paired
+    items, as in the run report's ``per_type``), Δ and support (gold objects of the type)."""
+
+    kind: Literal["entity", "relationship"]
+    label: str
+    a: Counts
+    b: Counts
+
+    @property
+    def support(self) -> int:
+        return self.a.tp + self.a.fn
+
+    @property
+    def a_f1(self) -> float:
+        return f1(self.a)
+
+    @property
+    def b_f1(self) -> float:
+        return f1(self.b)
+
+    @property
+    def delta(self) -> float:
+        return self.b_f1 - self.a_f1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "support": self.support,
+            "a_f1": self.a_f1,
+            "b_f1": self.b_f1,
+            "delta": self.delta,
+            "a": dict(self.a._asdict()),
+            "b": dict(self.b._asdict()),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PairedComparison:
+    """Everything :func:`paired_compare` finds; ``to_json`` has a stable key order."""
+
+    items: int
+    resamples: int
+    seed: int
+    confidence: float
+    metrics: tuple[MetricComparison, ...]
+    mcnemar: McNemar
+    entity_types: tuple[TypeComparison, ...]
+    relationship_types: tuple[TypeComparison, ...]
+
+    def metric(self, name: str) -> MetricComparison:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "items": self.items,
+            "bootstrap": {
+                "method": "paired percentile bootstrap over items",
+                "level": self.confidence,
+                "resamples": self.resamples,
+                "seed": self.seed,
+            },
+            "metrics": {m.name: m.to_json() for m in self.metrics},
+            "mcnemar": self.mcnemar.to_json(),
+            "per_type": {
+                "entities": {t.label: t.to_json() for t in self.entity_types},
+                "relationships": {t.label: t.to_json() for t in self.relationship_types},
+            },
+        }
+
+
+class _TypeSums:
+    """Per-type (tp, fp, fn) of A and B summed over items; label: first spelling
+    alphabetically over both runs (as the run report does for one run)."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {}
+        self.sums: dict[str, list[int]] = {}
+
+    def add(self, side: int, group: Iterable[TypeCount]) -> None:
+        for t in group:
+            if t.key not in self.labels or t.label < self.labels[t.key]:
+                self.labels[t.key] = t.label
+            acc = self.sums.setdefault(t.key, [0] * 6)
+            acc[3 * side] += t.tp
+            acc[3 * side + 1] += t.fp
+            acc[3 * side + 2] += t.fn
+
+    def comparisons(self, kind: Literal["entity", "relationship"]) -> tuple[TypeComparison, ...]:
+        rows = [
+            TypeComparison(kind, self.labels[k], Counts(*v[:3]), Counts(*v[3:]))
+            for k, v in self.sums.items()
+        ]
+        return tuple(sorted(rows, key=lambda t: (t.label, t.label.casefold())))
+
+
+class PairedAccumulator:
+    """Paired items folded one at a time: keeps two integer count rows per item and per-type
+    sums, never the :class:`ItemScore` objects (a 10,000-item comparison holds ~3.5 MB)."""
+
+    def __init__(self) -> None:
+        self.rows: array[int] = array("q")
+        self.n = 0
+        self.entity_types = _TypeSums()
+        self.relationship_types = _TypeSums()
+
+    def add(
+        self,
+        a: ItemScore,
+        b: ItemScore,
+        *,
+        a_schema_failure: bool = False,
+        b_schema_failure: bool = False,
+    ) -> None:
+        """One item as scored in run A and in run B (the same item: same gold)."""
+        self.rows.extend(item_row(a, schema_failure=a_schema_failure))
+        self.rows.extend(item_row(b, schema_failure=b_schema_failure))
+        self.n += 1
+        for side, s in ((0, a), (1, b)):
+            self.entity_types.add(side, s.entity_types)
+            self.relationship_types.add(side, s.relationship_types)
+
+    def matrices(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(A rows, B rows), each n × :data:`WIDTH`."""
+        both = np.frombuffer(self.rows, dtype=np.int64).reshape(self.n, 2 * WIDTH)
+        return both[:, :WIDTH], both[:, WIDTH:]
+
+    def compare(
+        self, *, resamples: int = 10_000, seed: int = 42, confidence: float = 0.95
+    ) -> PairedComparison:
+        a, b = self.matrices()
+        return paired_compare_counts(
+            a,
+            b,
+            resamples=resamples,
+            seed=seed,
+            confidence=confidence,
+            entity_types=self.entity_types.comparisons("entity"),
+            relationship_types=self.relationship_types.comparisons("relationship"),
+        )
+
+
+def paired_compare(
+    pairs: Iterable[tuple[ItemScore, ItemScore]],
+    *,
+    resamples: int = 10_000,
+    seed: int = 42,
+    confidence: float = 0.95,
+) -> PairedComparison:
+    """Compare run A with run B on the same items: ``pairs`` yields (A's score, B's score) of
+    each item. Byte-identical ``to_json`` for the same items and seed, in any item order."""
+    acc = PairedAccumulator()
+    for a, b in pairs:
+        acc.add(a, b)
+    return acc.compare(resamples=resamples, seed=seed, confidence=confidence)
+
+
+def _scalar(values: NDArray[np.float64]) -> float | None:
+    v = float(values[0])
+    return None if np.isnan(v) else v
+
+
+def _unique_columns(
+    matrix: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+    """The distinct non-zero columns (sums of equal columns are equal; of zero columns 0) and,
+    per original column, its index among them (-1 for an all-zero column): fewer columns to
+    resample, the same sums."""
+    nonzero = np.flatnonzero(matrix.any(axis=0))
+    index = np.full(matrix.shape[1], -1, dtype=np.intp)
+    if nonzero.size == 0:
+        return matrix[:, :0], index
+    unique, inverse = np.unique(matrix[:, nonzero], axis=1, return_inverse=True)
+    index[nonzero] = np.asarray(inverse).reshape(-1)
+    return unique, index
+
+
+def paired_sums(
+    a: NDArray[np.int64], b: NDArray[np.int64], *, resamples: int, seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(resamples × WIDTH) column sums of A's and of B's rows on the SAME bootstrap draws of
+    item indices (rows are item-aligned: row i of A and of B are the same item)."""
+    both = np.concatenate([a, b], axis=1)
+    both = both[np.lexsort(both.T[::-1])]  # canonical row order: which columns are equal
+    unique, index = _unique_columns(both)
+    if unique.shape[1]:
+        sums = resampled_sums(unique, resamples=resamples, seed=seed)
+    else:
+        sums = np.zeros((resamples, 0))
+    full = np.zeros((resamples, both.shape[1]))
+    kept = index >= 0
+    full[:, kept] = sums[:, index[kept]]
+    return full[:, :WIDTH], full[:, WIDTH:]
+
+
+def paired_compare_counts(
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+    *,
+    resamples: int = 10_000,
+    seed: int = 42,
+    confidence: float = 0.95,
+    entity_types: tuple[TypeComparison, ...] = (),
+    relationship_types: tuple[TypeComparison, ...] = (),
+) -> PairedComparison:
+    """:func:`paired_compare` on count matrices (n × :data:`WIDTH`, row i of both = item i):
+    the entry point for callers that keep their own rows (e.g. a config matrix)."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if a.shape != b.shape or a.ndim != 2 or a.shape[1] != WIDTH:
+        raise ValueError(f"count matrices must both be n × {WIDTH}, got {a.shape} and {b.shape}")
+    if resamples < 0:
+        raise ValueError(f"resamples must be >= 0, got {resamples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    n = a.shape[0]
+    point_a = metric_arrays(a.sum(axis=0, dtype=np.int64)[None, :].astype(np.float64), n)
+    point_b = metric_arrays(b.sum(axis=0, dtype=np.int64)[None, :].astype(np.float64), n)
+    alpha = (1.0 - confidence) / 2.0
+    deltas: dict[str, NDArray[np.float64]] = {}
+    if n and resamples:
+        sums_a, sums_b = paired_sums(a, b, resamples=resamples, seed=seed)
+        boot_a, boot_b = metric_arrays(sums_a, n), metric_arrays(sums_b, n)
+        deltas = {name: boot_b[name] - boot_a[name] for name in METRICS}
+    metrics = []
+    for name in METRICS:
+        va, vb = _scalar(point_a[name]), _scalar(point_b[name])
+        delta = None if va is None or vb is None else vb - va
+        lo = hi = None
+        defined = 0
+        if name in deltas and delta is not None:
+            d = deltas[name]
+            d = d[~np.isnan(d)]
+            defined = int(d.size)
+            if defined:
+                lo, hi = (float(v) for v in np.quantile(d, [alpha, 1.0 - alpha]))
+        metrics.append(
+            MetricComparison(
+                name=name,
+                a=va,
+                b=vb,
+                delta=delta,
+                ci_low=lo,
+                ci_high=hi,
+                lower_is_better=name in LOWER_IS_BETTER,
+                resamples_defined=defined,
+            )
+        )
+    right_a = a[:, _COL["right"]].astype(bool)
+    right_b = b[:, _COL["right"]].astype(bool)
+    mcnemar = mcnemar_exact(
+        int((~right_a & right_b).sum()),
+        int((right_a & ~right_b).sum()),
+        both_right=int((right_a & right_b).sum()),
+        both_wrong=int((~right_a & ~right_b).sum()),
+    )
+    return PairedComparison(
+        items=n,
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        metrics=tuple(metrics),
+        mcnemar=mcnemar,
+        entity_types=entity_types,
+        relationship_types=relationship_types,
+    )
+
+
+def check_tolerances(tolerances: Mapping[str, float]) -> None:
+    """Refuse unknown metric names and negative or non-finite tolerances (before any work)."""
+    for name, tol in tolerances.items():
+        if name not in METRICS:
+            raise InvalidValue(
+                "fail_on_regression", f"unknown metric {name!r}; known: {', '.join(METRICS)}"
+            )
+        if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
+            raise InvalidValue("fail_on_regression", f"{name}: tolerance must be >= 0, got {tol}")
+
+
+@dataclass(frozen=True, slots=True)
+class GateFailure:
+    """A metric whose CI of Δ reaches a drop larger than its tolerance."""
+
+    metric: str
+    tolerance: float
+    bound: float | None  # the bad-side CI bound of Δ (None: undefined)
+
+    def describe(self) -> str:
+        if self.bound is None:
+            return f"{self.metric}: Δ undefined (no CI), cannot rule out a regression"
+        return (
+            f"{self.metric}: worst-case Δ {self.bound:+.4f} (95% CI bound) is beyond the "
+            f"tolerance −{self.tolerance:g}"
+        )
+
+
+def regression_gate(
+    comparison: PairedComparison, tolerances: Mapping[str, float]
+) -> list[GateFailure]:
+    """The metrics that fail the gate: the CI bound of Δ on the bad side (low bound; high
+    bound for lower-is-better metrics, mirrored) lies beyond −tolerance. A metric with no CI
+    (undefined in either run) fails too: nothing rules a regression out."""
+    check_tolerances(tolerances)
+    failures = []
+    for name in sorted(tolerances):
+        tol = float(tolerances[name])
+        worst = comparison.metric(name).worst_case()
+        if worst is None or worst < -tol:
+            failures.append(GateFailure(name, tol, worst))
+    return failures

@@ -1,0 +1,208 @@
+"""The extraction-aware diff of two stored runs: per item, what got fixed and what broke.
+
+Both runs are read from the store as two streams sorted by item id and paired by id (items
+only in one run are listed, never diffed); each pair is diffed against the item's gold with
+the scorer's alignment (:mod:`extraction_eval.evaluators.diff`). Memory stays bounded: the
+counts are a fold, and only the ``top`` items with the most regressions are held.
+
+The gold is the local store's items of run A's dataset version. When the store cannot give
+them (a LangFuse dataset never stored locally), the run-level comparison still works and the
+diff says why it is empty (``gold_missing``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
+from extraction_eval.types import DatasetItem, Extraction, ItemResult
+from extraction_eval.validation import check_int
+
+
+def scoring_config(run: RunRecord) -> ScoringConfig:
+    """The scoring config a run was scored with (its record), defaults for what it lacks."""
+    recorded = run.config.get("scoring") or {}
+    names = {f.name for f in dataclasses.fields(ScoringConfig) if not f.name.startswith("_")}
+    kwargs: dict[str, Any] = {k: v for k, v in recorded.items() if k in names}
+    if "inverse_pairs" in kwargs:
+        kwargs["inverse_pairs"] = tuple(tuple(p) for p in kwargs["inverse_pairs"])
+    if "symmetric" in kwargs:
+        kwargs["symmetric"] = frozenset(kwargs["symmetric"])
+    return ScoringConfig(**kwargs)
+
+
+@dataclass
+class RunDiff:
+    """Two runs diffed item by item: counts over every paired item, the ``top`` changed items
+    (most regressions first), and the ids found in one run only."""
+
+    a: str
+    b: str
+    config: ScoringConfig
+    scoring_differs: bool  # the runs were scored differently; the diff uses A's config
+    counts: DiffCounts
+    items: list[ItemDiff]
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+    no_gold: list[str] = field(default_factory=list)  # paired ids the dataset no longer has
+    gold_missing: str | None = None  # why no item could be diffed at all
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "scoring_differs": self.scoring_differs,
+            "counts": self.counts.to_json(),
+            "items": [d.to_json() for d in self.items],
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+            "no_gold": self.no_gold,
+            "gold_missing": self.gold_missing,
+        }
+
+
+def _prediction(result: ItemResult) -> Extraction | None:
+    """An errored item is an empty prediction (``None``), as in scoring."""
+    return result.output if result.ok else None
+
+
+# Changed items held before the buffer is cut back to the top ones (memory stays bounded).
+PRUNE_SLACK = 1000
+
+
+def _gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
+    return {i.id: i for i in store.get_items(run.dataset, version=run.dataset_version)}
+
+
+def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetItem], str | None]:
+    try:
+        return _gold(store, run), None
+    except ExtractionEvalError as exc:
+        return {}, f"no gold for run A's dataset in the local store: {one_line(exc)}"
+
+
+def _pair(
+    a: Iterator[ItemResult], b: Iterator[ItemResult]
+) -> Iterator[tuple[str, ItemResult | None, ItemResult | None]]:
+    """Merge two streams sorted by item id: (id, A's result or None, B's result or None)."""
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x.item_id < y.item_id):
+            assert x is not None
+            yield x.item_id, x, None
+            x = next(a, None)
+        elif x is None or y.item_id < x.item_id:
+            yield y.item_id, None, y
+            y = next(b, None)
+        else:
+            yield x.item_id, x, y
+            x, y = next(a, None), next(b, None)
+
+
+def _diff(item: DatasetItem, ra: ItemResult, rb: ItemResult, config: ScoringConfig) -> ItemDiff:
+    return diff_item(
+        item_id=item.id,
+        text=item.text,
+        gold=item.expected,
+        pred_a=_prediction(ra),
+        pred_b=_prediction(rb),
+        config=config,
+        schema=item.schema_,
+    )
+
+
+def diff_runs(
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    *,
+    top: int = 10,
+    config: ScoringConfig | None = None,
+) -> RunDiff:
+    """Diff every item both runs have; keep the ``top`` changed items with the most
+    regressions (broken objects + new false positives). ``config``: default run A's."""
+    check_int("top", top, minimum=0)
+    cfg = config if config is not None else scoring_config(a)
+    differs = scoring_config(a) != scoring_config(b)
+    gold, why = _gold_or_why(store, a)
+    counts = DiffCounts()
+    held: list[tuple[tuple[int, int, str], ItemDiff]] = []
+    out = RunDiff(a.name, b.name, cfg, differs, counts, [], gold_missing=why)
+    stream_a = store.iter_results(a.id, order_by="item_id")
+    stream_b = store.iter_results(b.id, order_by="item_id")
+    for item_id, ra, rb in _pair(stream_a, stream_b):
+        if rb is None:
+            out.only_in_a.append(item_id)
+            continue
+        if ra is None:
+            out.only_in_b.append(item_id)
+            continue
+        item = gold.get(item_id)
+        if item is None:
+            out.no_gold.append(item_id)
+            continue
+        d = _diff(item, ra, rb, cfg)
+        counts.add(d)
+        if d.changed and top:
+            held.append((regression_order(d), d))
+            if len(held) > 4 * top + PRUNE_SLACK:  # prune: memory stays bounded
+                held = heapq.nsmallest(top, held, key=lambda e: e[0])
+    out.items = [d for _, d in heapq.nsmallest(top, held, key=lambda e: e[0])]
+    return out
+
+
+@dataclass(frozen=True)
+class ItemComparison:
+    """One item in both runs, for the side-by-side view: text, gold, both results, the diff."""
+
+    a: str
+    b: str
+    item: DatasetItem
+    result_a: ItemResult
+    result_b: ItemResult
+    diff: ItemDiff
+
+    @property
+    def pred_a(self) -> Extraction:
+        return _prediction(self.result_a) or Extraction()
+
+    @property
+    def pred_b(self) -> Extraction:
+        return _prediction(self.result_b) or Extraction()
+
+
+def compare_item(
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    item_id: str,
+    *,
+    config: ScoringConfig | None = None,
+) -> ItemComparison:
+    """One item of both runs; a ``NotFoundError`` (one line) when a run has no result for it
+    or the dataset has no such item."""
+    ra = next(store.iter_item_results(a.id, [item_id]), None)
+    rb = next(store.iter_item_results(b.id, [item_id]), None)
+    if ra is None and rb is None:
+        raise NotFoundError(f"no item {item_id!r} in run A ({a.name!r}) or run B ({b.name!r})")
+    if ra is None or rb is None:
+        has, lacks = ("A", "B") if rb is None else ("B", "A")
+        name = b.name if rb is None else a.name
+        raise NotFoundError(
+            f"item {item_id!r} has no result in run {lacks} ({name!r}); it is only in run {has}"
+        )
+    gold, why = _gold_or_why(store, a)
+    if why is not None:
+        raise NotFoundError(why)
+    item = gold.get(item_id)
+    if item is None:
+        raise NotFoundError(f"item {item_id!r} is not in dataset {a.dataset!r}")
+    cfg = config if config is not None else scoring_config(a)
+    return ItemComparison(a.name, b.name, item, ra, rb, _diff(item, ra, rb, cfg))
