@@ -21,8 +21,18 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators import ContextIndex, ScoringConfig, score_item
+from extraction_eval.evaluators.paired import WIDTH as PAIRED_WIDTH
+from extraction_eval.evaluators.paired import (
+    PairedComparison,
+    item_row,
+    paired_compare_counts,
+)
 from extraction_eval.evaluators.repeats import (
     Agreement,
     Spread,
@@ -210,6 +220,9 @@ class MatrixTable:
     rows: list[CellRow]
     best: dict[str, tuple[str, ...]]  # metric -> the best row name(s)
     repeats: list[RepeatGroup]
+    # headline metric -> the rows NOT significantly different from the best one (paired
+    # bootstrap CI of Δ = row − best contains 0; the best rows themselves not listed)
+    similar: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,6 +239,7 @@ class MatrixTable:
                 for r in self.rows
             ],
             "best": {k: list(v) for k, v in self.best.items()},
+            "not_significantly_different": {k: list(v) for k, v in self.similar.items()},
             "repeats": [
                 {
                     "name": g.name,
@@ -281,12 +295,17 @@ def _num(value: Any) -> float | None:
 
 
 def matrix_table(
-    store: LocalStore, cells: Sequence[CellOutcome], items: Sequence[DatasetItem]
+    store: LocalStore,
+    cells: Sequence[CellOutcome],
+    items: Sequence[DatasetItem],
+    scoring: ScoringConfig | None = None,
 ) -> MatrixTable:
-    """The table of every cell, the best cell per metric, and each repeat group's spread
-    and per-item agreement (read from the stored results)."""
+    """The table of every cell, the best cell per metric, the cells not significantly
+    different from the best (headline metrics), and each repeat group's spread and per-item
+    agreement (read from the stored results)."""
     rows = [cell_row(c.cell.name, c.run) for c in cells]
     best = best_cells({r.name: r.values for r in rows}, METRICS, lower_is_better=LOWER_IS_BETTER)
+    similar = not_significantly_different(store, cells, items, best, scoring or ScoringConfig())
     groups: dict[str, list[CellOutcome]] = {}
     for c in cells:
         if c.cell.repeat is not None:
@@ -307,7 +326,86 @@ def matrix_table(
                 agreement=item_agreement(outputs),
             )
         )
-    return MatrixTable(rows=rows, best=best, repeats=repeats)
+    return MatrixTable(rows=rows, best=best, repeats=repeats, similar=similar)
+
+
+def not_significantly_different(
+    store: LocalStore,
+    cells: Sequence[CellOutcome],
+    items: Sequence[DatasetItem],
+    best: Mapping[str, tuple[str, ...]],
+    scoring: ScoringConfig,
+) -> dict[str, tuple[str, ...]]:
+    """Per headline metric, the cells whose paired bootstrap CI of Δ (cell − best) contains
+    0: on the items both runs have a result, each bootstrap replicate draws the same items
+    for both (``evaluators/paired.py``; ``scoring``'s resamples, seed and confidence). With
+    several tied best cells, the first (by name) is the reference. One comparison per
+    (reference, cell) pair serves every metric."""
+    by_name = {c.cell.name: c for c in cells}
+    context = ContextIndex({item.id: item.text for item in items})
+    rows: dict[str, tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}
+
+    def counts(name: str) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        if name not in rows:
+            rows[name] = _count_rows(store, by_name[name].run, items, scoring, context)
+        return rows[name]
+
+    compared: dict[tuple[str, str], PairedComparison] = {}
+    out: dict[str, tuple[str, ...]] = {}
+    for metric in HEADLINE:
+        if not best.get(metric) or scoring.resamples == 0:
+            out[metric] = ()
+            continue
+        reference = best[metric][0]
+        ref_rows, ref_present = counts(reference)
+        close = []
+        for name in by_name:
+            if name in best[metric]:
+                continue
+            key = (reference, name)
+            if key not in compared:
+                other, present = counts(name)
+                both = ref_present & present
+                compared[key] = paired_compare_counts(
+                    ref_rows[both],
+                    other[both],
+                    resamples=scoring.resamples,
+                    seed=scoring.seed,
+                    confidence=scoring.confidence,
+                )
+            if compared[key].metric(metric).verdict == "no significant change":
+                close.append(name)
+        out[metric] = tuple(close)
+    return out
+
+
+def _count_rows(
+    store: LocalStore,
+    run: RunRecord,
+    items: Sequence[DatasetItem],
+    scoring: ScoringConfig,
+    context: ContextIndex,
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """The run's per-item count rows (``paired.item_row``) in dataset order, re-scored from
+    the stored results as ``finalize`` does, and which items have a result."""
+    index = {item.id: i for i, item in enumerate(items)}
+    matrix = np.zeros((len(items), PAIRED_WIDTH), dtype=np.int64)
+    present = np.zeros(len(items), dtype=np.bool_)
+    for result in store.iter_item_results(run.id, [item.id for item in items]):
+        i = index[result.item_id]
+        item = items[i]
+        score = score_item(
+            item_id=item.id,
+            text=item.text,
+            gold=item.expected,
+            pred=result.output,
+            config=scoring,
+            context_texts=context,
+            schema=item.schema_,
+        )
+        matrix[i] = item_row(score, schema_failure=result.error_kind == "schema")
+        present[i] = True
+    return matrix, present
 
 
 def _canonical_outputs(results: Any) -> dict[str, str | None]:
@@ -428,7 +526,8 @@ async def arun_matrix_local(
         )
     ordered = [outcomes[cell.name] for cell in cells]
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
-    return MatrixOutcome(matrix, ordered, matrix_table(store, ordered, limited), warnings)
+    table = matrix_table(store, ordered, limited, base.scoring)
+    return MatrixOutcome(matrix, ordered, table, warnings)
 
 
 def interleave(todos: Sequence[Sequence[DatasetItem]]) -> list[tuple[int, DatasetItem]]:
@@ -567,5 +666,5 @@ def run_matrix_langfuse(
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
     ordered = [outcomes[cell.name] for cell in cells]
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
-    table = matrix_table(store, ordered, limited)
+    table = matrix_table(store, ordered, limited, base.scoring)
     return MatrixOutcome(matrix, ordered, table, warnings, problems)

@@ -27,13 +27,14 @@ _HEADERS = {
     "error_rate": "errors",
 }
 BEST = "★"
+CLOSE = "≈"
 
 
 def _short(name: str, prefix: str) -> str:
     return name[len(prefix) + 1 :] if name.startswith(prefix + "/") else name
 
 
-def _cell(row: CellRow, metric: str, best: tuple[str, ...]) -> Text:
+def _cell(row: CellRow, metric: str, best: tuple[str, ...], close: tuple[str, ...]) -> Text:
     value = row.values.get(metric)
     if metric == "cost_usd":
         shown = "—" if value is None else f"{value:.4f}"
@@ -46,6 +47,8 @@ def _cell(row: CellRow, metric: str, best: tuple[str, ...]) -> Text:
     text = Text(shown)
     if row.name in best:
         text.append(BEST, style="bold green")
+    elif row.name in close:
+        text.append(CLOSE, style="green")
     ci = row.ci.get(metric)
     if ci is not None:
         text.append(f"\n{_bound(ci[0])}–{_bound(ci[1])}", style="dim")
@@ -71,12 +74,13 @@ def render_matrix_table(table: MatrixTable, prefix: str, console: Console) -> No
         status = "" if row.status == "finished" else f" ({row.status})"
         grid.add_row(
             Text(_short(row.name, prefix) + status),
-            *(_cell(row, m, table.best.get(m, ())) for m in _HEADERS),
+            *(_cell(row, m, table.best.get(m, ()), table.similar.get(m, ())) for m in _HEADERS),
         )
     print_table(console, grid)
     console.print(
-        f"{BEST} best cell per metric (higher F1; lower cost, latency, errors); F1 with its"
-        " 95% CI below",
+        f"{BEST} best cell per metric (higher F1; lower cost, latency, errors); {CLOSE} F1 not"
+        " significantly different from the best (paired bootstrap CI of the difference"
+        " contains 0); F1 with its 95% CI below",
         highlight=False,
         style="dim",
     )

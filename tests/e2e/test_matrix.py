@@ -404,3 +404,47 @@ def test_cell_names_with_slashes_work_in_runs_show_export_and_compare(
     assert _cli(["compare", a, b], monkeypatch) == 0
     out = capsys.readouterr().out
     assert a in out and b in out
+
+
+def test_cells_not_significantly_different_from_the_best_are_marked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ten items. ``a`` is right on every one; ``b`` misses Babbage on i1 only; ``c`` on every
+    item. Paired bootstrap of Δ = cell − a: a replicate that does not draw i1 (probability
+    0.9^10 ≈ 0.35, far above 2.5%) has Δ = 0 for ``b``, so its CI reaches 0: not
+    significantly different. ``c``'s Δ is the same on every replicate (< 0): different."""
+    store = _setup(10)
+    right = {"entities": [ADA, BABBAGE], "relationships": [COLLEAGUES]}
+    register_fake("a", {"default": right})
+    register_fake("b", {"default": right, "items": {"i1": _extraction(ADA)}})
+    register_fake("c", {"default": {"entities": [ADA], "relationships": [COLLEAGUES]}})
+    outcome = run_matrix(
+        MatrixConfig(
+            models=("fake:a", "fake:b", "fake:c"),
+            name="sig",
+            base=RunConfig(dataset=DATASET, backend="local"),
+        ),
+        store=store,
+    )
+    a, b, c = (f"sig/fake:{m}/bundled/t0" for m in "abc")
+    table = outcome.table
+    assert table.best["entity_f1"] == (a,)
+    assert table.similar["entity_f1"] == (b,)
+    assert table.best["relationship_f1"] == (a, c)  # tied; b misses i1's relationship
+    assert table.similar["relationship_f1"] == (b,)
+    from rich.console import Console
+
+    from extraction_eval.views.matrix import render_matrix
+
+    console = Console(width=80, record=True)
+    render_matrix(outcome, console)
+    rows = {
+        line.split()[0]: line.split()[1]
+        for line in console.export_text().splitlines()
+        if "fake:" in line
+    }
+    assert rows == {
+        "fake:a/bundled/t0": "1.000★",
+        "fake:b/bundled/t0": "0.974≈",
+        "fake:c/bundled/t0": "0.667",
+    }
