@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,7 @@ def worker(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.ERROR)
     finalize = _time_calls(driver, "finalize")  # re-score, bootstrap CIs, summary: per run
     prepare = _time_calls(matrix_module if args.worker == "matrix" else local_mode, "prepare")
+    table = _time_calls(matrix_module, "matrix_table")  # the matrix's table (paired CIs)
     store = LocalStore(seed=False)
     stamp = args.stamp
     pipeline = PipelineConfig(base_url=args.openai_url, price_in=0.0, price_out=0.0)
@@ -155,6 +157,7 @@ def worker(args: argparse.Namespace) -> None:
             "cells": len(outcome.cells),
         }
     figures.update(wall=t.wall, cpu=t.cpu, finalize=finalize[0], prepare=prepare[0])
+    figures["table"] = table[0]
     print("RESULT " + json.dumps(figures), flush=True)
 
 
@@ -209,20 +212,32 @@ def orchestrate(args: argparse.Namespace) -> None:
             f" total; server latency {latency}s (ideal wall {ideal:.2f}s); repeat={args.repeat}"
         )
         walls: dict[str, list[float]] = {"single": [], "matrix": []}
+        cpus: dict[str, list[float]] = {"single": [], "matrix": []}
         for run in range(args.repeat):
-            for kind in ("single", "matrix"):
+            # alternate the order, so a load change on the shared machine hits both alike
+            for kind in ("single", "matrix") if run % 2 == 0 else ("matrix", "single"):
                 f = measure(kind, args, ctx, run)
                 walls[kind].append(f["wall"])
+                cpus[kind].append(f["cpu"])
                 extra = f"  cells={f['cells']}" if "cells" in f else ""
                 print(
                     f"{kind:<6} wall {f['wall']:6.2f}s ({f['wall'] / ideal:.2f}x ideal)"
                     f"  cpu {f['cpu']:6.2f}s  results={f['results']} errors={f['errors']}"
                     f" cache_hits={f['cache_hits']}{extra}; of the wall: setup"
                     f" {f['prepare']:.2f}s, finalize {f['finalize']:.2f}s"
+                    + (f", table {f['table']:.2f}s" if kind == "matrix" else "")
+                    + f"  load {os.getloadavg()[0]:.1f}",
+                    flush=True,
                 )
-        best = " (best of each)" if args.repeat > 1 else ""
-        ratio = min(walls["matrix"]) / min(walls["single"])
-        print(f"matrix / single = {ratio:.2f} (target <= 1.2){best}")
+        ratios = [m / s for m, s in zip(walls["matrix"], walls["single"], strict=True)]
+        print(
+            "matrix / single wall: "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + f" (per repetition); median {statistics.median(ratios):.2f};"
+            f" best of each {min(walls['matrix']) / min(walls['single']):.2f} (target <= 1.2)"
+        )
+        cpu_ratio = statistics.median(cpus["matrix"]) / statistics.median(cpus["single"])
+        print(f"matrix / single cpu (median): {cpu_ratio:.2f}")
     finally:
         server.terminate()
         server.wait()

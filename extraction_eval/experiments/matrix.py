@@ -16,6 +16,7 @@ matrix reports every cell, including those finished by an earlier invocation.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -494,24 +495,30 @@ async def arun_matrix_local(
     outcomes: dict[str, CellOutcome] = {}
     preps: list[tuple[Cell, PreparedRun]] = []
     shared = _shared_record()
+    providers: dict[tuple[str, ...], Any] = {}  # one client per model, shared by its cells
     try:
         for cell in cells:
             done = _finished(store, cell, limited) if base.resume else None
             if done is not None:
                 outcomes[cell.name] = CellOutcome(cell, done, skipped=True)
                 continue
+            key = _provider_key(cell)
             prep = prepare(
                 cell.config,
                 store,
                 items=items,
                 dataset_version=version,
                 extra_record=_matrix_record(matrix, cell, shared),
+                provider=providers.get(key),
             )
+            provider = getattr(prep.runner.pipeline, "provider", None)
+            if provider is not None:
+                providers.setdefault(key, provider)
             preps.append((cell, prep))
     except BaseException:  # a refused cell: the runs this invocation created go again
         for _, prep in preps:
             discard_if_empty(store, prep)
-            await close_pipeline(prep.runner.pipeline)
+        await _close_pipelines([prep for _, prep in preps])
         raise
     drivers = [(cell, Driver(prep, store, progress=_Forward(progress))) for cell, prep in preps]
     progress.start(
@@ -528,6 +535,25 @@ async def arun_matrix_local(
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
     table = matrix_table(store, ordered, limited, base.scoring)
     return MatrixOutcome(matrix, ordered, table, warnings)
+
+
+def _provider_key(cell: Cell) -> tuple[str, ...]:
+    """Cells with equal keys can share one provider (its client and connection pool): the
+    provider depends only on these (``llm/registry.make_provider``)."""
+    p = cell.config.pipeline
+    return (p.model, p.base_url or "", json.dumps(p.extra, sort_keys=True, default=str))
+
+
+async def _close_pipelines(preps: Sequence[PreparedRun]) -> None:
+    """Close every pipeline once per distinct provider (cells may share one)."""
+    closed: set[int] = set()
+    for prep in preps:
+        provider = getattr(prep.runner.pipeline, "provider", None)
+        if provider is not None:
+            if id(provider) in closed:
+                continue
+            closed.add(id(provider))
+        await close_pipeline(prep.runner.pipeline)
 
 
 def interleave(todos: Sequence[Sequence[DatasetItem]]) -> list[tuple[int, DatasetItem]]:
@@ -577,8 +603,7 @@ async def _run_cells(drivers: Sequence[Driver], concurrency: int) -> None:
         open_cells.clear()
         raise
     finally:
-        for d in drivers:
-            await close_pipeline(d.prep.runner.pipeline)
+        await _close_pipelines([d.prep for d in drivers])
     for index in sorted(open_cells):  # cannot happen: every unit was recorded
         open_cells.pop(index).__exit__(None, None, None)
 

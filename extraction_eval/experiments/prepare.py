@@ -14,6 +14,7 @@ from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.runner import ItemRunner, select_items
+from extraction_eval.llm.base import Provider
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
@@ -121,6 +122,7 @@ def prepare(
     tracer: Any = None,
     backend: str = "local",
     extra_record: dict[str, Any] | None = None,
+    provider: Provider | None = None,
 ) -> PreparedRun:
     warnings: list[str] = []
     if items is None:
@@ -141,7 +143,9 @@ def prepare(
     # Everything that can refuse the setup (name taken, unknown provider, missing key, bad
     # --pipeline) runs before the run record exists: a refused setup leaves nothing behind.
     created = check_reuse(store, config, record) is None
-    pipeline = make_pipeline(config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer)
+    pipeline = make_pipeline(
+        config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer, provider=provider
+    )
     runner = ItemRunner(
         pipeline=pipeline,
         scoring=config.scoring,

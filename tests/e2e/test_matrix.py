@@ -448,3 +448,32 @@ def test_cells_not_significantly_different_from_the_best_are_marked(
         "fake:b/bundled/t0": "0.974≈",
         "fake:c/bundled/t0": "0.667",
     }
+
+
+def test_cells_of_one_model_share_one_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One client (and connection pool) per model, not per cell: 2 models x 2 temperatures
+    x 2 repeats make 8 cells and 2 providers."""
+    from extraction_eval.llm import registry
+
+    store = _setup(2)
+    register_fake("a", {"default": _extraction(ADA)})
+    register_fake("b", {"default": _extraction(ADA)})
+    made: list[str] = []
+    real = registry.make_provider
+
+    def counting(config: Any) -> Any:
+        made.append(config.model)
+        return real(config)
+
+    monkeypatch.setattr(registry, "make_provider", counting)
+    outcome = run_matrix(
+        MatrixConfig(
+            models=("fake:a", "fake:b"),
+            temperatures=(0.0, 0.7),
+            repeats=2,
+            name="share",
+            base=RunConfig(dataset=DATASET, backend="local"),
+        ),
+        store=store,
+    )
+    assert len(outcome.cells) == 8 and sorted(made) == ["fake:a", "fake:b"]
