@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from extraction_eval.commands.common import err_console
 from extraction_eval.commands.datasets import datasets_app
+from extraction_eval.commands.gold import gold_app
 from extraction_eval.commands.matrix import matrix_cmd
 from extraction_eval.commands.prompts import prompts_app
 from extraction_eval.commands.run import run_cmd
@@ -35,6 +36,7 @@ app.command("seed")(seed)
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(runs_app, name="runs")
 app.add_typer(prompts_app, name="prompts")
+app.add_typer(gold_app, name="gold")
 
 _run_app = typer.Typer(add_completion=False)
 _run_app.command()(run_cmd)

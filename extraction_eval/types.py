@@ -226,3 +226,23 @@ class ItemResult(_Frozen):
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+class GoldOverride(_Frozen):
+    """A person's correction of an ensemble-gold vote, applied on top of it at every build.
+
+    ``add``: ``value`` is the object as JSON; ``remove``: ``target`` names the object (an
+    entity's name, or ``source|type|target`` of a relationship); ``set``: ``target`` and
+    ``field`` (``name``, ``type``, ``evidence``, ``attributes.<key>``) get ``value``."""
+
+    dataset: str
+    item_id: str
+    action: Literal["add", "remove", "set"]
+    kind: Literal["entity", "relationship"]
+    reason: str
+    target: str | None = None
+    field: str | None = None
+    value: str | None = None
+    author: str | None = None
+    id: int | None = None
+    created_at: str | None = None

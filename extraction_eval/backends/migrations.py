@@ -218,6 +218,66 @@ def m005_result_taxonomy(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m006_gold(conn: sqlite3.Connection) -> None:
+    """Ensemble gold: human overrides (applied on top of the vote at every build) and each
+    item's last aggregate with its ballots (what ``gold review`` shows; ``input_hash`` says
+    whether a rebuild must re-vote it)."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE gold_overrides (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            dataset     TEXT NOT NULL,
+            item_id     TEXT NOT NULL,
+            action      TEXT NOT NULL,          -- add | remove | set
+            kind        TEXT NOT NULL,          -- entity | relationship
+            target      TEXT,                   -- entity name or "source|type|target"
+            field       TEXT,                   -- set: name, type, evidence, attributes.<key>
+            value       TEXT,                   -- set: the value; add: the object as JSON
+            reason      TEXT NOT NULL,
+            author      TEXT,
+            created_at  TEXT NOT NULL
+        );
+        CREATE INDEX gold_overrides_item ON gold_overrides(dataset, item_id);
+        CREATE TABLE gold_aggregates (
+            dataset     TEXT NOT NULL,
+            item_id     TEXT NOT NULL,
+            input_hash  TEXT NOT NULL,          -- raw-answer keys + vote settings + overrides
+            aggregate   TEXT NOT NULL,          -- JSON: the ItemVote and applied overrides
+            built_at    TEXT NOT NULL,
+            PRIMARY KEY (dataset, item_id)
+        )
+        """,
+    )
+
+
+@migration
+def m007_batches(conn: sqlite3.Connection) -> None:
+    """The Batch API ledger: every submitted batch and the requests (custom ids = response-cache
+    keys) it covers, written before polling, so an interrupted command resumes instead of
+    paying again."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE batches (
+            batch_id       TEXT PRIMARY KEY,
+            owner          TEXT NOT NULL,
+            status         TEXT NOT NULL,
+            input_file_id  TEXT,
+            created_at     TEXT NOT NULL,
+            updated_at     TEXT NOT NULL
+        );
+        CREATE TABLE batch_requests (
+            batch_id   TEXT NOT NULL REFERENCES batches(batch_id) ON DELETE CASCADE,
+            custom_id  TEXT NOT NULL,
+            PRIMARY KEY (batch_id, custom_id)
+        );
+        CREATE INDEX batch_requests_custom_id ON batch_requests(custom_id)
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)

@@ -6,7 +6,7 @@ none of them (nor numpy, scipy or a provider SDK).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -73,11 +73,55 @@ def run_cmd(
     price_out: Annotated[
         float | None, typer.Option(help="USD per 1M output tokens (with --price-in).")
     ] = None,
+    min_gold_confidence: Annotated[
+        float | None,
+        typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
+    ] = None,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="OpenAI Batch API: half price, answers within 24 h; an interrupted run"
+            " resumes polling (same --name, --resume).",
+        ),
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="USD ceiling for the whole run: refused when the estimate is above it;"
+            " no new item starts once the spend reaches it (--resume continues)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the cost estimate only: no model call, no run created."
+        ),
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="I/N: run only shard I of N (1..N) of the items, by a hash of their id;"
+            " then runs merge + runs finalize."
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="A stored run to compare this run with when it ends (paired)."),
+    ] = None,
+    fail_on_regression: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="METRIC=TOLERANCE (with --baseline): exit 1 when the paired 95% CI of Δ vs"
+            " the baseline reaches a drop larger than TOLERANCE. Repeatable."
+        ),
+    ] = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
     from extraction_eval.experiments.langfuse_mode import VerificationError
+    from extraction_eval.experiments.partition import parse_shard
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
     from extraction_eval.views.progress import RichProgress
@@ -110,7 +154,18 @@ def run_cmd(
         fail_over=parse_fail_over(fail_over or []),
         backend=backend,  # type: ignore[arg-type]
         verify=verify,
+        min_gold_confidence=min_gold_confidence,
+        batch=batch,
+        max_cost=max_cost,
+        shard=parse_shard(shard) if shard is not None else None,
     )
+    tolerances, base = _baseline(baseline, fail_on_regression or [], config.dataset)
+    if dry_run:
+        from extraction_eval.experiments.run import estimate_run
+        from extraction_eval.views.runs import render_estimate
+
+        render_estimate(estimate_run(config), config, console)
+        return
     try:
         with RichProgress(err_console) as progress:
             outcome = run_experiment(config, progress=progress)
@@ -121,8 +176,63 @@ def run_cmd(
     render_run_summary(outcome, console)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if outcome.stopped_by_budget and outcome.budget is not None:
+        err_console.print(
+            f"[red]stopped: budget[/] --max-cost {outcome.budget['max_cost_usd']:g} reached;"
+            f" {outcome.budget['not_run']} items not run (continue with --resume and a higher"
+            " --max-cost)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
     below = outcome.failed_thresholds(config.fail_under, config.fail_over)
     for line in below:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
-    if below:
+    regressed = False
+    if base is not None:
+        from extraction_eval.backends.local import LocalStore
+        from extraction_eval.experiments.paired import compare_stored_runs
+
+        store = LocalStore()
+        result = compare_stored_runs(
+            store,
+            base,
+            store.get_run_by_id(outcome.run.id),
+            tolerances=tolerances,
+            refuse_as="baseline",
+        )
+        for warning in result.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"vs baseline {base.name!r}: {result.headline()};"
+            f" `extraction-eval compare {base.name} {outcome.run.name}` shows all",
+            highlight=False,
+            soft_wrap=True,
+        )
+        gate_line = result.gate_line()
+        if gate_line is not None:
+            style = "red" if result.gate else "green"
+            err_console.print(f"[{style}]{gate_line}[/]", highlight=False, soft_wrap=True)
+            regressed = bool(result.gate)
+    if below or regressed:
         raise typer.Exit(1)
+
+
+def _baseline(name: str | None, specs: list[str], dataset: str) -> tuple[dict[str, float], Any]:
+    """``--baseline`` / ``--fail-on-regression`` checked before any work: the baseline run
+    must exist on the dataset and the metric names and tolerances be valid."""
+    from extraction_eval.experiments.paired import parse_tolerances
+
+    tolerances = parse_tolerances(specs)
+    if name is None:
+        if tolerances:
+            fail("--fail-on-regression needs --baseline RUN (the run to compare with)")
+        return tolerances, None
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.errors import NotFoundError
+    from extraction_eval.experiments.reporting import get_run
+
+    try:
+        return tolerances, get_run(LocalStore(), name, dataset)
+    except NotFoundError as exc:
+        fail(f"--baseline: {exc}")

@@ -44,20 +44,56 @@ def show_cmd(
         str | None,
         typer.Option(help="Only items with an object in this failure category (e.g. missed)."),
     ] = None,
+    worst: Annotated[
+        bool,
+        typer.Option(
+            "--worst",
+            help="Only failing items, most severe first: errored, then lowest mean of entity"
+            " and relationship F1, then most wrong objects, then item id.",
+        ),
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option(help="With --worst: how many items to list (>= 1; 10).")
+    ] = None,
+    by_category: Annotated[
+        bool,
+        typer.Option(
+            "--by-category", help="With --worst: the worst item of every failure category."
+        ),
+    ] = False,
 ) -> None:
     """A run's items, failing ones first: scores, failure categories, error, trace."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.evaluators.taxonomy import CATEGORIES
     from extraction_eval.experiments.reporting import get_run
-    from extraction_eval.views.runs import render_run_items
+    from extraction_eval.validation import check_int
 
-    if category is not None and category not in CATEGORIES:
+    if category is not None and category not in CATEGORIES:  # before the store is opened
         fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
+    if limit is not None:
+        check_int("limit", limit, minimum=1)
+    for option, given in (("--by-category", by_category), ("--limit", limit is not None)):
+        if given and not worst:
+            fail(f"{option} needs --worst")
+    if by_category and category is not None:
+        fail("--by-category lists every category: leave out --category")
     store = LocalStore()
     run = get_run(store, name, dataset)
-    total = store.count_results(run.id, category=category)
-    results = store.iter_results(run.id, category=category, order_by="failing_first")
-    render_run_items(run, results, console, category=category, total=total)
+    if worst:
+        from extraction_eval.experiments.worst import run_worst_by_category, run_worst_items
+        from extraction_eval.views.runs import render_worst, render_worst_by_category
+
+        if by_category:
+            render_worst_by_category(run, run_worst_by_category(store, run), console)
+        else:
+            rows = run_worst_items(store, run, limit=limit or 10, category=category)
+            render_worst(run, rows, console, category=category)
+    else:
+        from extraction_eval.views.runs import render_run_items
+
+        total = store.count_results(run.id, category=category)
+        results = store.iter_results(run.id, category=category, order_by="failing_first")
+        render_run_items(run, results, console, category=category, total=total)
     if category is not None:
         unknown = store.count_untagged(run.id)
         if unknown:
@@ -107,6 +143,104 @@ def export_cmd(
         fail(f"--out {out}: cannot write: {exc.strerror or exc}")
 
 
+@runs_app.command("merge")
+@handle_errors
+def merge_cmd(
+    name: str,
+    sources: Annotated[
+        list[Path],
+        typer.Option(
+            "--from",
+            help="A shard's store.db holding run NAME (repeatable).",
+            show_default=False,
+        ),
+    ],
+    dataset: DatasetOpt = None,
+) -> None:
+    """Fold run NAME of shard stores into this store's run (all or nothing); then `runs
+    finalize NAME`."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.shards import merge_runs
+
+    report = merge_runs(LocalStore(), name, sources, dataset=dataset)
+    for source in report.sources:
+        shard = f" (shard {source.shard})" if source.shard else ""
+        console.print(
+            f"merged {source.items} results of run {name!r} from {source.path}{shard}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    held = ""
+    if report.shard_count is not None:
+        held = f", shards {', '.join(map(str, report.shards))} of {report.shard_count}"
+    console.print(
+        f"run {name!r} now has {report.items} results{held};"
+        f" `extraction-eval runs finalize {name}` computes its run-level scores",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for warning in report.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+
+
+@runs_app.command("finalize")
+@handle_errors
+def finalize_cmd(
+    name: str,
+    dataset: DatasetOpt = None,
+    allow_missing: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing",
+            help="Finalize even when items of the dataset version have no result (warned).",
+        ),
+    ] = False,
+    verify: Annotated[
+        bool, typer.Option(help="LangFuse mode: read back that the run scores arrived.")
+    ] = True,
+    fail_under: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (as run)."),
+    ] = None,
+    fail_over: Annotated[
+        list[str] | None,
+        typer.Option(help="NAME=VALUE: exit 1 when a lower-is-better value is above."),
+    ] = None,
+) -> None:
+    """Compute run NAME's run-level scores from all its items (after runs merge); for a
+    LangFuse-mode run also post them on its experiment."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.config import parse_fail_over, parse_fail_under
+    from extraction_eval.experiments.shards import MissingItems, finalize_run
+    from extraction_eval.views.runs import render_run_summary
+
+    floors, ceilings = parse_fail_under(fail_under or []), parse_fail_over(fail_over or [])
+    try:
+        outcome = finalize_run(
+            LocalStore(), name, dataset=dataset, allow_missing=allow_missing, verify=verify
+        )
+    except MissingItems as exc:
+        fail(f"{exc} (or pass --allow-missing)")
+    render_run_summary(outcome, console)
+    for warning in outcome.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    below = outcome.failed_thresholds(floors, ceilings)
+    for line in below:
+        err_console.print(f"[red]threshold:[/] {line}", highlight=False)
+    if below:
+        raise typer.Exit(1)
+
+
+FailOnRegressionOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="METRIC=TOLERANCE: exit 1 when the paired 95% CI of Δ reaches a drop larger than"
+        " TOLERANCE (its low bound is below −TOLERANCE; mirrored for lower-is-better rates)."
+        " Repeatable.",
+    ),
+]
+
+
 @handle_errors
 def compare_cmd(
     run_a: str,
@@ -119,20 +253,63 @@ def compare_cmd(
         typer.Option(help="Show one item: its text, and gold, A and B objects side by side."),
     ] = None,
     dataset: DatasetOpt = None,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (same seed, same bytes).")] = 42,
+    force: Annotated[
+        bool,
+        typer.Option(help="Compare runs of different dataset versions or item sets (warns)."),
+    ] = False,
+    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+    fail_on_regression: FailOnRegressionOpt = None,
 ) -> None:
-    """Run-level scores side by side, and the items with the most broken objects."""
+    """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
+    metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
+    gate. With --item: one item's text with gold, A and B objects side by side."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.diff import compare_item, diff_runs
-    from extraction_eval.experiments.reporting import compare_runs, get_run
+    from extraction_eval.experiments.paired import compare_stored_runs, parse_tolerances
+    from extraction_eval.experiments.reporting import get_run
     from extraction_eval.validation import check_int
-    from extraction_eval.views.compare import render_compare
     from extraction_eval.views.diff import render_item_comparison, render_run_diff
 
-    check_int("top", top, minimum=0)  # before the store is opened
+    # every option is checked before the store is opened
+    check_int("top", top, minimum=0)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed, minimum=0)
+    if fmt not in ("text", "json"):
+        fail(f"--format must be text or json, got {fmt!r}")
+    tolerances = parse_tolerances(fail_on_regression or [])
     store = LocalStore()
     a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return
-    render_compare(compare_runs(store, a, b, top=0), console)
-    render_run_diff(diff_runs(store, a, b, top=top), console)
+    result = compare_stored_runs(
+        store, a, b, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+    )
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    data = result.to_json()
+    diff = diff_runs(store, a, b, top=top)
+    if fmt == "json":
+        import json
+
+        data["diff"] = diff.to_json()
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        from extraction_eval.views.paired import render_paired
+
+        render_paired(data, console)
+        render_run_diff(diff, console)
+    report_gate(result.gate_line(), bool(result.gate))
+
+
+def report_gate(line: str | None, failed: bool) -> None:
+    """The regression gate's one line (stderr, so ``--format json`` stays pure) and exit 1
+    when it failed."""
+    if line is None:
+        return
+    style = "red" if failed else "green"
+    err_console.print(f"[{style}]{line}[/]", highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)

@@ -53,6 +53,7 @@ def _run(
     resamples: int,
     seed: int,
     err: Console,
+    min_gold_confidence: float | None = None,
 ) -> None:
     from extraction_eval.datasets.bundled import example_paths
     from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
@@ -65,6 +66,10 @@ def _run(
             raise UsageError(f"{option} must be between 0 and 1, got {value}")
     if resamples < 0:
         raise UsageError(f"--resamples must be >= 0, got {resamples}")
+    if min_gold_confidence is not None and not 0.0 <= min_gold_confidence <= 1.0:
+        raise UsageError(
+            f"--min-gold-confidence must be between 0 and 1, got {min_gold_confidence}"
+        )
     if (gold is None) != (predictions is None):
         raise UsageError("give both --gold and --predictions, or neither (bundled example)")
     for option, path in (("--gold", gold), ("--predictions", predictions)):
@@ -87,7 +92,7 @@ def _run(
     if gold is None or predictions is None:
         gold, predictions = example_paths()
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
-    scored = score_files(gold, predictions, config)
+    scored = score_files(gold, predictions, config, min_gold_confidence=min_gold_confidence)
     report = scored.report
     if out is not None:
         _write("--out", out, _dump(report) + "\n")
@@ -139,6 +144,10 @@ def score(
         int, typer.Option("--resamples", help="Bootstrap resamples for the CIs (0 = none).")
     ] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
+    min_gold_confidence: Annotated[
+        float | None,
+        typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
+    ] = None,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -163,6 +172,7 @@ def score(
             resamples,
             seed,
             err,
+            min_gold_confidence,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

@@ -111,6 +111,7 @@ class GoldRecord:
     extraction: Extraction
     line: int
     schema: Schema | None = None  # its attribute declarations are checked against predictions
+    metadata: dict[str, Any] | None = None  # ensemble gold keeps per-object confidences here
 
 
 def _gold_record(line: Line) -> GoldRecord:
@@ -118,7 +119,9 @@ def _gold_record(line: Line) -> GoldRecord:
     extraction = parse_extraction(line.obj)
     raw_schema = line.obj.get("schema")  # a non-object schema is ignored when scoring
     schema = Schema.model_validate(raw_schema) if isinstance(raw_schema, dict) else None
-    return GoldRecord(line.id, text, extraction, line.number, schema)
+    raw_meta = line.obj.get("metadata")
+    metadata = raw_meta if isinstance(raw_meta, dict) else None
+    return GoldRecord(line.id, text, extraction, line.number, schema, metadata)
 
 
 def read_gold(path: Path) -> tuple[list[GoldRecord], list[str]]:

@@ -452,6 +452,14 @@ class DiffCounts:
             self._labels[key] = type_
         self._by_type.setdefault(key, Counter())[name] += 1
 
+    def add_unchanged(self, *, gold_empty: bool, failed: bool) -> None:
+        """An item whose two predictions are equal (or both errored): nothing can differ, so
+        it is counted without being diffed (most items, when two runs are alike)."""
+        self.items += 1
+        self.gold_empty += gold_empty
+        self.a_failed += failed
+        self.b_failed += failed
+
     def add(self, d: ItemDiff) -> None:
         self.items += 1
         self.changed_items += d.changed

@@ -514,8 +514,10 @@ def check_tolerances(tolerances: Mapping[str, float]) -> None:
             raise InvalidValue(
                 "fail_on_regression", f"unknown metric {name!r}; known: {', '.join(METRICS)}"
             )
-        if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
-            raise InvalidValue("fail_on_regression", f"{name}: tolerance must be >= 0, got {tol}")
+        if not (isinstance(tol, (int, float)) and np.isfinite(tol) and 0 <= tol <= 1):
+            raise InvalidValue(
+                "fail_on_regression", f"{name}: tolerance must be between 0 and 1, got {tol}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,15 +526,18 @@ class GateFailure:
 
     metric: str
     tolerance: float
-    bound: float | None  # the bad-side CI bound of Δ (None: undefined)
+    bound: float | None  # the bad-side CI bound of Δ, signed as Δ (None: undefined)
+    lower_is_better: bool = False
 
     def describe(self) -> str:
         if self.bound is None:
-            return f"{self.metric}: Δ undefined (no CI), cannot rule out a regression"
-        return (
-            f"{self.metric}: worst-case Δ {self.bound:+.4f} (95% CI bound) is beyond the "
-            f"tolerance −{self.tolerance:g}"
-        )
+            return f"{self.metric}: Δ has no CI (undefined in a run), a regression is not ruled out"
+        if self.lower_is_better:
+            return (
+                f"{self.metric} (lower is better): CI high bound of Δ {self.bound:+.4f} > "
+                f"+{self.tolerance:g}"
+            )
+        return f"{self.metric}: CI low bound of Δ {self.bound:+.4f} < −{self.tolerance:g}"
 
 
 def regression_gate(
@@ -545,7 +550,9 @@ def regression_gate(
     failures = []
     for name in sorted(tolerances):
         tol = float(tolerances[name])
-        worst = comparison.metric(name).worst_case()
+        m = comparison.metric(name)
+        worst = m.worst_case()
         if worst is None or worst < -tol:
-            failures.append(GateFailure(name, tol, worst))
+            bound = None if worst is None else (-worst if m.lower_is_better else worst)
+            failures.append(GateFailure(name, tol, bound, m.lower_is_better))
     return failures

@@ -10,6 +10,7 @@ ids. Percentile intervals (numpy's default linear interpolation).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,14 +19,24 @@ from extraction_eval.evaluators.metrics import prf_arrays
 
 # Bound memory: one chunk of resample weights holds at most this many cells.
 _CHUNK_CELLS = 2_000_000
+# From this many items on, resample weights are counted one resample at a time.
+_ROW_BY_ROW = 1_000
 
 
-def resample_weights(n_items: int, resamples: int, rng: np.random.Generator) -> NDArray[np.float64]:
+def resample_weights(
+    n_items: int, resamples: int, rng: np.random.Generator, dtype: Any = np.float64
+) -> NDArray[Any]:
     """(resamples × n_items) multiplicities of each item in each bootstrap resample."""
     draws = rng.integers(0, n_items, size=(resamples, n_items))
-    offsets = (np.arange(resamples) * n_items)[:, None]
-    counts = np.bincount((draws + offsets).ravel(), minlength=resamples * n_items)
-    return counts.reshape(resamples, n_items).astype(np.float64)
+    if n_items >= _ROW_BY_ROW:
+        # one small bincount per resample stays in cache: ~2x faster than one big one
+        out = np.empty((resamples, n_items), dtype=dtype)
+        for i, row in enumerate(draws):
+            out[i] = np.bincount(row, minlength=n_items)
+        return out
+    draws += (np.arange(resamples) * n_items)[:, None]
+    counts = np.bincount(draws.ravel(), minlength=resamples * n_items)
+    return counts.reshape(resamples, n_items).astype(dtype)
 
 
 def resampled_sums(matrix: NDArray[np.int64], *, resamples: int, seed: int) -> NDArray[np.float64]:
@@ -35,14 +46,20 @@ def resampled_sums(matrix: NDArray[np.int64], *, resamples: int, seed: int) -> N
     on their order; resamples are drawn in chunks so memory stays bounded.
     """
     n_items = matrix.shape[0]
-    ordered = matrix[np.lexsort(matrix.T[::-1])].astype(np.float64)
+    ordered = matrix[np.lexsort(matrix.T[::-1])]
+    # Integer sums are exact in float32 while no partial sum can reach 2**24 (a resample's
+    # weights add up to n_items): the same numbers as float64, from a faster product.
+    bound = n_items * int(np.abs(ordered).max(initial=0))
+    dtype = np.float32 if bound < 2**24 else np.float64
+    rows = ordered.astype(dtype)
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_CELLS // n_items)
     sums: list[NDArray[np.float64]] = []
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
-        sums.append(resample_weights(n_items, size, rng) @ ordered)
+        weights = resample_weights(n_items, size, rng, dtype)
+        sums.append(np.asarray(np.matmul(weights, rows), dtype=np.float64))
         done += size
     return np.concatenate(sums, axis=0)
 

@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.experiments.partition import Shard
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.types import DatasetItem
@@ -48,6 +49,11 @@ class RunConfig:
     backend: Backend = "auto"
     verify: bool = True  # LangFuse mode: read back what arrived
     dataset_version: int | str | None = None
+    # ensemble gold: gold objects below this confidence are not scored against
+    min_gold_confidence: float | None = None
+    batch: bool = False  # model calls through OpenAI's Batch API (half price, up to 24 h)
+    max_cost: float | None = None  # USD ceiling: refused above the estimate, stopped at it
+    shard: Shard | None = None  # run only this shard's items (see experiments/partition.py)
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -58,8 +64,21 @@ class RunConfig:
         if self.limit is not None:
             check_int("limit", self.limit, minimum=1)
         check_choice("backend", self.backend, get_args(Backend))
+        if self.max_cost is not None:
+            check_number("max_cost", self.max_cost, minimum=0)
         check_fail_under(self.fail_under)
         check_fail_under(self.fail_over, ceilings=True)
+        if self.batch and (
+            self.pipeline.pipeline or self.pipeline.provider in ("offline", "fake", "gemini")
+        ):
+            raise InvalidValue(
+                "batch",
+                f"needs an OpenAI or OpenAI-compatible model; {self.pipeline.model} is not one",
+            )
+        if self.min_gold_confidence is not None:
+            check_number("min_gold_confidence", self.min_gold_confidence, minimum=0.0, maximum=1.0)
+        if self.shard is not None and not isinstance(self.shard, Shard):
+            raise InvalidValue("shard", f"must be a Shard (parse_shard('1/4')), got {self.shard!r}")
 
 
 def parse_fail_over(values: list[str]) -> dict[str, float]:
@@ -227,7 +246,8 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
         "temperature": config.pipeline.temperature,
         "concurrency": config.concurrency,
         "limit": config.limit,
-        "scoring": _scoring_record(config.scoring),
+        "scoring": scoring_record(config.scoring),
+        "min_gold_confidence": config.min_gold_confidence,
         "pricing": pricer.record(),
         # what --resume compares: results priced two ways must not be summed silently
         "price_override": [pricer.price_in, pricer.price_out] if pricer.override else None,
@@ -239,7 +259,7 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
     return record
 
 
-def _scoring_record(scoring: ScoringConfig) -> dict[str, Any]:
+def scoring_record(scoring: ScoringConfig) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(scoring):
         if f.name.startswith("_"):

@@ -148,6 +148,11 @@ def diff_runs(
         if item is None:
             out.no_gold.append(item_id)
             continue
+        pa, pb = _prediction(ra), _prediction(rb)
+        if pa == pb:  # same output (or both errored): the same alignment, nothing changed
+            gold_empty = not item.expected.entities and not item.expected.relationships
+            counts.add_unchanged(gold_empty=gold_empty, failed=pa is None)
+            continue
         d = _diff(item, ra, rb, cfg)
         counts.add(d)
         if d.changed and top:

@@ -26,6 +26,9 @@ from extraction_eval.types import DatasetItem, ItemResult
 
 log = logging.getLogger(__name__)
 
+# The run status when the --max-cost ceiling stopped it (the rest of its items unrun).
+STOPPED_BUDGET = "stopped: budget"
+
 
 class ProgressHook(Protocol):
     def start(self, *, total: int, done: int) -> None: ...
@@ -84,6 +87,23 @@ async def close_pipeline(pipeline: object) -> None:
         await aclose()
 
 
+async def answer_by_batch(prep: PreparedRun, store: LocalStore) -> None:
+    """Send the run's remaining model calls through the Batch API and wait for the answers;
+    the items then run as usual, answered from the batch (errors become item errors)."""
+    from extraction_eval.llm.batch import batch_pipeline, summary_line
+
+    todo = prep.todo
+    results = await batch_pipeline(
+        prep.runner.pipeline,
+        todo,
+        store,
+        owner=f"run {prep.run.name} (dataset {prep.run.dataset})",
+        cache=store.cache(),
+    )
+    asked = len(results.answers) + len(results.errors)
+    prep.warnings.append(summary_line(results, asked))
+
+
 class Driver:
     """One run's per-item steps and its close; the scheduler of a mode calls them."""
 
@@ -118,6 +138,8 @@ class Driver:
         Runs on the loop thread, one result at a time and with no ``await``: a Ctrl-C lands
         before or after it, so a row that is written also gets its scores.
         """
+        if self.prep.budget is not None:
+            self.prep.budget.add(result.usage)
         try:
             self.store.record_result(self.prep.run.id, result)
         except Exception as exc:  # reported after the run; the other items go on
@@ -128,6 +150,23 @@ class Driver:
         )
         self.progress.advance(result)
         self.scores.post_item(result)
+
+    def may_start(self) -> bool:
+        """Whether a new item may start: False once the spend reached ``--max-cost`` (the
+        items in flight still finish; the rest stay unrun, for ``--resume``)."""
+        budget = self.prep.budget
+        if budget is None or not budget.exhausted:
+            return True
+        budget.held_back += 1
+        return False
+
+    @property
+    def stopped_by_budget(self) -> bool:
+        budget = self.prep.budget
+        return budget is not None and budget.held_back > 0 and self._not_run() > 0
+
+    def _not_run(self) -> int:
+        return sum(1 for i in self.prep.todo if i.id not in self.recorded)
 
     def _size_thread_pool(self) -> None:
         """Give the running loop a thread pool as wide as the run's concurrency.
@@ -160,7 +199,7 @@ class Driver:
         status = "interrupted"
         try:
             yield
-            status = "finished"
+            status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
             if not (status != "finished" and discard_if_empty(self.store, prep)):
                 summary = finalize(self.store, prep.run, prep.items, prep.runner, status=status)
@@ -172,7 +211,12 @@ class Driver:
         assert self._closed is not None, "outcome() after a finished running() block"
         prep = self.prep
         lost = [i.id for i in prep.todo if i.id not in self.recorded]
-        if lost:  # cannot happen unless a scheduler dropped an item before it ran: say so
+        budget = None
+        if prep.budget is not None:
+            budget = prep.budget.to_json() | {"stopped": self.stopped_by_budget}
+            budget["not_run"] = len(lost) if self.stopped_by_budget else 0
+        if lost and not self.stopped_by_budget:
+            # cannot happen unless a scheduler dropped an item before it ran: say so
             prep.warnings.append(
                 f"{len(lost)} items produced no result in this run ({', '.join(lost[:5])});"
                 " resume the run to run them"
@@ -187,7 +231,9 @@ class Driver:
             run=run,
             summary=self._closed,
             read_results=stored_results(self.store, prep.run.id, prep.items),
-            ran=len(prep.todo),
+            ran=len(prep.todo) - (len(lost) if self.stopped_by_budget else 0),
             warnings=prep.warnings,
             experiment_url=experiment_url,
+            estimate=prep.estimate,
+            budget=budget,
         )

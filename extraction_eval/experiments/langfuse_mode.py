@@ -24,6 +24,7 @@ What it does not do, we add:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -48,13 +49,13 @@ from extraction_eval.backends.langfuse import (
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded
-from extraction_eval.experiments.prepare import PreparedRun, prepare
+from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded, answer_by_batch
+from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 from extraction_eval.prompts.versions import prompt_requested
-from extraction_eval.types import ItemResult
+from extraction_eval.types import ItemResult, Score
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -67,6 +68,7 @@ __all__ = [
     "VerificationError",
     "experiment_metadata",
     "missing_summary",
+    "post_run_scores",
     "prepare_langfuse_run",
     "run_langfuse",
     "run_prepared",
@@ -225,6 +227,28 @@ def run_langfuse(
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
 
 
+def plan_langfuse(config: RunConfig, *, store: LocalStore) -> RunPlan:
+    """What a LangFuse-mode run would do (its dataset and prompt from LangFuse), without
+    running or creating anything: ``--dry-run``'s estimate."""
+    _install_log_filter()
+    lf = connect()
+    try:
+        dataset = LangfuseDatasetBackend(lf).load_for_run(
+            config.dataset, version=config.dataset_version
+        )
+        prompt = _prompt(lf, config, [])
+        return plan(
+            config,
+            store,
+            items=dataset.items,
+            dataset_version=dataset.version,
+            prompt=prompt,
+            extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+        )
+    finally:
+        close_client(lf)
+
+
 def _prompt(lf: Langfuse, config: RunConfig, warnings: list[str]) -> PromptTemplate:
     pipeline = config.pipeline
     if not prompt_requested(pipeline):  # refuses a label the pipeline would not send
@@ -292,6 +316,8 @@ def run_prepared(
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)
     with driver.running():
+        if prep.todo and prep.config.batch:
+            asyncio.run(answer_by_batch(prep, store))
         if prep.todo:
             _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)
@@ -314,6 +340,8 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
 
     async def task(*, item: Any, **_: Any) -> Any:
+        if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
+            raise ItemFailed("not run: the --max-cost budget was reached")
         result = await driver.run_item(by_raw_id[str(item.id)])
         driver.record(result)
         if not result.ok:
@@ -366,14 +394,12 @@ class LangfuseScores:
             post_score(self.lf, score, trace_id=result.trace_id, observation_id=observation_id)
 
     def post_run(self, summary: RunSummary) -> None:
-        if self.experiment_id:
-            for score in summary.run_scores:
-                post_score(
-                    self.lf,
-                    score,
-                    dataset_run_id=self.experiment_id,
-                    score_id=run_score_id(self.experiment_id, score.name),
-                )
+        if self.prep.config.shard is not None:
+            # a shard's summary covers its own items: the experiment's run-level scores come
+            # from all of them, once, from `runs finalize` (see experiments/shards.py)
+            log.info("shard %s: run scores are left to runs finalize", self.prep.config.shard)
+        elif self.experiment_id:
+            post_run_scores(self.lf, self.experiment_id, summary.run_scores)
         else:
             log.warning(
                 "no LangFuse experiment id for run %r: run scores not sent", self.prep.run.name
@@ -395,6 +421,18 @@ class LangfuseScores:
             self._stored_experiment_id = self.experiment_id
 
 
+def post_run_scores(lf: Langfuse, experiment_id: str, scores: Sequence[Score]) -> None:
+    """Run-level scores on the experiment, with deterministic ids: posting them again (a
+    resume, a second finalize) replaces them rather than adding a second set."""
+    for score in scores:
+        post_score(
+            lf,
+            score,
+            dataset_run_id=experiment_id,
+            score_id=run_score_id(experiment_id, score.name),
+        )
+
+
 def _verify(
     lf: Langfuse,
     experiment_id: str | None,
@@ -403,7 +441,8 @@ def _verify(
     since: datetime,
     timeout_s: float,
 ) -> None:
-    run_names = [s.name for s in outcome.summary.run_scores] if experiment_id else []
+    sharded = outcome.run.config.get("shard") is not None  # a shard posts no run scores
+    run_names = [] if sharded or not experiment_id else [s.name for s in outcome.summary.run_scores]
     traces = {r.trace_id: r.score_names for r in recorded.values() if r.trace_id}
     untraced = [item_id for item_id, r in recorded.items() if not r.trace_id]
     report = verify_run(

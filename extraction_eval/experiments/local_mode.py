@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline
+from extraction_eval.experiments.driver import (
+    Driver,
+    ProgressHook,
+    answer_by_batch,
+    close_pipeline,
+)
 from extraction_eval.experiments.prepare import prepare
 from extraction_eval.experiments.runner import RunOutcome, run_bounded
 
@@ -17,11 +22,14 @@ async def arun(
     driver = Driver(prep, store, progress=progress)
     with driver.running():
         try:
+            if config.batch:
+                await answer_by_batch(prep, store)
             await run_bounded(
                 prep.todo,
                 driver.run_item,
                 concurrency=prep.config.concurrency,
                 on_result=driver.record,
+                may_start=driver.may_start,
             )
         finally:
             await close_pipeline(prep.runner.pipeline)

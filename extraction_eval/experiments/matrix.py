@@ -158,7 +158,7 @@ class MatrixConfig:
                             model=model,
                             prompt_label=label,
                             temperature=float(temperature),
-                            repeat=repeat,
+                            repeat=repeat or 0,  # 0: no repeat (the cache key as always)
                         )
                         name = "/".join(str(p) for p in parts)
                         config = replace(self.base, name=name, pipeline=pipeline)

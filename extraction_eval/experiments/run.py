@@ -7,6 +7,7 @@ import asyncio
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.experiments import local_mode
+from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import ProgressHook
 from extraction_eval.experiments.runner import RunOutcome
@@ -41,3 +42,21 @@ def run_experiment(
 
         return run_langfuse(config, store=store or LocalStore(), progress=progress)
     return asyncio.run(arun_local(config, store=store, progress=progress))
+
+
+def estimate_run(config: RunConfig, *, store: LocalStore | None = None) -> CostEstimate:
+    """The cost estimate of ``run_experiment(config)`` (``--dry-run``): the same setup checks
+    and the same items still to run (a resumed run's done items and cached answers are not
+    counted); no model call, nothing created or changed."""
+    from extraction_eval.experiments.driver import close_pipeline
+    from extraction_eval.experiments.prepare import plan
+
+    store = store or LocalStore()
+    if uses_langfuse(config):
+        from extraction_eval.experiments.langfuse_mode import plan_langfuse
+
+        p = plan_langfuse(config, store=store)
+    else:
+        p = plan(config, store)
+    asyncio.run(close_pipeline(p.runner.pipeline))
+    return p.estimate

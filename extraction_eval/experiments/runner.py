@@ -12,11 +12,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
+from extraction_eval.evaluators.vote import trusted_gold
+from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
@@ -52,6 +54,8 @@ class ItemRunner:
     scoring: ScoringConfig
     context_texts: Mapping[str, str] = field(default_factory=dict)
     pricer: Pricer | None = None  # fills in the cost of outputs that report tokens only
+    # ensemble gold: score only against gold objects at least this confident
+    min_gold_confidence: float | None = None
 
     async def run_item(self, item: DatasetItem) -> ItemResult:
         started = time.perf_counter()
@@ -102,15 +106,51 @@ class ItemRunner:
         )
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
-        return score_item(
-            item_id=item.id,
-            text=item.text,
-            gold=item.expected,
-            pred=pred,
-            config=self.scoring,
-            context_texts=self.context_texts,
-            schema=item.schema_,
-        )
+        return rescore(item, pred, self.scoring, self.context_texts, self.min_gold_confidence)
+
+
+def rescore(
+    item: DatasetItem,
+    pred: Any,
+    scoring: ScoringConfig,
+    context_texts: Mapping[str, str],
+    min_gold_confidence: float | None = None,
+) -> ItemScore:
+    """Score ``pred`` (``None``: a failed item) against the item's gold (only its objects at
+    least ``min_gold_confidence`` confident, for ensemble gold)."""
+    gold = item.expected
+    if min_gold_confidence is not None:
+        gold, _ = trusted_gold(gold, item.metadata, min_gold_confidence)
+    return score_item(
+        item_id=item.id,
+        text=item.text,
+        gold=gold,
+        pred=pred,
+        config=scoring,
+        context_texts=context_texts,
+        schema=item.schema_,
+    )
+
+
+class Scorer(Protocol):
+    """What ``finalize`` re-scores stored results with: an ``ItemRunner``, or a ``Rescorer``."""
+
+    @property
+    def scoring(self) -> ScoringConfig: ...
+
+    def score(self, item: DatasetItem, pred: Any) -> ItemScore: ...
+
+
+@dataclass(frozen=True)
+class Rescorer:
+    """Scoring without a pipeline: ``runs finalize`` re-scores results other processes made."""
+
+    scoring: ScoringConfig
+    context_texts: Mapping[str, str]
+    min_gold_confidence: float | None = None
+
+    def score(self, item: DatasetItem, pred: Any) -> ItemScore:
+        return rescore(item, pred, self.scoring, self.context_texts, self.min_gold_confidence)
 
 
 def taxonomy_tags(scored: ItemScore) -> list[TaxonomyTag]:
@@ -171,12 +211,15 @@ async def run_bounded(
     *,
     concurrency: int,
     on_result: Callable[[R], None],
+    may_start: Callable[[], bool] | None = None,
 ) -> None:
     """At most ``concurrency`` items in flight; each result is handed over as soon as it is ready.
 
     A fixed pool of workers pulls from a queue, so thousands of items do not become thousands
     of pending tasks, and ``on_result`` (persistence) runs on the loop thread one at a time.
     Generic so a matrix can put every cell's (cell, item) pairs behind one pool.
+    ``may_start`` (e.g. a spending ceiling) is asked before each item: once it says no, no new
+    item starts, items in flight finish, and the rest are left unrun.
     """
     queue: asyncio.Queue[T] = asyncio.Queue()
     for item in items:
@@ -184,6 +227,8 @@ async def run_bounded(
 
     async def worker() -> None:
         while True:
+            if may_start is not None and not may_start():
+                return
             try:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -213,6 +258,12 @@ class RunOutcome:
     read_results: Callable[[], Iterator[ItemResult]]
     warnings: list[str] = field(default_factory=list)
     experiment_url: str | None = None
+    estimate: CostEstimate | None = None  # before any call, of the items this invocation ran
+    budget: dict[str, Any] | None = None  # --max-cost: ceiling, spent, stopped, not_run
+
+    @property
+    def stopped_by_budget(self) -> bool:
+        return bool(self.budget and self.budget.get("stopped"))
 
     @property
     def results(self) -> list[ItemResult]:
@@ -267,7 +318,7 @@ def finalize(
     store: LocalStore,
     run: RunRecord,
     items: Sequence[DatasetItem],
-    runner: ItemRunner,
+    runner: Scorer,
     *,
     status: str = "finished",
 ) -> RunSummary:

@@ -8,11 +8,11 @@ raises :class:`~extraction_eval.errors.UsageError`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.datasets.gold import read_gold
+from extraction_eval.datasets.gold import GoldRecord, read_gold
 from extraction_eval.datasets.predictions import read_predictions
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import (
@@ -22,6 +22,7 @@ from extraction_eval.evaluators import (
     aggregate,
     score_item,
 )
+from extraction_eval.evaluators.vote import trusted_gold
 
 __all__ = ["ScoredFiles", "score_files"]
 
@@ -35,13 +36,36 @@ class ScoredFiles:
     warnings: list[str] = field(default_factory=list)
 
 
+def trust_gold_records(
+    gold: list[GoldRecord], min_confidence: float
+) -> tuple[list[GoldRecord], int]:
+    out, ignored = [], 0
+    for g in gold:
+        kept, dropped = trusted_gold(g.extraction, g.metadata or {}, min_confidence)
+        ignored += dropped
+        out.append(replace(g, extraction=kept) if dropped else g)
+    return out, ignored
+
+
+def gold_ignored_warning(ignored: int, min_confidence: float) -> str:
+    """Said whenever the option is given, so a run that ignored nothing says so too."""
+    return (
+        f"{ignored} gold objects below ensemble confidence {min_confidence:g} ignored"
+        " (gold without confidences is trusted as it is)"
+    )
+
+
 def _id_list(ids: list[str], limit: int = 20) -> str:
     shown = ", ".join(ids[:limit])
     return shown + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 
 def score_files(
-    gold_path: str | Path, predictions_path: str | Path, config: ScoringConfig
+    gold_path: str | Path,
+    predictions_path: str | Path,
+    config: ScoringConfig,
+    *,
+    min_gold_confidence: float | None = None,
 ) -> ScoredFiles:
     """Score a predictions file against a gold file.
 
@@ -73,6 +97,9 @@ def score_files(
             f"{len(unknown)} prediction id(s) not in gold, ignored: {_id_list(unknown)}"
         )
     context = ContextIndex({g.id: g.text for g in gold})
+    if min_gold_confidence is not None:
+        gold, ignored = trust_gold_records(gold, min_gold_confidence)
+        warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
     items = [
         score_item(
             item_id=g.id,

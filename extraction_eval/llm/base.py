@@ -32,6 +32,7 @@ class Completion:
     text: str
     model: str
     usage: Usage = field(default_factory=Usage)
+    batch: bool = False  # answered through a batch API (priced at its discount)
 
 
 @runtime_checkable

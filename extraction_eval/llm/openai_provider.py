@@ -133,14 +133,27 @@ class OpenAIProvider:
             return {"type": "json_object"}
         return None
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        kwargs: dict[str, Any] = {
+    @property
+    def client(self) -> AsyncOpenAI:
+        return self._client
+
+    def request_body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The chat-completions body of ``request``: what ``complete`` sends, and what a
+        Batch API line carries."""
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "temperature": request.temperature,
-            "timeout": request.timeout_s,
         }
         response_format = self._response_format(request)
+        if response_format is not None:
+            body["response_format"] = response_format
+        return body
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        body = self.request_body(request)
+        response_format = body.pop("response_format", None)
+        kwargs: dict[str, Any] = {**body, "timeout": request.timeout_s}
         if response_format is not None:
             # Same JSON on the wire, but as extra_body the SDK does not walk the whole schema
             # through its typed-dict transform on every request (~1.4 ms of CPU per call, the

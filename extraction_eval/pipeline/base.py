@@ -26,8 +26,8 @@ class PipelineConfig:
     # USD per 1M tokens, both or neither: replace the genai-prices database (self-hosted models)
     price_in: float | None = None
     price_out: float | None = None
-    # a matrix repeat (1..K): part of the response-cache key, so repeats are separate calls
-    repeat: int | None = None
+    # > 0: another independent answer to the same request (a new response-cache key)
+    repeat: int = 0
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -42,8 +42,7 @@ class PipelineConfig:
             check_int("prompt_version", self.prompt_version, minimum=1)
         check_number("timeout_s", self.timeout_s, above=0.0)
         check_int("max_attempts", self.max_attempts, minimum=1)
-        if self.repeat is not None:
-            check_int("repeat", self.repeat, minimum=1)
+        check_int("repeat", self.repeat, minimum=0)
         from extraction_eval.pipeline.pricing import check_prices
 
         check_prices(self.price_in, self.price_out)

@@ -18,7 +18,7 @@ from extraction_eval.llm.context import item_context
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 from extraction_eval.llm.tracing import CallTracer, GenerationHandle, NullTracer
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
-from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.pipeline.pricing import Pricer, batch_cost
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.types import DatasetItem, Extraction, Schema, Usage
@@ -38,13 +38,13 @@ def cache_key(
     text: str,
     schema: Schema | None,
     contract_hash: str,
-    repeat: int | None = None,
+    repeat: int = 0,
 ) -> str:
     """Everything that changes the answer; an unchanged config maps to the same key.
 
-    ``repeat`` (a matrix's ``--repeats``) is in the key only when set, so repeat k of a cell
-    never reuses repeat j's answer, and keys of ordinary runs stay what they were."""
-    payload: dict[str, object] = {
+    ``repeat`` > 0 asks for another, independent answer to the same request (repeated runs,
+    ensemble gold); 0 leaves the key as it was before repeats existed, so caches stay valid."""
+    payload: dict[str, Any] = {
         "provider": provider,
         "model": model,
         "prompt": prompt_hash,
@@ -52,7 +52,7 @@ def cache_key(
         "input": _sha256({"text": text, "schema": schema.model_dump() if schema else None}),
         "contract": contract_hash,
     }
-    if repeat is not None:
+    if repeat:
         payload["repeat"] = repeat
     return _sha256(payload)
 
@@ -179,6 +179,8 @@ class LLMPipeline:
         usage = _usage_details(completion.usage)
         # the model the provider reports it ran, else the one asked for
         cost = self._pricer.cost(completion.usage, completion.model or self.config.model_name)
+        if completion.batch:
+            cost = batch_cost(cost)
         spent = completion.usage.model_copy(update={"cost_usd": cost.usd})
         try:
             extraction = parse_extraction(completion.text)

@@ -124,6 +124,25 @@ class Pricer:
                 )
         return Cost(None, reason=f"unknown price for {refs[0]}")
 
+    def flat_rates(self) -> tuple[float, float] | None:
+        """USD per 1M input / output tokens when a call's price is linear in its tokens (your
+        prices, or a database price without tiers or a per-request fee), else None. Lets a
+        cost estimate over many items skip the database's per-call computation."""
+        if self.price_in is not None and self.price_out is not None:
+            return self.price_in, self.price_out
+        if self.provider in ("offline", "pipeline") or self.model is None:
+            return None
+        found = _lookup(self.model, self.provider)
+        if found is None:
+            return None
+        prices = found[1]
+        rate_in, rate_out = prices.input_mtok, prices.output_mtok
+        if getattr(prices, "requests_kpr", None) is not None:
+            return None
+        if isinstance(rate_in, Decimal) and isinstance(rate_out, Decimal):
+            return float(rate_in), float(rate_out)
+        return None
+
     def priced(self, usage: Usage, model: str | None = None) -> Usage:
         """``usage`` with its cost filled in (unchanged when it has one or none can be had)."""
         if usage.cost_usd is not None:
@@ -211,3 +230,18 @@ def _calc(
         return calc_price(usage, model, provider_id=PROVIDER_IDS.get(provider))
     except (LookupError, ValueError):
         return None
+
+
+def batch_cost(cost: Cost) -> Cost:
+    """A batch API answer's cost: the synchronous price times the batch discount."""
+    from extraction_eval.llm.batch import BATCH_DISCOUNT
+
+    def scaled(x: float | None) -> float | None:
+        return None if x is None else x * BATCH_DISCOUNT
+
+    return Cost(
+        usd=scaled(cost.usd),
+        input_usd=scaled(cost.input_usd),
+        output_usd=scaled(cost.output_usd),
+        reason=cost.reason,
+    )

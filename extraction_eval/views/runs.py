@@ -18,7 +18,10 @@ from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
     from extraction_eval.backends.local import RunRecord
+    from extraction_eval.experiments.budget import CostEstimate
+    from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.runner import RunOutcome
+    from extraction_eval.experiments.worst import WorstItem
     from extraction_eval.types import ItemResult
 
 
@@ -82,7 +85,15 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_row("cache hits", str(s.cache_hits))
     if prompt := prompt_summary(run.config):
         facts.add_row("prompt", escape(prompt))
-    if s.missing:
+    if outcome.estimate is not None and outcome.estimate.calls:
+        facts.add_row("cost estimate USD", estimate_text(outcome.estimate))
+    if outcome.budget is not None:
+        b = outcome.budget
+        line = f"{_fmt(b['spent_usd'], 6)} spent of --max-cost {b['max_cost_usd']:g}"
+        if b["stopped"]:
+            line = f"[red]stopped: budget[/] — {line}; {b['not_run']} items not run (--resume)"
+        facts.add_row("budget", line)
+    if s.missing and not outcome.stopped_by_budget:
         facts.add_row("[red]missing", f"[red]{s.missing} items have no result (interrupted run)")
     print_table(console, facts)
 
@@ -95,6 +106,49 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     print_table(console, means)
     if outcome.experiment_url:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
+
+
+def estimate_text(estimate: CostEstimate) -> str:
+    if estimate.usd is None:
+        return "unknown (" + "; ".join(estimate.unpriced) + ")"
+    return f"{estimate.usd:.6f} ({estimate.calls} calls, ~{estimate.tokens_in} tokens in /" + (
+        f" ~{estimate.tokens_out} out)"
+    )
+
+
+def render_estimate(estimate: CostEstimate, config: RunConfig, console: Console) -> None:
+    """``--dry-run``: what the run would call and cost, before any call."""
+    facts = Table(
+        title=f"cost estimate: {config.pipeline.model} on {config.dataset!r} (dry run,"
+        " nothing was called or created)",
+        title_justify="left",
+        show_header=False,
+        box=None,
+    )
+    facts.add_column(style="bold")
+    facts.add_column()
+    skipped = []
+    if estimate.skipped_done:
+        skipped.append(f"{estimate.skipped_done} done already")
+    if estimate.skipped_cached:
+        skipped.append(f"{estimate.skipped_cached} answered from the response cache")
+    facts.add_row(
+        "items to run",
+        f"{estimate.items}" + (f" (not counted: {', '.join(skipped)})" if skipped else ""),
+    )
+    facts.add_row("model calls", f"{estimate.calls} (retries not included)")
+    facts.add_row("tokens in", f"~{estimate.tokens_in} (rendered prompts; {estimate.method})")
+    facts.add_row("tokens out", f"~{estimate.tokens_out} (the gold answers; {estimate.method})")
+    usd = (
+        "unknown: " + "; ".join(estimate.unpriced)
+        if estimate.usd is None
+        else (f"{estimate.usd:.6f}")
+    )
+    facts.add_row("est. USD", usd)
+    if config.max_cost is not None:
+        within = estimate.usd is not None and estimate.usd <= config.max_cost
+        facts.add_row("--max-cost", f"{config.max_cost:g} ({'within' if within else 'refused'})")
+    print_table(console, facts)
 
 
 def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
@@ -247,3 +301,78 @@ def _items_table(
         if r.trace_id or r.trace_url:
             traced.append((r.item_id, r.trace_url or r.trace_id or "", bool(r.trace_url)))
     return table
+
+
+def _worst_table(rows: Sequence[WorstItem], *, title: str, first_col: str) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column(first_col, no_wrap=True)
+    table.add_column("item", no_wrap=True)
+    for col in ("F1", "ent F1", "rel F1", "wrong"):
+        table.add_column(col, justify="right")
+    table.add_column("failure categories / error", overflow="fold", ratio=1)
+    return table
+
+
+def _worst_cells(w: WorstItem) -> list[str | Text]:
+    cell = Text()
+    if w.categories is None:
+        cell.append("not recorded", style="dim")
+    for category, count in (w.categories or {}).items():
+        cell.append(("\n" if cell else "") + (f"{category} ×{count}" if count > 1 else category))
+    if w.error:
+        cell.append(("\n" if cell else "") + w.error, style="red")
+    return [
+        w.item_id,
+        "error" if w.error is not None else _fmt(w.combined_f1, 3),
+        _fmt(w.entity_f1, 3),
+        _fmt(w.relationship_f1, 3),
+        str(w.wrong_objects),
+        cell,
+    ]
+
+
+def _print_links(rows: Iterable[tuple[str, WorstItem]], console: Console) -> None:
+    """Each item's trace on a line of its own (a URL is never cut): the LangFuse URL when the
+    run has one, else the trace id."""
+    links = [(label, w.trace_url or w.trace_id or "", bool(w.trace_url)) for label, w in rows]
+    links = [link for link in links if link[1]]
+    if not links:
+        return
+    console.print(Text("traces", style="bold"))
+    for label, target, is_url in links:
+        line = Text(f"  {label}  ")
+        line.append(target, style=f"link {target}" if is_url else "")
+        console.print(line, soft_wrap=True)
+
+
+def render_worst(
+    run: RunRecord,
+    rows: Sequence[WorstItem],
+    console: Console,
+    *,
+    category: str | None = None,
+) -> None:
+    """``runs show --worst``: failing items, most severe first (``experiments.worst``)."""
+    scope = f" with category {category}" if category else ""
+    if not rows:
+        console.print(f"run {run.name!r} on {run.dataset!r}: no failing items{scope}")
+        return
+    title = f"run {run.name!r} on {run.dataset!r}: {len(rows)} worst items{scope}"
+    table = _worst_table(rows, title=title, first_col="#")
+    for rank, w in enumerate(rows, 1):
+        table.add_row(str(rank), *_worst_cells(w))
+    print_table(console, table)
+    _print_links(((w.item_id, w) for w in rows), console)
+
+
+def render_worst_by_category(run: RunRecord, rows: dict[str, WorstItem], console: Console) -> None:
+    """``runs show --worst --by-category``: the most severe item of each failure category."""
+    if not rows:
+        console.print(f"run {run.name!r} on {run.dataset!r}: no failing items")
+        return
+    title = f"run {run.name!r} on {run.dataset!r}: worst item per failure category"
+    table = _worst_table(list(rows.values()), title=title, first_col="category")
+    for category, w in rows.items():
+        table.add_row(category, *_worst_cells(w))
+    print_table(console, table)
+    _print_links(((f"{c}: {w.item_id}", w) for c, w in rows.items()), console)

@@ -122,7 +122,27 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["run", "--fail-under", "attr.polarity=1.5"], "--fail-under"),
     (EE, ["run", "--fail-under", "attr.nosuchkey=0.5"], "--fail-under"),  # not in the dataset
     (EE, ["runs", "show", "x", "--category", "nosuchcategory"], "--category"),
+    (EE, ["runs", "show", "x", "--worst", "--category", "nosuchcategory"], "--category"),
+    (EE, ["runs", "show", "x", "--worst", "--limit", "0"], "--limit"),
+    (EE, ["runs", "show", "x", "--worst", "--limit", "many"], "--limit"),
+    (EE, ["runs", "show", "x", "--limit", "3"], "--limit"),
+    (EE, ["runs", "show", "x", "--by-category"], "--by-category"),
+    (EE, ["runs", "show", "x", "--worst", "--by-category", "--category", "missed"], "--by-"),
+    (EE, ["run", "--shard", "0/2"], "--shard"),  # shards are numbered from 1
+    (EE, ["run", "--shard", "3/2"], "--shard"),
+    (EE, ["run", "--shard", "1/0"], "--shard"),
+    (EE, ["run", "--shard", "half"], "--shard"),
+    (RUN, ["--shard", "2"], "--shard"),
+    (EE, ["runs", "merge", "x"], "--from"),
+    (EE, ["runs", "merge", "x", "--from", "MISSING"], "--from"),
+    (EE, ["runs", "merge", "x", "--from", "DIR"], "--from"),
+    (EE, ["runs", "finalize", "x", "--fail-under", "nope=0.5"], "--fail-under"),
     (EE, ["prompts", "show", "--version", "0"], "--version"),
+    (EE, ["run", "--max-cost", "-1"], "--max-cost"),
+    (EE, ["run", "--max-cost", "nan"], "--max-cost"),
+    (EE, ["run", "--max-cost", "lots"], "--max-cost"),
+    (EE, ["run", "--pipeline", PIPE, "--max-cost", "1"], "--max-cost"),  # cost unknowable
+    (RUN, ["--max-cost", "inf", "--dry-run"], "--max-cost"),
     (RUN, ["--timeout", "-1"], "--timeout"),
     (RUN, ["--temperature", "hot"], "--temperature"),
     (RUN, ["--max-attempts", "0"], "--max-attempts"),
@@ -159,6 +179,18 @@ CASES: list[tuple[str, list[str], str]] = [
     # compare / runs
     (EE, ["compare", "a", "b", "--top", "-1"], "--top"),
     (EE, ["compare", "a", "b", "--top", "many"], "--top"),
+    (EE, ["compare", "a", "b", "--resamples", "0"], "--resamples"),
+    (EE, ["compare", "a", "b", "--seed", "-1"], "--seed"),
+    (EE, ["compare", "a", "b", "--format", "xml"], "--format"),
+    (EE, ["compare", "a", "b", "--fail-on-regression", "entity_f2=0.1"], "--fail-on-regression"),
+    (EE, ["compare", "a", "b", "--fail-on-regression", "entity_f1"], "--fail-on-regression"),
+    (EE, ["compare", "a", "b", "--fail-on-regression", "entity_f1=x"], "--fail-on-regression"),
+    (EE, ["compare", "a", "b", "--fail-on-regression", "entity_f1=-0.1"], "--fail-on-regression"),
+    (EE, ["compare", "a", "b", "--fail-on-regression", "error_rate=1.5"], "--fail-on-regression"),
+    (EE, ["run", "--fail-on-regression", "entity_f1=0.1"], "--baseline"),
+    (EE, ["run", "--baseline", "nope"], "--baseline"),
+    (EE, ["run", "--baseline", "nope", "--fail-on-regression", "f1=0.1"], "--fail-on-regression"),
+    (RUN, ["--baseline", "nope", "--fail-on-regression", "entity_f1=nan"], "--fail-on-regression"),
     (EE, ["runs", "export", "r", "--out", "NODIR"], "--out"),
     (EE, ["runs", "export", "r", "--out", "DIR"], "--out"),
     (EE, ["runs", "export", "r", "--format", "xml"], "--format"),
@@ -289,3 +321,14 @@ def test_an_interrupted_run_with_results_is_kept(
     assert code == 130
     [run] = LocalStore().list_runs()
     assert run.status == "interrupted" and len(LocalStore().results(run.id)) == 1
+
+
+def test_a_bad_shard_says_how_shards_are_numbered(capsys: pytest.CaptureFixture[str]) -> None:
+    """Not typer's "no such option": the run command knows --shard and explains it."""
+    code, _, err = _call(main, ["run", "--shard", "0/2"], capsys)
+    assert code == 2 and err.strip() == (
+        "error: --shard expects I/N with 1 <= I <= N (shards are numbered from 1, e.g. 1/4),"
+        " got 0/2"
+    )
+    code, _, err = _call(main, ["runs", "merge", "x", "--from", "nope.db"], capsys)
+    assert code == 2 and err.strip() == "error: --from nope.db: file not found"

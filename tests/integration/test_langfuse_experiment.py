@@ -810,6 +810,17 @@ def test_failure_categories_are_categorical_scores_on_every_trace_failed_ones_to
     show = cli.invoke(app, ["runs", "show", "tax-1", "--category", "context_bleed"])
     assert show.exit_code == 0, show.stderr
     assert by_item["sample-002"].trace_url in show.stdout.replace("\n", "")
+    # the worst-case view links every listed item to its trace
+    worst = cli.invoke(app, ["runs", "show", "tax-1", "--worst"])
+    assert worst.exit_code == 0, worst.stderr
+    shown = worst.stdout.replace("\n", "")
+    assert shown.index("sample-003") < shown.index("sample-001")  # the errored item first
+    for item in items[:4]:
+        assert f"{item.id}  {by_item[item.id].trace_url}" in worst.stdout, item.id
+    per_category = cli.invoke(app, ["runs", "show", "tax-1", "--worst", "--by-category"])
+    assert per_category.exit_code == 0, per_category.stderr
+    assert f"missed: sample-003  {by_item['sample-003'].trace_url}" in per_category.stdout
+    assert "context_bleed: sample-00" in per_category.stdout
 
 
 # --- cost on the generation and in the experiment metadata ----------------------------------

@@ -37,6 +37,21 @@ async def async_empty(**_: Any) -> dict[str, Any]:
     return {"entities": [], "relationships": []}
 
 
+def neighbour_entity(*, item: Any, **_: Any) -> dict[str, Any]:
+    """Its item's first gold entity plus the previous bundled item's (a name from another
+    item's text: context_bleed, which only a scorer that sees every item's text can tell);
+    fails for the ids in ``E2E_FAIL``."""
+    from extraction_eval.datasets.bundled import sample_items
+
+    if item.id in os.environ.get("E2E_FAIL", "").split(","):
+        raise RuntimeError(f"scripted failure for {item.id}")
+    sample = sample_items()
+    ids = [i.id for i in sample]
+    before = sample[ids.index(item.id) - 1] if item.id in ids else item
+    ents = [*item.expected.entities[:1], *before.expected.entities[:1]]
+    return {"entities": [e.model_dump() for e in ents], "relationships": []}
+
+
 def always_fails(*, item: Any, **_: Any) -> dict[str, Any]:
     """Raises on every item: a run of it must score as failures, never as passes."""
     raise RuntimeError(f"crash on {item.id}")

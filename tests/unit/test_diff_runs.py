@@ -12,6 +12,7 @@ import pytest
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
 from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators.diff import count_diffs, diff_item
 from extraction_eval.experiments import diff as run_diff
 from extraction_eval.experiments.config import RunConfig, describe
 from extraction_eval.experiments.diff import compare_item, diff_runs, scoring_config
@@ -144,3 +145,32 @@ def test_compare_item_errors_name_the_run_that_lacks_it(store: LocalStore) -> No
         compare_item(store, a, b, "i002")
     with pytest.raises(NotFoundError, match=r"no item 'zz' in run A \('a'\) or run B \('b'\)"):
         compare_item(store, a, b, "zz")
+
+
+def test_items_with_equal_outputs_count_as_a_full_diff_would(store: LocalStore) -> None:
+    """Equal outputs (and two errors) are counted without diffing: same counts as diffing."""
+    empty = DatasetItem(id="i900", text="Nothing here.", expected=Extraction())
+    items = [*(_item(k) for k in range(6)), empty]
+    store.upload_items("d", items)
+    a_res = [_result(i.id, _names(k)) for k, i in enumerate(items[:6])]
+    b_res = [_result(i.id, _names(k)[: k % 2 + 1]) for k, i in enumerate(items[:6])]
+    a_res[3] = b_res[3] = _result("i003", [], error=True)  # both errored
+    a_res.append(_result("i900", ["Nobody"]))  # the same hallucination in both
+    b_res.append(_result("i900", ["Nobody"]))
+    a, b = _run(store, "a", a_res), _run(store, "b", b_res)
+    got = diff_runs(store, a, b, top=10)
+    by_id = {i.id: i for i in items}
+    full = count_diffs(
+        diff_item(
+            item_id=x.item_id,
+            text=by_id[x.item_id].text,
+            gold=by_id[x.item_id].expected,
+            pred_a=x.output if x.ok else None,
+            pred_b=y.output if y.ok else None,
+            config=ScoringConfig(),
+        )
+        for x, y in zip(a_res, b_res, strict=True)
+    )
+    assert got.counts.to_json() == full.to_json()
+    assert got.counts.a_failed == got.counts.b_failed == 1 and got.counts.gold_empty == 1
+    assert {d.item_id for d in got.items} == {"i002", "i004"}  # the others are equal

@@ -41,7 +41,7 @@ def test_cells_are_named_prefix_model_label_temperature_repeat() -> None:
     assert (c.pipeline.temperature, c.pipeline.repeat) == (0.7, 2)
     single = MatrixConfig(models=("fake:a",), name="p").cells()
     assert [s.name for s in single] == ["p/fake:a/bundled/t0"]
-    assert single[0].config.pipeline.repeat is None
+    assert single[0].config.pipeline.repeat == 0
     assert MatrixConfig(models=("fake:a",)).named().name.startswith("matrix-")
 
 
@@ -89,7 +89,7 @@ def test_interleave_takes_one_item_of_each_cell_in_turn() -> None:
     assert got == [(0, "a0"), (1, "b0"), (0, "a1"), (0, "a2")]
 
 
-def test_the_repeat_index_is_in_the_cache_key_only_when_set() -> None:
+def test_the_repeat_index_is_in_the_cache_key_only_when_set() -> None:  # 0: not set
     common = {
         "provider": "openai",
         "model": "m",
@@ -100,7 +100,7 @@ def test_the_repeat_index_is_in_the_cache_key_only_when_set() -> None:
         "contract_hash": "c",
     }
     plain = cache_key(**common)  # type: ignore[arg-type]
-    assert cache_key(**common, repeat=None) == plain  # type: ignore[arg-type]
+    assert cache_key(**common, repeat=0) == plain  # type: ignore[arg-type]
     keys = {cache_key(**common, repeat=k) for k in (1, 2, 3)}  # type: ignore[arg-type]
     assert len(keys) == 3 and plain not in keys
 

@@ -136,7 +136,7 @@ def test_identical_runs_have_a_zero_interval_everywhere() -> None:
             assert m.verdict == "no significant change"
 
 
-def test_pairing_narrows_the_interval() -> None:
+def test_a_gain_on_every_item_is_significant_when_paired() -> None:
     # B finds one more entity than A on every item: paired, every replicate improves
     # (Δ > 0, verdict improved), though item difficulty varies wildly.
     rng = random.Random(0)
@@ -313,7 +313,50 @@ def test_gate_uses_the_bad_side_bound() -> None:
 def test_gate_refuses_unknown_metrics_and_bad_tolerances() -> None:
     with pytest.raises(InvalidValue, match="unknown metric 'entity_f2'"):
         check_tolerances({"entity_f2": 0.1})
-    with pytest.raises(InvalidValue, match="tolerance must be >= 0"):
+    with pytest.raises(InvalidValue, match="tolerance must be between 0 and 1"):
         check_tolerances({"entity_f1": -0.1})
-    with pytest.raises(InvalidValue, match="tolerance must be >= 0"):
+    with pytest.raises(InvalidValue, match="tolerance must be between 0 and 1"):
         check_tolerances({"entity_f1": float("nan")})
+
+
+def test_no_paired_items_has_no_interval_and_fails_a_gate() -> None:
+    result = PairedAccumulator().compare(resamples=10, seed=1)
+    f = result.metric("entity_f1")
+    assert (result.items, f.ci_low, f.ci_high, f.verdict) == (0, None, None, "undefined")
+    assert result.mcnemar.p_value == 1.0
+    (failure,) = regression_gate(result, {"entity_f1": 0.5})
+    assert failure.bound is None and "no CI" in failure.describe()
+
+
+def test_parse_tolerances() -> None:
+    from extraction_eval.experiments.paired import parse_tolerances
+
+    assert parse_tolerances(["entity_f1=0.01", " error_rate = 0 "]) == {
+        "entity_f1": 0.01,
+        "error_rate": 0.0,
+    }
+    for bad, message in (
+        ("entity_f1", "expects METRIC=TOLERANCE"),
+        ("=0.1", "expects METRIC=TOLERANCE"),
+        ("entity_f1=high", "must be a number"),
+        ("entity_f1=2", "between 0 and 1"),
+    ):
+        with pytest.raises(InvalidValue, match=message):
+            parse_tolerances([bad])
+    with pytest.raises(InvalidValue, match="given twice"):
+        parse_tolerances(["entity_f1=0.1", "entity_f1=0.2"])
+
+
+def test_gate_mirrors_lower_is_better_metrics() -> None:
+    # B errors on one of two items: error_rate Δ is 0, 1/2 or 1 per resample -> CI [0, 1]
+    pairs = [
+        (score("0", _ents("Ann"), _ents("Ann")), score("0", _ents("Ann"), _ents("Ann"))),
+        (score("1", _ents("Cy"), _ents("Cy")), score("1", _ents("Cy"), None)),
+    ]
+    result = paired_compare(pairs, resamples=2000, seed=1)
+    err = result.metric("error_rate")
+    assert (err.ci_low, err.ci_high, err.worst_case()) == (0.0, 1.0, -1.0)
+    (failure,) = regression_gate(result, {"error_rate": 0.5})
+    assert failure.bound == 1.0 and failure.lower_is_better
+    assert "lower is better" in failure.describe() and "+1.0000 > +0.5" in failure.describe()
+    assert regression_gate(result, {"error_rate": 1.0}) == []

@@ -95,3 +95,28 @@ def test_report_ci_shape_and_switch_off() -> None:
     }
     off = aggregate(items, ScoringConfig(resamples=0))["ci"]
     assert off["entity_f1"] is None and off["resamples"] == 0
+
+
+def test_resampled_sums_stay_exact_for_large_counts() -> None:
+    # float32 is used only while every sum is exact in it; 2**23 + 1 per item cannot be
+    from extraction_eval.evaluators.stats import resampled_sums
+
+    big = np.asarray([[2**23 + 1, 1], [2**23 + 2, 0]], dtype=np.int64)  # 1 + 1: 2**24 + 3
+    sums = resampled_sums(big, resamples=50, seed=1)
+    weights = resample_weights(2, 50, np.random.default_rng(1))
+    ordered = big[np.lexsort(big.T[::-1])]
+    expected = np.asarray(
+        [[int(w[0]) * ordered[0, c] + int(w[1]) * ordered[1, c] for c in range(2)] for w in weights]
+    )
+    assert np.array_equal(sums, expected.astype(np.float64))
+
+
+def test_row_by_row_weights_equal_the_vectorised_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from extraction_eval.evaluators import stats
+
+    monkeypatch.setattr(stats, "_ROW_BY_ROW", 10)
+    row_by_row = resample_weights(40, 30, np.random.default_rng(8))
+    monkeypatch.setattr(stats, "_ROW_BY_ROW", 10**9)
+    vectorised = resample_weights(40, 30, np.random.default_rng(8))
+    assert np.array_equal(row_by_row, vectorised)
+    assert (row_by_row.sum(axis=1) == 40).all()

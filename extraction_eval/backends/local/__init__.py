@@ -2,7 +2,8 @@
 
 ``store`` opens the connection (WAL, migrations, sample seeding) and puts the families together
 into ``LocalStore``: ``datasets`` (versioned items), ``runs`` (runs, results, scores, failure
-taxonomy), ``prompts`` (versions and labels), ``cache`` (model responses).
+taxonomy), ``prompts`` (versions and labels), ``cache`` (model responses), ``gold``
+(ensemble-gold overrides and votes).
 """
 
 from extraction_eval.backends.base import DatasetInfo, RunRecord, UploadReport

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from extraction_eval.backends.base import RunRecord
@@ -139,55 +139,68 @@ class RunTables(StoreConnection):
     def record_result(self, run_id: int, result: ItemResult) -> None:
         """Upsert the item's row and replace its item-level scores and failure taxonomy, all
         in one transaction, then commit at once."""
-        usage = result.usage
-        row = (
-            run_id,
-            result.item_id,
-            None if result.output is None else _dumps(extraction_payload(result.output)),
-            result.error,
-            result.error_kind,
-            result.raw_output,
-            result.attempts,
-            result.latency_ms,
-            usage.tokens_in,
-            usage.tokens_out,
-            usage.cost_usd,
-            int(result.cache_hit),
-            result.trace_id,
-            result.trace_url,
-            int(result.taxonomy is not None),
-            _now(),
-        )
         with self._tx(write=True) as conn:
             _require_run(conn, run_id)
-            conn.execute(_UPSERT_RESULT, row)
+            _write_result(conn, run_id, result)
+
+    def result_ids(self, run_id: int) -> list[str]:
+        """The ids of the items the run has a result for, in the order first recorded."""
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+            rows = conn.execute(
+                "SELECT item_id FROM results WHERE run_id = ? ORDER BY rowid", (run_id,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def merge_results(
+        self,
+        *,
+        name: str,
+        dataset: str,
+        dataset_version: int | str | None,
+        config: dict[str, Any],
+        backend: str,
+        experiment_id: str | None,
+        results: Iterable[ItemResult],
+    ) -> RunRecord:
+        """Fold ``results`` into run ``name`` on ``dataset`` (created when absent), in ONE
+        transaction: an item the run already has, or a failure while reading ``results``,
+        rolls everything back. The run gets ``config``, status ``merged`` and no summary or
+        run-level scores (they described part of the items; ``runs finalize`` recomputes
+        them)."""
+        if backend not in RUN_BACKENDS:
+            raise UsageError(f"run backend must be one of {', '.join(RUN_BACKENDS)}: {backend!r}")
+        with self._tx(write=True) as conn:
+            row = conn.execute(
+                "SELECT id FROM runs WHERE dataset = ? AND name = ?", (dataset, name)
+            ).fetchone()
+            if row is None:
+                cur = conn.execute(
+                    "INSERT INTO runs (name, dataset, dataset_version, backend, experiment_id,"
+                    " config, status, started_at) VALUES (?, ?, ?, ?, ?, ?, 'merged', ?)",
+                    (name, dataset, _dumps(dataset_version), backend, experiment_id, "{}", _now()),
+                )
+                run_id = int(cur.lastrowid or 0)
+            else:
+                run_id = int(row["id"])
             conn.execute(
-                "DELETE FROM scores WHERE run_id = ? AND item_id = ?", (run_id, result.item_id)
+                "UPDATE runs SET config = ?, status = 'merged', summary = NULL, ended_at = NULL,"
+                " experiment_id = COALESCE(experiment_id, ?) WHERE id = ?",
+                (_dumps(config), experiment_id, run_id),
             )
-            _insert_scores(conn, run_id, result.item_id, result.scores)
-            conn.execute(
-                "DELETE FROM result_taxonomy WHERE run_id = ? AND item_id = ?",
-                (run_id, result.item_id),
-            )
-            conn.executemany(
-                "INSERT INTO result_taxonomy (run_id, item_id, position, category, kind, side,"
-                " idx, label, related, source_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        run_id,
-                        result.item_id,
-                        position,
-                        t.category,
-                        t.kind,
-                        t.side,
-                        t.index,
-                        t.label,
-                        _dumps(t.related),
-                        t.source_id,
+            conn.execute("DELETE FROM scores WHERE run_id = ? AND item_id IS NULL", (run_id,))
+            for result in results:
+                taken = conn.execute(
+                    "SELECT 1 FROM results WHERE run_id = ? AND item_id = ?",
+                    (run_id, result.item_id),
+                ).fetchone()
+                if taken:
+                    raise UsageError(
+                        f"item {result.item_id!r} of run {name!r} is in two of the merged stores"
+                        " (overlapping shards); nothing merged"
                     )
-                    for position, t in enumerate(result.taxonomy or ())
-                ],
-            )
+                _write_result(conn, run_id, result)
+            return _run_record(_require_run(conn, run_id))
 
     def results(self, run_id: int, *, category: str | None = None) -> list[ItemResult]:
         """Every recorded item result with its scores and taxonomy, in the order first recorded;
@@ -237,6 +250,31 @@ class RunTables(StoreConnection):
         with self._tx(write=False) as conn:
             _require_run(conn, run_id)
         return self._results_in_batches(run_id, list(item_ids), batch_size)
+
+    def iter_outputs(
+        self, run_id: int, *, batch_size: int = 2000
+    ) -> Iterator[tuple[str, str | None, str | None, str | None]]:
+        """(item id, output JSON or None, error, error_kind) of every result, by item id: what
+        re-scoring needs and no more (no scores, no taxonomy), ``batch_size`` rows per short
+        read transaction, so comparing two 100,000-item runs holds neither."""
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+        after: str | None = None
+        while True:
+            keyset = "" if after is None else " AND item_id > :after"
+            with self._tx(write=False) as conn:
+                rows = conn.execute(
+                    "SELECT item_id, output, error, error_kind FROM results"
+                    f" WHERE run_id = :run{keyset} ORDER BY item_id LIMIT :n",
+                    {"run": run_id, "after": after, "n": batch_size},
+                ).fetchall()
+            for r in rows:
+                yield r[0], r[1], r[2], r[3]
+            if len(rows) < batch_size:
+                return
+            after = rows[-1][0]
 
     def _results_in_batches(
         self, run_id: int, ids: list[str], batch_size: int
@@ -386,6 +424,54 @@ def _run_record(row: sqlite3.Row) -> RunRecord:
         started_at=row["started_at"],
         ended_at=row["ended_at"],
         summary=_loads(row["summary"]),
+    )
+
+
+def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> None:
+    """The item's row (upserted), its item-level scores and its failure taxonomy (replaced)."""
+    usage = result.usage
+    row = (
+        run_id,
+        result.item_id,
+        None if result.output is None else _dumps(extraction_payload(result.output)),
+        result.error,
+        result.error_kind,
+        result.raw_output,
+        result.attempts,
+        result.latency_ms,
+        usage.tokens_in,
+        usage.tokens_out,
+        usage.cost_usd,
+        int(result.cache_hit),
+        result.trace_id,
+        result.trace_url,
+        int(result.taxonomy is not None),
+        _now(),
+    )
+    conn.execute(_UPSERT_RESULT, row)
+    conn.execute("DELETE FROM scores WHERE run_id = ? AND item_id = ?", (run_id, result.item_id))
+    _insert_scores(conn, run_id, result.item_id, result.scores)
+    conn.execute(
+        "DELETE FROM result_taxonomy WHERE run_id = ? AND item_id = ?", (run_id, result.item_id)
+    )
+    conn.executemany(
+        "INSERT INTO result_taxonomy (run_id, item_id, position, category, kind, side,"
+        " idx, label, related, source_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                result.item_id,
+                position,
+                t.category,
+                t.kind,
+                t.side,
+                t.index,
+                t.label,
+                _dumps(t.related),
+                t.source_id,
+            )
+            for position, t in enumerate(result.taxonomy or ())
+        ],
     )
 
 

@@ -1,0 +1,203 @@
+"""``gold build|review|override``: ensemble gold for a dataset (parse, call, render).
+
+Library modules are imported inside each command, so ``--help`` loads none of them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from extraction_eval.commands.common import check_writable, console, err_console, handle_errors
+
+gold_app = typer.Typer(
+    no_args_is_help=True,
+    help="Ensemble gold: several models vote a dataset's expected output; people override.",
+)
+
+
+@gold_app.command("build")
+@handle_errors
+def build_cmd(
+    dataset: Annotated[str, typer.Option(help="Dataset to build gold for.")],
+    models: Annotated[
+        list[str],
+        typer.Option(
+            "--models",
+            help="provider:model[:runs[:weight]] (repeatable, or a comma list), e.g. "
+            "openai:gpt-5-mini:1:2,openai:gpt-5-nano:3:1.",
+        ),
+    ],
+    min_agreement: Annotated[
+        float, typer.Option(help="Keep an object when more than this share of weight found it.")
+    ] = 0.5,
+    review_below: Annotated[
+        float, typer.Option(help="List items whose lowest confidence is below this.")
+    ] = 0.75,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="For every run (default: 0.7 for a model run more than once, else 0)."),
+    ] = None,
+    dataset_version: Annotated[
+        str | None, typer.Option(help="Dataset version to build from (default: the latest).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Model calls in flight.")] = 8,
+    batch: Annotated[
+        bool,
+        typer.Option("--batch", help="OpenAI Batch API: half price, answers within 24 h."),
+    ] = False,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server for every model.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Also write the built items as JSONL (our gold format) here."),
+    ] = None,
+    no_upload: Annotated[
+        bool, typer.Option("--no-upload", help="Do not add a dataset version (use with --out).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only say how many model calls it would make.")
+    ] = False,
+) -> None:
+    """Run every model on every item, keep what the weighted majority agrees on, apply the
+    overrides, and save the result as a new dataset version."""
+    from extraction_eval.backends import get_dataset_backend
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.gold import GoldConfig, build_gold, parse_models, plan_gold
+    from extraction_eval.views.gold import render_build, render_plan
+
+    if out is not None:
+        check_writable("--out", out)
+    version: int | str | None = dataset_version
+    if dataset_version is not None and dataset_version.isdigit():
+        version = int(dataset_version)
+    config = GoldConfig(
+        dataset=dataset,
+        models=parse_models(models),
+        dataset_version=version,
+        min_agreement=min_agreement,
+        review_below=review_below,
+        temperature=temperature,
+        concurrency=concurrency,
+        batch=batch,
+        base_url=base_url,
+    )
+    store = LocalStore()
+    backend = get_dataset_backend()
+    try:
+        if dry_run:
+            render_plan(plan_gold(config, store, backend), console)
+            return
+        if out is not None:
+            with out.open("w", encoding="utf-8") as fp:
+                build = build_gold(config, store, backend, write=not no_upload, out=fp)
+        else:
+            build = build_gold(config, store, backend, write=not no_upload)
+    finally:
+        backend.close()
+    render_build(build, config, console, err_console)
+
+
+@gold_app.command("review")
+@handle_errors
+def review_cmd(
+    dataset: Annotated[str, typer.Argument(help="Dataset whose last build to review.")],
+    item: Annotated[str | None, typer.Option(help="Show this item only.")] = None,
+    below: Annotated[float, typer.Option(help="Items whose lowest confidence is below.")] = 0.75,
+    fmt: Annotated[Literal["text", "json"], typer.Option("--format")] = "text",
+) -> None:
+    """Items of the last build that need a person: each object with the disagreeing votes."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.gold import review_items
+    from extraction_eval.views.gold import render_review
+
+    found = review_items(LocalStore(), dataset, below=below, item=item)
+    if fmt == "json":
+        typer.echo(json.dumps([{"item_id": i, **a} for i, a in found], sort_keys=True, indent=1))
+        return
+    render_review(found, console)
+
+
+@gold_app.command("override")
+@handle_errors
+def override_cmd(
+    dataset: Annotated[str, typer.Argument(help="Dataset.")],
+    item: Annotated[str | None, typer.Argument(help="Item id (not with --file).")] = None,
+    add: Annotated[
+        str | None, typer.Option(help="Add an object: its JSON (an entity or a relationship).")
+    ] = None,
+    remove: Annotated[
+        str | None,
+        typer.Option(help="Remove an object: an entity's name, or source|type|target."),
+    ] = None,
+    set_: Annotated[
+        str | None,
+        typer.Option("--set", help="TARGET.FIELD=VALUE, e.g. 'Port Ansel.type=city'."),
+    ] = None,
+    kind: Annotated[
+        Literal["entity", "relationship"], typer.Option(help="What the override is about.")
+    ] = "entity",
+    reason: Annotated[str | None, typer.Option(help="Why (kept with the gold).")] = None,
+    author: Annotated[str | None, typer.Option(help="Who.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            help="JSONL of overrides: item_id, action, kind, target, field, value, reason, author."
+        ),
+    ] = None,
+) -> None:
+    """Correct the vote; applied on top of it at every build, flagged source: override."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.errors import UsageError
+    from extraction_eval.experiments.gold import add_override, read_overrides
+    from extraction_eval.types import GoldOverride
+
+    store = LocalStore()
+    if file is not None:
+        if item or add or remove or set_:
+            raise UsageError(
+                "--file takes the overrides from the file: no ITEM, --add/--remove/--set"
+            )
+        overrides, problems = read_overrides(file, dataset)
+        for p in problems:
+            err_console.print(f"[yellow]warning:[/] {p}", highlight=False, soft_wrap=True)
+        ids = [add_override(store, o) for o in overrides]
+        console.print(f"stored {len(ids)} overrides for {dataset}", highlight=False)
+        return
+    given = [(a, v) for a, v in (("add", add), ("remove", remove), ("set", set_)) if v is not None]
+    if item is None or len(given) != 1:
+        raise UsageError("give ITEM and exactly one of --add, --remove, --set (or --file)")
+    if reason is None:
+        raise UsageError("--reason is required: say why (it is kept with the gold)")
+    action, given_value = given[0]
+    value: str | None = given_value
+    target: str | None = None
+    field: str | None = None
+    if action == "remove":
+        target, value = given_value, None
+    elif action == "set":
+        left, sep, value = given_value.partition("=")
+        target, dot, field = left.rpartition(".")
+        if not sep or not dot or not target:
+            raise UsageError("--set takes TARGET.FIELD=VALUE, e.g. 'Port Ansel.type=city'")
+        if target.endswith(".attributes"):  # 'Ada.attributes.role=ceo'
+            target, field = target.removesuffix(".attributes"), f"attributes.{field}"
+    override = GoldOverride(
+        dataset=dataset,
+        item_id=item,
+        action=action,  # type: ignore[arg-type]
+        kind=kind,
+        target=target,
+        field=field,
+        value=value,
+        reason=reason,
+        author=author,
+    )
+    number = add_override(store, override)
+    console.print(
+        f"override #{number} stored; it applies from the next gold build", highlight=False
+    )

@@ -1,0 +1,513 @@
+"""Ensemble gold: several models extract every item, a weighted vote keeps what they agree on,
+people override the rest, and the result becomes a new version of the dataset.
+
+The models run through the same pipelines as ``run-experiment`` (prompt, provider, retries,
+response cache); runs of one model differ only by their run index, which is part of the cache
+key, so a rebuild calls a model only for an item whose text, schema or prompt changed (the
+response cache's key covers exactly those) and re-votes only items whose answers, vote
+settings or overrides changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from extraction_eval.backends.base import DatasetBackend, UploadReport, canonical_json
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.datasets.gold import write_items
+from extraction_eval.errors import InvalidValue, UsageError, one_line
+from extraction_eval.evaluators.config import ScoringConfig
+from extraction_eval.evaluators.vote import (
+    GoldObject,
+    ItemVote,
+    Vote,
+    apply_overrides,
+    gold_extraction,
+    vote_item,
+)
+from extraction_eval.experiments.budget import CostEstimate, estimate_cost, sum_estimates
+from extraction_eval.experiments.config import scoring_record
+from extraction_eval.llm.batch import BATCH_DISCOUNT
+from extraction_eval.pipeline.base import Pipeline, PipelineConfig
+from extraction_eval.pipeline.factory import make_pipeline
+from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.prompts.template import PromptTemplate
+from extraction_eval.prompts.versions import select_run_prompt
+from extraction_eval.types import DatasetItem, Extraction, GoldOverride
+from extraction_eval.validation import check_int, check_number
+
+# A model run more than once samples at this temperature unless the user says otherwise:
+# at 0 its runs would mostly repeat one answer and the vote would count it several times.
+REPEAT_TEMPERATURE = 0.7
+
+
+@dataclass(frozen=True, slots=True)
+class GoldModel:
+    """``provider:model:runs:weight`` (runs and weight optional: 1 and 1)."""
+
+    model: str
+    runs: int = 1
+    weight: float = 1.0
+    temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        if ":" not in self.model:
+            raise InvalidValue("models", f"{self.model!r}: expected provider:model")
+        check_int("runs", self.runs, minimum=1)
+        check_number("weight", self.weight, above=0.0)
+
+    @classmethod
+    def parse(cls, spec: str) -> GoldModel:
+        parts = spec.strip().split(":")
+        if len(parts) < 2 or not all(parts[:2]):
+            raise InvalidValue("models", f"{spec!r}: expected provider:model[:runs[:weight]]")
+        model, rest = ":".join(parts[:2]), parts[2:]
+        if len(rest) > 2:
+            raise InvalidValue("models", f"{spec!r}: expected provider:model[:runs[:weight]]")
+        try:
+            runs = int(rest[0]) if rest else 1
+            weight = float(rest[1]) if len(rest) > 1 else 1.0
+        except ValueError:
+            raise InvalidValue(
+                "models", f"{spec!r}: runs must be an integer and weight a number"
+            ) from None
+        if runs < 1 or not weight > 0:
+            raise InvalidValue("models", f"{spec!r}: runs must be >= 1 and weight > 0")
+        return cls(model, runs, weight)
+
+    def label(self, run: int) -> str:
+        return f"{self.model}#{run + 1}"
+
+    def spec(self) -> str:
+        return f"{self.model}:{self.runs}:{self.weight:g}"
+
+
+def parse_models(specs: Sequence[str]) -> tuple[GoldModel, ...]:
+    """Repeatable and comma-separated forms together; the same model twice is refused."""
+    models = [GoldModel.parse(s) for spec in specs for s in spec.split(",") if s.strip()]
+    if not models:
+        raise InvalidValue("models", "name at least one provider:model[:runs[:weight]]")
+    seen = [m.model for m in models]
+    twice = sorted({m for m in seen if seen.count(m) > 1})
+    if twice:
+        raise InvalidValue("models", f"{', '.join(twice)} given twice; use its runs count")
+    return tuple(models)
+
+
+@dataclass(frozen=True)
+class GoldConfig:
+    dataset: str
+    models: tuple[GoldModel, ...]
+    dataset_version: int | str | None = None
+    min_agreement: float = 0.5
+    review_below: float = 0.75
+    # None: REPEAT_TEMPERATURE for a model run more than once, else 0
+    temperature: float | None = None
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    concurrency: int = 8
+    batch: bool = False  # OpenAI Batch API: half price, answers within 24 h
+    base_url: str | None = None
+    timeout_s: float = 60.0
+    max_attempts: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise InvalidValue("models", "name at least one provider:model[:runs[:weight]]")
+        check_number("min_agreement", self.min_agreement, minimum=0.0, maximum=1.0)
+        if self.min_agreement >= 1.0:
+            raise InvalidValue("min_agreement", "must be below 1 (an object needs more weight)")
+        check_number("review_below", self.review_below, minimum=0.0, maximum=1.0)
+        if self.temperature is not None:
+            check_number("temperature", self.temperature, minimum=0.0)
+        check_int("concurrency", self.concurrency, minimum=1)
+
+    def runs(self) -> list[tuple[str, float, PipelineConfig]]:
+        """(run label, weight, pipeline config) of every model run, run index in the key."""
+        out = []
+        for m in self.models:
+            temperature = (
+                m.temperature
+                if m.temperature is not None
+                else self.temperature
+                if self.temperature is not None
+                else (REPEAT_TEMPERATURE if m.runs > 1 else 0.0)
+            )
+            for k in range(m.runs):
+                config = PipelineConfig(
+                    model=m.model,
+                    base_url=self.base_url,
+                    temperature=temperature,
+                    timeout_s=self.timeout_s,
+                    max_attempts=self.max_attempts,
+                    repeat=k,
+                )
+                out.append((m.label(k), m.weight, config))
+        return out
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "models": [m.spec() for m in self.models],
+            "runs": {label: {"temperature": c.temperature} for label, _, c in self.runs()},
+            "min_agreement": self.min_agreement,
+            "scoring": scoring_record(self.scoring),
+        }
+
+
+@dataclass
+class GoldPlan:
+    """What a build would do before it spends anything (``--dry-run``)."""
+
+    items: int
+    runs: int  # model runs per item
+    calls: int  # model calls needed (not in the response cache)
+    cached: int  # answers already in the cache
+    offline: int  # answers from pipelines that make no model call
+    calls_by_model: dict[str, int]
+    schema_hash: str
+    # the calls' estimated cost (the same estimate as run-experiment --dry-run; halved with
+    # the Batch API)
+    estimate: CostEstimate = field(default_factory=CostEstimate)
+    batch: bool = False
+
+
+@dataclass
+class GoldBuild:
+    plan: GoldPlan
+    items: list[DatasetItem]  # the dataset's items with the built gold as expected output
+    votes: dict[str, ItemVote]
+    errors: list[str]  # "item X: run Y failed: ..." (that run abstained on that item)
+    override_problems: list[str]
+    review: list[tuple[str, float]]  # (item id, min confidence) below review_below
+    revoted: int  # items voted in this build (the rest reused their stored aggregate)
+    upload: UploadReport | None = None
+    ties: int = 0
+    notes: list[str] = field(default_factory=list)  # e.g. what the Batch API did
+
+
+def _sha(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
+
+
+class _Runs:
+    """The pipelines of every model run, built once (a missing key fails here, before any call)."""
+
+    def __init__(self, config: GoldConfig, store: LocalStore) -> None:
+        self.entries: list[tuple[str, float, Pipeline]] = []
+        self._prompts: dict[str, PromptTemplate] = {}
+        self.pricers: list[Pricer] = []
+        self.batch = config.batch
+        for label, weight, pconfig in config.runs():
+            prompt = select_run_prompt(store, pconfig)
+            pipeline = make_pipeline(pconfig, cache=store.cache(), prompt=prompt)
+            self.entries.append((label, weight, pipeline))
+            self._prompts[label] = prompt
+            self.pricers.append(Pricer.for_config(pconfig))
+
+    def prompt(self, label: str) -> PromptTemplate:
+        return self._prompts[label]
+
+    def key(self, index: int, item: DatasetItem) -> str | None:
+        """The response-cache key of this run on this item; None: the pipeline calls no model."""
+        key_for = getattr(self.entries[index][2], "key_for", None)
+        return None if key_for is None else str(key_for(item))
+
+    def schema_hash(self, items: Sequence[DatasetItem]) -> str:
+        """Entity/relationship types, attribute enums and prompts: what invalidates all gold."""
+        schemas = sorted(
+            {canonical_json(i.schema_.model_dump(mode="json")) for i in items if i.schema_}
+        )
+        prompts = sorted({p.content_hash for p in self._prompts.values()})
+        return _sha({"schemas": schemas, "prompts": prompts})[:16]
+
+    async def aclose(self) -> None:
+        for _, _, p in self.entries:
+            close = getattr(p, "aclose", None)
+            if close is not None:
+                await close()
+
+
+def _load_items(config: GoldConfig, backend: DatasetBackend) -> list[DatasetItem]:
+    items = backend.get_items(config.dataset, version=config.dataset_version)
+    if not items:
+        raise UsageError(f"dataset {config.dataset!r} has no items")
+    return items
+
+
+def plan_gold(
+    config: GoldConfig, store: LocalStore, backend: DatasetBackend | None = None
+) -> GoldPlan:
+    """Count the model calls a build would make (answers not in the response cache)."""
+    items = _load_items(config, backend or store)
+    runs = _Runs(config, store)
+    return _plan(items, runs, store)
+
+
+def _plan(items: Sequence[DatasetItem], runs: _Runs, store: LocalStore) -> GoldPlan:
+    cache = store.cache()
+    calls = cached = offline = 0
+    by_model: dict[str, int] = {}
+    estimates: list[CostEstimate] = []
+    for k, (label, _, _) in enumerate(runs.entries):
+
+        def in_cache(item: DatasetItem, k: int = k) -> bool:
+            key = runs.key(k, item)
+            return key is not None and cache.get(key) is not None
+
+        one = estimate_cost(
+            items, prompt=runs.prompt(label), pricer=runs.pricers[k], cached=in_cache
+        )
+        if runs.batch and one.usd is not None:
+            one = replace(one, usd=one.usd * BATCH_DISCOUNT)
+        estimates.append(one)
+    for item in items:
+        for k, (label, _, _) in enumerate(runs.entries):
+            key = runs.key(k, item)
+            if key is None:
+                offline += 1
+            elif cache.get(key) is not None:
+                cached += 1
+            else:
+                calls += 1
+                model = label.rsplit("#", 1)[0]
+                by_model[model] = by_model.get(model, 0) + 1
+    return GoldPlan(
+        items=len(items),
+        runs=len(runs.entries),
+        calls=calls,
+        cached=cached,
+        offline=offline,
+        calls_by_model=by_model,
+        schema_hash=runs.schema_hash(items),
+        estimate=sum_estimates(estimates),
+        batch=runs.batch,
+    )
+
+
+async def abuild_gold(
+    config: GoldConfig,
+    store: LocalStore,
+    backend: DatasetBackend | None = None,
+    *,
+    write: bool = True,
+    out: TextIO | None = None,
+) -> GoldBuild:
+    """Run every model on every item, vote, apply overrides; then upload the result as a new
+    dataset version (``write``) and/or write it as JSONL to ``out``."""
+    target = backend or store
+    items = _load_items(config, target)
+    runs = _Runs(config, store)
+    plan = _plan(items, runs, store)
+    errors: list[str] = []
+    answers: dict[tuple[str, int], Extraction | None] = {}
+    sem = asyncio.Semaphore(config.concurrency)
+
+    async def one(item: DatasetItem, k: int) -> None:
+        label, _, pipeline = runs.entries[k]
+        async with sem:
+            try:
+                answers[item.id, k] = (await pipeline.extract(item)).extraction
+            except Exception as exc:  # one failed run abstains on one item; the build goes on
+                answers[item.id, k] = None
+                errors.append(f"item {item.id}: {label} failed: {one_line(exc)}")
+
+    notes: list[str] = []
+    try:
+        if config.batch:
+            from extraction_eval.llm.batch import batch_pipeline, summary_line
+
+            for label, _, pipeline in runs.entries:
+                got = await batch_pipeline(
+                    pipeline,
+                    items,
+                    store,
+                    owner=f"gold {config.dataset} {label}",
+                    cache=store.cache(),
+                )
+                notes.append(f"{label}: {summary_line(got, len(got.answers) + len(got.errors))}")
+        await asyncio.gather(*(one(item, k) for item in items for k in range(len(runs.entries))))
+    finally:
+        await runs.aclose()
+    errors.sort()
+
+    overrides: dict[str, list[GoldOverride]] = {}
+    for o in store.gold_overrides(config.dataset):
+        overrides.setdefault(o.item_id, []).append(o)
+    known = {i.id for i in items}
+    problems = [
+        f"override #{o.id} names item {item_id!r}, which is not in the dataset; not applied"
+        for item_id, os in sorted(overrides.items())
+        if item_id not in known
+        for o in os
+    ]
+    settings = {**config.record(), "schema_hash": plan.schema_hash}
+    built: list[DatasetItem] = []
+    votes: dict[str, ItemVote] = {}
+    review: list[tuple[str, float]] = []
+    revoted = ties = 0
+    for item in items:
+        ballots = [
+            Vote(label, weight, answers[item.id, k])
+            for k, (label, weight, _) in enumerate(runs.entries)
+        ]
+        mine = overrides.get(item.id, [])
+        input_hash = _sha(
+            {
+                "settings": settings,
+                "answers": [
+                    None if b.output is None else b.output.model_dump(mode="json") for b in ballots
+                ],
+                "overrides": [o.model_dump(mode="json") for o in mine],
+            }
+        )
+        if store.gold_aggregate_hash(config.dataset, item.id) != input_hash:
+            revoted += 1
+        vote = vote_item(ballots, config.scoring, min_agreement=config.min_agreement)
+        objects, item_problems = apply_overrides(vote, mine)
+        problems += [f"item {item.id}: {p}" for p in item_problems]
+        ties += len(vote.ties)
+        votes[item.id] = vote
+        gold_meta = _gold_metadata(vote, objects, config, plan.schema_hash)
+        store.put_gold_aggregate(
+            config.dataset,
+            item.id,
+            input_hash,
+            {
+                "vote": vote.to_json(),
+                "gold": gold_meta,
+                "overrides": [o.model_dump(mode="json", exclude_none=True) for o in mine],
+            },
+        )
+        if (
+            gold_meta["min_confidence"] is not None
+            and gold_meta["min_confidence"] < config.review_below
+        ):
+            review.append((item.id, gold_meta["min_confidence"]))
+        built.append(
+            item.model_copy(
+                update={
+                    "expected": gold_extraction(objects),
+                    "metadata": {**item.metadata, "gold": gold_meta},
+                }
+            )
+        )
+    upload = target.upload_items(config.dataset, built) if write else None
+    if out is not None:
+        write_items(built, out)
+    return GoldBuild(
+        plan=plan,
+        items=built,
+        votes=votes,
+        errors=errors,
+        override_problems=problems,
+        review=review,
+        revoted=revoted,
+        upload=upload,
+        ties=ties,
+        notes=notes,
+    )
+
+
+def build_gold(
+    config: GoldConfig,
+    store: LocalStore,
+    backend: DatasetBackend | None = None,
+    *,
+    write: bool = True,
+    out: TextIO | None = None,
+) -> GoldBuild:
+    return asyncio.run(abuild_gold(config, store, backend, write=write, out=out))
+
+
+def _gold_metadata(
+    vote: ItemVote, objects: Sequence[GoldObject], config: GoldConfig, schema_hash: str
+) -> dict[str, Any]:
+    """What the item's metadata says about its gold: one entry per expected object, in the
+    same order as ``expected`` (so a scorer can drop objects below a confidence)."""
+    ents = [g for g in objects if g.kind == "entity"]
+    rels = [g for g in objects if g.kind == "relationship"]
+    confidences = [g.confidence for g in objects] + [
+        f.confidence
+        for o in vote.kept
+        for f in o.fields.values()
+        if any(g.source == "vote" and g.obj == o.obj for g in objects)
+    ]
+    return {
+        "models": [m.spec() for m in config.models],
+        "min_agreement": config.min_agreement,
+        "schema_hash": schema_hash,
+        "entities": [g.meta() for g in ents],
+        "relationships": [g.meta() for g in rels],
+        "min_confidence": round(min(confidences), 6) if confidences else None,
+        "mean_confidence": round(sum(g.confidence for g in objects) / len(objects), 6)
+        if objects
+        else None,
+        "abstained": list(vote.abstained),
+        "ties": len(vote.ties),
+    }
+
+
+def add_override(store: LocalStore, override: GoldOverride) -> int:
+    """Store an override (checked first); it applies from the next build on."""
+    from extraction_eval.evaluators.vote import check_override
+
+    check_override(override)
+    return store.add_gold_override(override.dataset, override)
+
+
+def review_items(
+    store: LocalStore, dataset: str, *, below: float = 0.75, item: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The last build's items whose min confidence is below ``below`` (or the one asked for),
+    with their stored votes."""
+    out = []
+    for item_id, agg in store.iter_gold_aggregates(dataset):
+        if item is not None:
+            if item_id == item:
+                out.append((item_id, agg))
+            continue
+        low = agg.get("gold", {}).get("min_confidence")
+        if low is not None and low < below:
+            out.append((item_id, agg))
+    if item is not None and not out:
+        raise UsageError(f"no built gold for item {item!r} of dataset {dataset!r}")
+    return out
+
+
+def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[str]]:
+    """An overrides file (JSONL: item_id, action, kind, target, field, value, reason, author).
+
+    A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form and the
+    rest is read; ``value`` of an ``add`` may be the object itself (it is stored as JSON)."""
+    from extraction_eval.datasets.lines import warning
+    from extraction_eval.evaluators.vote import check_override
+
+    found: list[GoldOverride] = []
+    problems: list[str] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: {one_line(exc)}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        item_id = None
+        try:
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise ValueError("not a JSON object")
+            item_id = raw.get("item_id")
+            if isinstance(raw.get("value"), (dict, list)):
+                raw["value"] = canonical_json(raw["value"])
+            override = GoldOverride.model_validate({**raw, "dataset": dataset})
+            check_override(override)
+        except (ValueError, TypeError) as exc:
+            problems.append(warning(str(path), number, item_id, one_line(exc)))
+            continue
+        found.append(override)
+    return found, problems

@@ -1,0 +1,371 @@
+"""Paired comparison of two stored runs: pair items by id, re-score both runs' stored outputs
+against the gold of the run's dataset version, and hand the count rows to
+:mod:`extraction_eval.evaluators.paired` (bootstrap CI of Δ, McNemar, per type, the gate).
+
+Re-scoring is pure and cheap, and it makes both runs count under one scoring config (A's); it
+streams: the two runs' outputs are read in item-id order, a batch at a time, and only two
+integer rows per item are kept. Works the same for local and LangFuse-mode runs (their results
+are mirrored in the local store); a LangFuse-mode run's gold is read from LangFuse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.errors import ConfigError, InvalidValue
+from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
+from extraction_eval.evaluators.paired import (
+    GateFailure,
+    PairedAccumulator,
+    PairedComparison,
+    check_tolerances,
+    regression_gate,
+)
+from extraction_eval.types import DatasetItem, Extraction
+from extraction_eval.validation import check_int
+
+# item id -> the item (text, gold, schema) of a run's dataset version
+GoldLoader = Callable[[RunRecord], Mapping[str, DatasetItem]]
+_SHOWN_IDS = 20
+
+
+def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
+    """The gold a run was scored against: its dataset version's items, from the local store,
+    or from LangFuse for a LangFuse-mode run (keys needed)."""
+    if run.backend == "langfuse":
+        from extraction_eval.backends.langfuse import LangfuseDatasetBackend, langfuse_configured
+
+        if not langfuse_configured():
+            raise ConfigError(
+                f"run {run.name!r} ran in LangFuse mode: its gold is LangFuse dataset "
+                f"{run.dataset!r}; set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and "
+                "LANGFUSE_BASE_URL to compare it"
+            )
+        backend = LangfuseDatasetBackend.from_env()
+        try:
+            items = backend.get_items(run.dataset, version=run.dataset_version)
+        finally:
+            backend.close()
+    else:
+        items = store.get_items(run.dataset, version=run.dataset_version)
+    return {item.id: item for item in items}
+
+
+def run_scoring(run: RunRecord) -> ScoringConfig:
+    """The scoring config recorded with a run (defaults for fields it does not record)."""
+    recorded = run.config.get("scoring") if isinstance(run.config, dict) else None
+    if not isinstance(recorded, dict):
+        return ScoringConfig()
+    known = {f.name for f in dataclasses.fields(ScoringConfig) if f.init}
+    kwargs: dict[str, Any] = {k: v for k, v in recorded.items() if k in known}
+    if "inverse_pairs" in kwargs:
+        kwargs["inverse_pairs"] = tuple(tuple(p) for p in kwargs["inverse_pairs"])
+    if "symmetric" in kwargs:
+        kwargs["symmetric"] = frozenset(kwargs["symmetric"])
+    return ScoringConfig(**kwargs)
+
+
+def _scoring_fields(config: ScoringConfig) -> dict[str, object]:
+    """What decides a count (not the bootstrap's resamples / seed / level)."""
+    out = config.to_json()
+    for key in ("resamples", "seed", "confidence"):
+        out.pop(key, None)
+    return out
+
+
+@dataclass
+class RunComparison:
+    """Two stored runs compared on the items both have (``comparison``), and what differs."""
+
+    a: RunRecord
+    b: RunRecord
+    comparison: PairedComparison
+    scoring: ScoringConfig
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+    not_in_gold: list[str] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)  # needed --force
+    warnings: list[str] = field(default_factory=list)
+    gate: list[GateFailure] | None = None  # set by ``check_gate``
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+    def check_gate(self, tolerances: Mapping[str, float]) -> list[GateFailure]:
+        self.tolerances = {k: float(tolerances[k]) for k in sorted(tolerances)}
+        self.gate = regression_gate(self.comparison, self.tolerances)
+        return self.gate
+
+    def headline(self) -> str:
+        """Entity and relationship F1: Δ, its CI and the verdict, in one line."""
+        parts = []
+        for name in ("entity_f1", "relationship_f1"):
+            m = self.comparison.metric(name)
+            delta = "—" if m.delta is None else f"{m.delta:+.4f}"
+            ci = "" if m.ci_low is None else f" [{m.ci_low:+.4f}, {m.ci_high:+.4f}]"
+            parts.append(f"{name} Δ {delta}{ci} {m.verdict}")
+        return ", ".join(parts)
+
+    def gate_line(self) -> str | None:
+        """The gate's one-line reason (None when no gate was asked for)."""
+        if self.gate is None:
+            return None
+        where = f"{self.b.name!r} vs baseline {self.a.name!r}"
+        if self.gate:
+            return f"regression gate FAILED ({where}): " + "; ".join(
+                g.describe() for g in self.gate
+            )
+        checked = []
+        for name, tol in self.tolerances.items():
+            m = self.comparison.metric(name)
+            bound = m.ci_high if m.lower_is_better else m.ci_low
+            limit = f"<= +{tol:g}" if m.lower_is_better else f">= −{tol:g}"
+            side = "high" if m.lower_is_better else "low"
+            checked.append(f"{name} Δ CI {side} bound {bound or 0.0:+.4f} {limit}")
+        return f"regression gate passed ({where}): " + "; ".join(checked)
+
+    def to_json(self) -> dict[str, Any]:
+        def run(r: RunRecord) -> dict[str, Any]:
+            return {
+                "name": r.name,
+                "dataset": r.dataset,
+                "dataset_version": r.dataset_version,
+                "backend": r.backend,
+            }
+
+        def ids(values: list[str]) -> dict[str, Any]:
+            return {"count": len(values), "ids": values}
+
+        out: dict[str, Any] = {
+            "a": run(self.a),
+            "b": run(self.b),
+            **self.comparison.to_json(),
+            "scoring": {
+                k: v
+                for k, v in _scoring_fields(self.scoring).items()
+                if k in ("match", "threshold", "span_threshold", "evidence")
+            },
+            "only_in_a": ids(self.only_in_a),
+            "only_in_b": ids(self.only_in_b),
+            "not_in_gold": ids(self.not_in_gold),
+            "differences": self.differences,
+            "warnings": self.warnings,
+        }
+        out["gate"] = (
+            None
+            if self.gate is None
+            else {
+                "passed": not self.gate,
+                "tolerances": self.tolerances,
+                "failures": [
+                    {"metric": g.metric, "tolerance": g.tolerance, "ci_bound": g.bound}
+                    for g in self.gate
+                ],
+                "reason": self.gate_line(),
+            }
+        )
+        return out
+
+
+def _outputs(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Side]]:
+    """(item id, (stored output JSON or None when the item errored, schema failure)) by id."""
+    for item_id, output, error, error_kind in store.iter_outputs(run.id):
+        failed = error is not None or output is None
+        yield item_id, (None if failed else output, error_kind == "schema")
+
+
+_Side = tuple[str | None, bool]
+
+
+def _join(
+    a: Iterator[tuple[str, _Side]], b: Iterator[tuple[str, _Side]]
+) -> Iterator[tuple[str, _Side | None, _Side | None]]:
+    """Merge two streams sorted by item id: (id, A's or None, B's or None)."""
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            assert x is not None
+            yield x[0], x[1], None
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            yield y[0], None, y[1]
+            y = next(b, None)
+        else:
+            yield x[0], x[1], y[1]
+            x, y = next(a, None), next(b, None)
+
+
+@dataclass
+class PairedCounts:
+    """Two runs' count rows on the items both have, and the ids that could not be paired."""
+
+    accumulator: PairedAccumulator
+    only_in_a: list[str]
+    only_in_b: list[str]
+    not_in_gold: list[str]
+
+
+def pair_and_score(
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    items: Mapping[str, DatasetItem],
+    scoring: ScoringConfig,
+) -> PairedCounts:
+    """Stream both runs' stored outputs by item id and re-score each paired item against
+    ``items`` (errored: an empty prediction that never passes); keeps count rows only."""
+    out = PairedCounts(PairedAccumulator(), [], [], [])
+    for item_id, x, y in _join(_outputs(store, a), _outputs(store, b)):
+        if y is None:
+            out.only_in_a.append(item_id)
+            continue
+        if x is None:
+            out.only_in_b.append(item_id)
+            continue
+        item = items.get(item_id)
+        if item is None:
+            out.not_in_gold.append(item_id)
+            continue
+
+        def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
+            pred = None if output is None else Extraction.model_validate_json(output)
+            return score_item(
+                item_id=item.id,
+                text=item.text,
+                gold=item.expected,
+                pred=pred,
+                config=scoring,
+                schema=item.schema_,
+            )
+
+        score_a = scored(x[0])
+        # the same stored output (both canonical JSON) scores the same: once is enough
+        score_b = score_a if x[0] == y[0] else scored(y[0])
+        out.accumulator.add(score_a, score_b, a_schema_failure=x[1], b_schema_failure=y[1])
+    return out
+
+
+def _shown(ids: list[str]) -> str:
+    more = len(ids) - _SHOWN_IDS
+    return ", ".join(ids[:_SHOWN_IDS]) + (f", ... ({more} more)" if more > 0 else "")
+
+
+def compare_stored_runs(
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    *,
+    resamples: int = 10_000,
+    seed: int = 42,
+    force: bool = False,
+    tolerances: Mapping[str, float] | None = None,
+    gold: GoldLoader | None = None,
+    refuse_as: str = "force",
+) -> RunComparison:
+    """Compare run A (baseline) with run B on the items both have.
+
+    Both runs' stored outputs are re-scored against A's gold with A's scoring config (an
+    errored item is an empty prediction that never passes, as everywhere). Different datasets,
+    dataset versions or item sets are refused unless ``force`` (then named in ``warnings``).
+    ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
+    any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
+    a refusal names (``baseline`` when run-experiment compares with its baseline)."""
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed, minimum=0)
+    if tolerances:
+        check_tolerances(tolerances)
+    differences = []
+    if a.dataset != b.dataset:
+        differences.append(f"dataset {a.dataset!r} vs {b.dataset!r}")
+    elif a.dataset_version != b.dataset_version:
+        differences.append(f"dataset version {a.dataset_version} vs {b.dataset_version}")
+    if differences and not force:
+        raise _refusal(refuse_as, a, b, differences)
+    scoring = run_scoring(a)
+    warnings = []
+    b_scoring = run_scoring(b)
+    if _scoring_fields(b_scoring) != _scoring_fields(scoring):
+        changed = sorted(
+            k for k, v in _scoring_fields(scoring).items() if _scoring_fields(b_scoring).get(k) != v
+        )
+        warnings.append(
+            f"the runs were scored with different settings ({', '.join(changed)}); both are "
+            f"re-scored here with {a.name!r}'s"
+        )
+    items = (gold or (lambda run: run_gold(store, run)))(a)
+    paired = pair_and_score(store, a, b, items, scoring)
+    acc, only_in_a, only_in_b, not_in_gold = (
+        paired.accumulator,
+        paired.only_in_a,
+        paired.only_in_b,
+        paired.not_in_gold,
+    )
+    if only_in_a or only_in_b:
+        differences.append(
+            f"item set: {len(only_in_a)} items only in {a.name!r}, "
+            f"{len(only_in_b)} only in {b.name!r}"
+        )
+        if not force:
+            raise _refusal(
+                refuse_as,
+                a,
+                b,
+                differences,
+                (f" (only in A: {_shown(only_in_a)})" if only_in_a else "")
+                + (f" (only in B: {_shown(only_in_b)})" if only_in_b else ""),
+            )
+    if differences:
+        warnings.insert(
+            0, "compared with --force although the runs differ: " + "; ".join(differences)
+        )
+    if not_in_gold:
+        warnings.append(
+            f"{len(not_in_gold)} items are not in {a.name!r}'s dataset version and were left "
+            f"out: {_shown(not_in_gold)}"
+        )
+    result = RunComparison(
+        a=a,
+        b=b,
+        comparison=acc.compare(resamples=resamples, seed=seed, confidence=scoring.confidence),
+        scoring=scoring,
+        only_in_a=only_in_a,
+        only_in_b=only_in_b,
+        not_in_gold=not_in_gold,
+        differences=differences,
+        warnings=warnings,
+    )
+    if tolerances:
+        result.check_gate(tolerances)
+    return result
+
+
+def _refusal(
+    field: str, a: RunRecord, b: RunRecord, differences: list[str], detail: str = ""
+) -> InvalidValue:
+    what = "; ".join(differences) + detail
+    if field == "force":
+        return InvalidValue("force", f"is needed to compare {a.name!r} with {b.name!r}: {what}")
+    return InvalidValue(field, f"{a.name!r} cannot be compared with {b.name!r}: {what}")
+
+
+def parse_tolerances(specs: list[str]) -> dict[str, float]:
+    """``NAME=TOLERANCE`` pairs (``entity_f1=0.01``) into a checked mapping."""
+    out: dict[str, float] = {}
+    for spec in specs:
+        name, sep, raw = spec.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InvalidValue("fail_on_regression", f"expects METRIC=TOLERANCE, got {spec!r}")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InvalidValue(
+                "fail_on_regression", f"{name}: tolerance must be a number, got {raw.strip()!r}"
+            ) from None
+        if name in out:
+            raise InvalidValue("fail_on_regression", f"{name} given twice")
+        out[name] = value
+    check_tolerances(out)
+    return out

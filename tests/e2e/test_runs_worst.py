@@ -1,0 +1,118 @@
+"""``runs show NAME --worst``: a real local run with the scripted fake provider and known
+failures, read back through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import _run_app, app
+from extraction_eval.evaluators.taxonomy import CATEGORIES
+from extraction_eval.experiments.reporting import get_run
+from extraction_eval.experiments.worst import run_worst_by_category, run_worst_items
+
+runner = CliRunner()
+
+# What the script below makes of the first 7 bundled items (gold entities / relationships):
+# 001 (3/2) provider error 401 -> errored, 5 objects missed
+# 002 (2/1) unparseable answer -> errored (schema), 3 missed
+# 003 (3/1) its gold -> clean, not listed
+# 004 (4/3) gold entities only -> entity F1 1, relationship F1 0: mean 0.5, 3 missed
+# 005 (3/3) gold + an entity not in the text -> entity F1 6/7, relationship F1 1, 1 ungrounded
+# 006 (0/0) gold-empty, empty answer -> clean
+# 007 (3/1) empty answer (the default) -> F1 0, 4 missed
+WORST_ORDER = ["sample-001", "sample-002", "sample-007", "sample-004", "sample-005"]
+
+
+@pytest.fixture
+def failing_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    items = {i.id: i for i in LocalStore().get_items("extraction-eval")[:7]}
+
+    def gold(item_id: str) -> dict[str, object]:
+        return items[item_id].expected.model_dump(mode="json")
+
+    with_extra = gold("sample-005")
+    with_extra["entities"].append({"name": "Nobody Atall", "type": "person"})  # type: ignore[attr-defined]
+    ents_only = {"entities": gold("sample-004")["entities"], "relationships": []}
+    script = {
+        "default": {"entities": [], "relationships": []},
+        "items": {
+            "sample-001": {"error": 401, "message": "bad key"},
+            "sample-002": {"text": "{not json"},
+            "sample-003": {"json": gold("sample-003")},
+            "sample-004": {"json": ents_only},
+            "sample-005": {"json": with_extra},
+        },
+    }
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    monkeypatch.setenv("EXTRACTION_EVAL_FAKE_SCRIPT", str(path))
+    result = runner.invoke(_run_app, ["--model", "fake:worst", "--limit", "7", "--name", "worst-1"])
+    assert result.exit_code == 0, result.stderr
+    return "worst-1"
+
+
+def _show(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["runs", "show", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _order(text: str, ids: list[str]) -> list[str]:
+    found = [i for i in ids if i in text]
+    return sorted(found, key=text.index)
+
+
+ALL_IDS = [f"sample-00{i}" for i in range(1, 8)]
+
+
+def test_worst_lists_failing_items_most_severe_first_with_categories(failing_run: str) -> None:
+    code, out, err = _show(failing_run, "--worst")
+    assert code == 0, err
+    assert _order(out, ALL_IDS) == WORST_ORDER  # clean 003 and 006 are not listed
+    assert "5 worst items" in out
+    assert "ungrounded" in out and "missed ×5" in out and "bad key" in out
+    # the library function (what a notebook calls) gives the same rows
+    store = LocalStore()
+    rows = run_worst_items(store, get_run(store, failing_run), limit=10)
+    assert [w.item_id for w in rows] == WORST_ORDER
+    assert [w.wrong_objects for w in rows] == [5, 3, 4, 3, 1]
+    assert rows[3].combined_f1 == pytest.approx(0.5)
+    assert rows[4].entity_f1 == pytest.approx(6 / 7)
+
+
+def test_worst_limit_and_category(failing_run: str) -> None:
+    code, out, err = _show(failing_run, "--worst", "--limit", "2")
+    assert code == 0, err
+    assert _order(out, ALL_IDS) == WORST_ORDER[:2]
+    code, out, err = _show(failing_run, "--worst", "--category", "ungrounded")
+    assert code == 0, err
+    assert _order(out, ALL_IDS) == ["sample-005"]
+    code, out, err = _show(failing_run, "--worst", "--category", "truncated")
+    assert code == 0, err
+    assert "no failing items with category truncated" in out
+
+
+def test_by_category_prints_each_categorys_worst_item(failing_run: str) -> None:
+    code, out, err = _show(failing_run, "--worst", "--by-category")
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines()]
+    lines = {r[0]: r[1] for r in rows if len(r) > 1 and r[0] in CATEGORIES}
+    assert set(lines) == {"missed", "ungrounded"}
+    assert lines["missed"] == "sample-001"
+    assert lines["ungrounded"] == "sample-005"
+    store = LocalStore()
+    got = run_worst_by_category(store, get_run(store, failing_run))
+    assert {c: w.item_id for c, w in got.items()} == {
+        "missed": "sample-001",
+        "ungrounded": "sample-005",
+    }
+
+
+def test_worst_options_without_worst_are_refused(failing_run: str) -> None:
+    for extra in (["--by-category"], ["--limit", "3"]):
+        code, out, err = _show(failing_run, *extra)
+        assert code == 2 and "needs --worst" in err and out == ""
