@@ -35,6 +35,7 @@ _SCALAR_KEYS = (
     "backend",
     "price_in",
     "price_out",
+    "max_cost",
 )
 _DEFAULTS: dict[str, Any] = {
     "dataset": "extraction-eval",
@@ -123,6 +124,13 @@ def matrix_cmd(
     price_out: Annotated[
         float | None, typer.Option(help="USD per 1M output tokens (with --price-in).")
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(help="USD ceiling for the whole matrix: refused above the estimate."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print each cell's cost estimate and the total; run nothing.")
+    ] = False,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
@@ -144,20 +152,34 @@ def matrix_cmd(
         "backend": backend,
         "price_in": price_in,
         "price_out": price_out,
+        "max_cost": max_cost,
     }
     opts = {**_DEFAULTS, **(read_matrix_toml(config) if config else {})}
     opts.update({k: v for k, v in given.items() if v is not None})
     matrix = _matrix_config(opts, resume=resume, verify=verify)
 
-    from extraction_eval.experiments.matrix import run_matrix
-    from extraction_eval.views.matrix import render_matrix
+    from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
+    from extraction_eval.views.matrix import render_matrix, render_matrix_estimate
     from extraction_eval.views.progress import RichProgress
 
+    matrix = matrix.named()  # one prefix (a default name has a timestamp)
+    if dry_run:
+        render_matrix_estimate(matrix, estimate_matrix(matrix), console)
+        return
     with RichProgress(err_console) as progress:
         outcome = run_matrix(matrix, progress=progress)
     render_matrix(outcome, console)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    stopped = [c.cell.name for c in outcome.cells if c.run.status == "stopped: budget"]
+    if stopped:
+        err_console.print(
+            f"[red]stopped: budget[/] --max-cost {matrix.base.max_cost:g} reached;"
+            f" {len(stopped)} cells have items not run (continue with --resume and a higher"
+            " --max-cost)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if outcome.problems:
         fail("; ".join(outcome.problems), 3)
 
@@ -189,6 +211,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
         resume=resume,
         backend=opts["backend"],
         verify=verify,
+        max_cost=opts.get("max_cost"),
     )
     return MatrixConfig(
         models=tuple(models),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -42,9 +42,16 @@ from extraction_eval.evaluators.repeats import (
     item_agreement,
     spread,
 )
+from extraction_eval.experiments.budget import (
+    Budget,
+    CostEstimate,
+    check_estimate,
+    sum_estimates,
+)
 from extraction_eval.experiments.config import RunConfig, git_state, package_versions
 from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
+from extraction_eval.experiments.run import uses_langfuse
 from extraction_eval.experiments.runner import run_bounded
 from extraction_eval.types import DatasetItem, ItemResult
 from extraction_eval.validation import check_int, check_number, check_text
@@ -315,7 +322,7 @@ def matrix_table(
     by_name = {r.name: r for r in rows}
     repeats = []
     for group, members in groups.items():
-        outputs = [_canonical_outputs(store.iter_item_results(m.run.id, ids)) for m in members]
+        outputs = [_canonical_outputs(_stored(store, m.run, ids)) for m in members]
         repeats.append(
             RepeatGroup(
                 name=group,
@@ -392,7 +399,7 @@ def _count_rows(
     index = {item.id: i for i, item in enumerate(items)}
     matrix = np.zeros((len(items), PAIRED_WIDTH), dtype=np.int64)
     present = np.zeros(len(items), dtype=np.bool_)
-    for result in store.iter_item_results(run.id, [item.id for item in items]):
+    for result in _stored(store, run, [item.id for item in items]):
         i = index[result.item_id]
         item = items[i]
         score = score_item(
@@ -407,6 +414,13 @@ def _count_rows(
         matrix[i] = item_row(score, schema_failure=result.error_kind == "schema")
         present[i] = True
     return matrix, present
+
+
+def _stored(store: LocalStore, run: RunRecord, ids: Sequence[str]) -> Iterator[ItemResult]:
+    """The run's stored results; none for a cell that never started (its run was deleted)."""
+    if run.status == NOT_STARTED:
+        return iter(())
+    return store.iter_item_results(run.id, ids)
 
 
 def _canonical_outputs(results: Any) -> dict[str, str | None]:
@@ -425,7 +439,12 @@ def _matrix_record(
 ) -> dict[str, Any]:
     """What the run record (and, in LangFuse mode, the experiment metadata) says of the
     matrix: its prefix and the cell's parameters; plus ``shared`` (see :func:`_shared_record`)."""
-    matrix_part = {"name": matrix.name, "cell": cell.params(), "repeats": matrix.repeats}
+    matrix_part = {
+        "name": matrix.name,
+        "cell": cell.params(),
+        "repeats": matrix.repeats,
+        "max_cost": matrix.base.max_cost,  # one ceiling for the whole matrix
+    }
     return {**(shared or {}), "matrix": matrix_part}
 
 
@@ -504,7 +523,7 @@ async def arun_matrix_local(
                 continue
             key = _provider_key(cell)
             prep = prepare(
-                cell.config,
+                replace(cell.config, max_cost=None),  # the ceiling is the matrix's: below
                 store,
                 items=items,
                 dataset_version=version,
@@ -515,6 +534,7 @@ async def arun_matrix_local(
             if provider is not None:
                 providers.setdefault(key, provider)
             preps.append((cell, prep))
+        share_budget(base.max_cost, [prep for _, prep in preps])
     except BaseException:  # a refused cell: the runs this invocation created go again
         for _, prep in preps:
             discard_if_empty(store, prep)
@@ -527,6 +547,9 @@ async def arun_matrix_local(
     )
     await _run_cells([d for _, d in drivers], base.concurrency)
     for cell, driver in drivers:
+        if store.get_run(cell.name, base.dataset) is None:  # the ceiling came first: deleted
+            outcomes[cell.name] = _not_started(cell, driver.prep)
+            continue
         outcome = driver.outcome()
         outcomes[cell.name] = CellOutcome(
             cell, outcome.run, ran=outcome.ran, warnings=outcome.warnings
@@ -535,6 +558,58 @@ async def arun_matrix_local(
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
     table = matrix_table(store, ordered, limited, base.scoring)
     return MatrixOutcome(matrix, ordered, table, warnings)
+
+
+NOT_STARTED = "not started: budget"
+
+
+def _not_started(cell: Cell, prep: PreparedRun) -> CellOutcome:
+    """A cell none of whose items started before the matrix's ceiling was reached: its run
+    was deleted (as any run that recorded nothing); ``--resume`` with a higher ceiling runs
+    it."""
+    run = replace(prep.run, status=NOT_STARTED, summary=None)
+    return CellOutcome(cell, run, warnings=[f"{NOT_STARTED}; --resume with a higher ceiling"])
+
+
+def share_budget(max_cost: float | None, preps: Sequence[PreparedRun]) -> Budget | None:
+    """``--max-cost`` for the whole matrix: the cells' estimates summed (plus what resumed
+    cells spent already) are refused above it before any call (``InvalidValue``), and one
+    ceiling is shared by every cell while they run (no new item of any cell starts once the
+    matrix's spend reaches it)."""
+    if max_cost is None:
+        return None
+    spent = sum(float((p.run.summary or {}).get("cost_usd") or 0.0) for p in preps if not p.created)
+    total = sum_estimates(p.estimate for p in preps if p.estimate is not None)
+    check_estimate(max_cost, total, spent)
+    budget = Budget(max_cost, spent)
+    for prep in preps:
+        prep.budget = budget
+    return budget
+
+
+def estimate_matrix(
+    matrix: MatrixConfig, *, store: LocalStore | None = None
+) -> list[tuple[Cell, CostEstimate]]:
+    """Each cell's cost estimate (``--dry-run``; sum them with ``sum_estimates``): the same
+    setup checks as a run, cells finished earlier left out on ``resume``; no model call,
+    nothing created or changed."""
+    from extraction_eval.experiments.run import estimate_run
+
+    store = store or LocalStore()
+    matrix = matrix.named()
+    cells = matrix.cells()
+    _check_names(store, matrix, cells)
+    out = []
+    for cell in cells:
+        config = replace(cell.config, max_cost=None)
+        if matrix.base.resume and not uses_langfuse(config):
+            items = _limited(
+                config, store.get_items(config.dataset, version=config.dataset_version)
+            )
+            if _finished(store, cell, items) is not None:
+                continue
+        out.append((cell, estimate_run(config, store=store)))
+    return out
 
 
 def _provider_key(cell: Cell) -> tuple[str, ...]:
@@ -592,7 +667,10 @@ async def _run_cells(drivers: Sequence[Driver], concurrency: int) -> None:
 
     units = interleave([d.prep.todo for d in drivers])
     try:
-        await run_bounded(units, run_unit, concurrency=concurrency, on_result=record)
+        may_start = drivers[0].may_start if drivers and drivers[0].prep.budget else None
+        await run_bounded(
+            units, run_unit, concurrency=concurrency, on_result=record, may_start=may_start
+        )
     except BaseException as exc:
         for index in sorted(open_cells):
             try:
@@ -616,8 +694,6 @@ def run_matrix(
 ) -> MatrixOutcome:
     """Run every cell to the end (blocking). LangFuse mode when keys are configured (each
     cell an experiment on the same dataset), else local mode with one shared pool."""
-    from extraction_eval.experiments.run import uses_langfuse
-
     if uses_langfuse(matrix.base):
         return run_matrix_langfuse(matrix, store=store or LocalStore(), progress=progress)
     return asyncio.run(arun_matrix_local(matrix, store=store, progress=progress))
@@ -659,12 +735,13 @@ def run_matrix_langfuse(
                     continue
                 prep = lfm.prepare_langfuse_run(
                     lf,
-                    cell.config,
+                    replace(cell.config, max_cost=None),  # the matrix's ceiling: below
                     store,
                     dataset,
                     extra_record=_matrix_record(matrix, cell, shared),
                 )
                 preps.append((cell, prep))
+            share_budget(base.max_cost, [prep for _, prep in preps])
         except BaseException:
             for _, prep in preps:
                 discard_if_empty(store, prep)
@@ -675,6 +752,12 @@ def run_matrix_langfuse(
         )
         problems: list[str] = []
         for position, (cell, prep) in enumerate(preps):
+            budget = prep.budget
+            if budget is not None and budget.exhausted:  # the ceiling came first
+                budget.held_back += 1
+                discard_if_empty(store, prep)
+                outcomes[cell.name] = _not_started(cell, prep)
+                continue
             try:
                 outcome = lfm.run_prepared(lf, prep, store, dataset, _Forward(progress), timeout_s)
             except lfm.VerificationError as exc:

@@ -9,9 +9,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from extraction_eval.experiments.budget import CostEstimate, sum_estimates
 from extraction_eval.experiments.matrix import (
     HEADLINE,
+    Cell,
     CellRow,
+    MatrixConfig,
     MatrixOutcome,
     MatrixTable,
 )
@@ -130,3 +133,46 @@ def render_matrix(outcome: MatrixOutcome, console: Console) -> None:
         line += f", {skipped} cells finished earlier left alone"
     console.print(Text(line, style="bold"), soft_wrap=True)
     render_matrix_table(outcome.table, prefix, console)
+
+
+def _usd(estimate: CostEstimate) -> str:
+    return "unknown" if estimate.usd is None else f"{estimate.usd:.6f}"
+
+
+def render_matrix_estimate(
+    matrix: MatrixConfig, cells: list[tuple[Cell, CostEstimate]], console: Console
+) -> None:
+    """``matrix --dry-run``: each cell's estimate and the total, before any call."""
+    prefix = matrix.name or ""
+    grid = Table(
+        title=f"cost estimate: matrix {prefix!r} on {matrix.base.dataset!r} (dry run, nothing"
+        " was called or created)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    grid.add_column("cell", no_wrap=True)
+    for head in ("calls", "tokens in", "tokens out", "est. USD"):
+        grid.add_column(head, justify="right")
+    for cell, e in cells:
+        grid.add_row(
+            _short(cell.name, prefix), str(e.calls), str(e.tokens_in), str(e.tokens_out), _usd(e)
+        )
+    total = sum_estimates(e for _, e in cells)
+    grid.add_row(
+        Text("total", style="bold"),
+        str(total.calls),
+        str(total.tokens_in),
+        str(total.tokens_out),
+        _usd(total),
+    )
+    print_table(console, grid)
+    notes = [f"tokens at {total.method}; retries not included"]
+    if total.unpriced:
+        notes.append("unpriced: " + "; ".join(total.unpriced))
+    if matrix.base.max_cost is not None:
+        within = total.usd is not None and total.usd <= matrix.base.max_cost
+        notes.append(
+            f"--max-cost {matrix.base.max_cost:g}: " + ("within" if within else "would be refused")
+        )
+    console.print("; ".join(notes), highlight=False, style="dim", soft_wrap=True)

@@ -163,6 +163,26 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["matrix", "--model", "offline:baseline", "--prompt-label", "x"], "--prompt-label"),
     # the second model is refused after the first cell was prepared: nothing is kept
     (EE, ["matrix", "--model", "fake:a", "--model", "nope:x", "--limit", "2"], "nope"),
+    # the matrix's estimate (all cells summed) is above --max-cost: refused, nothing kept
+    (
+        EE,
+        [
+            "matrix",
+            "--model",
+            "fake:a",
+            "--model",
+            "fake:b",
+            "--price-in",
+            "1000",
+            "--price-out",
+            "1000",
+            "--max-cost",
+            "0.5",
+            "--limit",
+            "2",
+        ],
+        "--max-cost",
+    ),
     # score
     (EE, ["score", "--gold", "MISSING", "--predictions", "GOOD"], "--gold"),
     (EE, ["score", "--gold", "GOOD", "--predictions", "DIR"], "--predictions"),

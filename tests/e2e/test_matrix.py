@@ -490,3 +490,51 @@ def test_cells_of_one_model_share_one_provider(monkeypatch: pytest.MonkeyPatch) 
         store=store,
     )
     assert len(outcome.cells) == 8 and sorted(made) == ["fake:a", "fake:b"]
+
+
+def test_max_cost_is_one_ceiling_for_the_whole_matrix_and_resume_finishes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The estimate is small, but every answer reports 100,000 input tokens ($0.10 at $1 per
+    1M): the first item reaches the matrix's $0.05 ceiling, so no other item of any cell
+    starts. Resuming with a higher ceiling runs exactly the rest."""
+    store = _setup(2)
+    expensive = {"entities": [ADA], "relationships": [], "usage": {"input": 100_000, "output": 0}}
+    a = register_fake("a", {"default": expensive})
+    b = register_fake("b", {"default": expensive})
+
+    def matrix(max_cost: float, resume: bool = False) -> MatrixConfig:
+        return MatrixConfig(
+            models=("fake:a", "fake:b"),
+            temperatures=(0.0, 0.7),
+            name="cost",
+            base=RunConfig(
+                dataset=DATASET,
+                backend="local",
+                concurrency=1,
+                max_cost=max_cost,
+                resume=resume,
+                pipeline=PipelineConfig(price_in=1.0, price_out=1.0),
+            ),
+        )
+
+    # --dry-run: each cell's estimate and the total, nothing created
+    assert _cli(
+        ["matrix", "--dataset", DATASET, "--name", "cost", "--model", "fake:a", "--model",
+         "fake:b", "--price-in", "1", "--price-out", "1", "--dry-run"],
+        monkeypatch,
+    ) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "total" in out and "fake:b/bundled/t0" in out
+    assert store.list_runs(DATASET) == [] and not a.calls
+
+    first = run_matrix(matrix(0.05), store=store)
+    assert len(a.calls) + len(b.calls) == 1  # one item, then the ceiling
+    [stopped] = [c for c in first.cells if c.ran]
+    assert stopped.run.status == "stopped: budget"
+    assert sum(c.run.summary["items"] for c in first.cells if c.run.summary) == 1
+
+    second = run_matrix(matrix(10.0, resume=True), store=store)
+    assert len(a.calls) + len(b.calls) == 4 * 2  # the seven left, once each
+    assert all(c.run.status == "finished" for c in second.cells)
+    assert [row.items for row in second.table.rows] == [2, 2, 2, 2]
