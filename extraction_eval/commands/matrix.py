@@ -36,6 +36,7 @@ _SCALAR_KEYS = (
     "price_in",
     "price_out",
     "max_cost",
+    "shard",
 )
 _DEFAULTS: dict[str, Any] = {
     "dataset": "extraction-eval",
@@ -131,6 +132,10 @@ def matrix_cmd(
     dry_run: Annotated[
         bool, typer.Option(help="Print each cell's cost estimate and the total; run nothing.")
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(help="I/N: every cell runs only shard I of N of the items (by id hash)."),
+    ] = None,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
@@ -153,6 +158,7 @@ def matrix_cmd(
         "price_in": price_in,
         "price_out": price_out,
         "max_cost": max_cost,
+        "shard": shard,
     }
     opts = {**_DEFAULTS, **(read_matrix_toml(config) if config else {})}
     opts.update({k: v for k, v in given.items() if v is not None})
@@ -189,6 +195,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.matrix import MatrixConfig
+    from extraction_eval.experiments.partition import parse_shard
     from extraction_eval.pipeline.base import PipelineConfig
 
     models = opts.get("model")
@@ -212,6 +219,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
         backend=opts["backend"],
         verify=verify,
         max_cost=opts.get("max_cost"),
+        shard=parse_shard(str(opts["shard"])) if opts.get("shard") is not None else None,
     )
     return MatrixConfig(
         models=tuple(models),

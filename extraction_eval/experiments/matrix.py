@@ -489,7 +489,9 @@ class _Forward:
 
 
 def _limited(base: RunConfig, items: Sequence[DatasetItem]) -> list[DatasetItem]:
-    return list(items)[: base.limit] if base.limit is not None else list(items)
+    """The items every cell runs: the first ``limit``, then this process's ``shard``."""
+    out = list(items)[: base.limit] if base.limit is not None else list(items)
+    return base.shard.select(out) if base.shard is not None else out
 
 
 async def arun_matrix_local(

@@ -163,6 +163,7 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["matrix", "--model", "offline:baseline", "--prompt-label", "x"], "--prompt-label"),
     # the second model is refused after the first cell was prepared: nothing is kept
     (EE, ["matrix", "--model", "fake:a", "--model", "nope:x", "--limit", "2"], "nope"),
+    (EE, ["matrix", "--model", "fake:a", "--shard", "3/2"], "--shard"),
     # the matrix's estimate (all cells summed) is above --max-cost: refused, nothing kept
     (
         EE,

@@ -538,3 +538,44 @@ def test_max_cost_is_one_ceiling_for_the_whole_matrix_and_resume_finishes(
     assert len(a.calls) + len(b.calls) == 4 * 2  # the seven left, once each
     assert all(c.run.status == "finished" for c in second.cells)
     assert [row.items for row in second.table.rows] == [2, 2, 2, 2]
+
+
+def test_shards_of_a_matrix_split_every_cell_s_items(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--shard i/N`` applies to every cell: two shard processes (two stores here) run
+    disjoint halves of each cell's items, together all of them, under the same run names."""
+    from extraction_eval.experiments.partition import Shard
+
+    register_fake("a", {"default": _extraction(ADA)})
+    seen: dict[str, list[str]] = {}
+    for index in (1, 2):
+        monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(tmp_path / f"shard-{index}"))
+        store = _setup(10)
+        outcome = run_matrix(
+            MatrixConfig(
+                models=("fake:a",),
+                temperatures=(0.0, 0.7),
+                name="sh",
+                base=RunConfig(dataset=DATASET, backend="local", shard=Shard(index, 2)),
+            ),
+            store=store,
+        )
+        for c in outcome.cells:
+            ids = [r.item_id for r in store.results(c.run.id)]
+            assert c.run.config["shard"]["index"] == index
+            seen.setdefault(c.cell.name, []).extend(ids)
+    assert set(seen) == {"sh/fake:a/bundled/t0", "sh/fake:a/bundled/t0.7"}
+    for ids in seen.values():
+        assert sorted(ids) == sorted(f"i{k}" for k in range(1, 11))  # each item exactly once
+    # resuming a finished shard leaves its cells alone (finished = every item of the shard)
+    again = run_matrix(
+        MatrixConfig(
+            models=("fake:a",),
+            temperatures=(0.0, 0.7),
+            name="sh",
+            base=RunConfig(dataset=DATASET, backend="local", shard=Shard(2, 2), resume=True),
+        ),
+        store=LocalStore(),
+    )
+    assert [c.skipped for c in again.cells] == [True, True]
