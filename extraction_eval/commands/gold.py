@@ -11,7 +11,13 @@ from typing import Annotated, Literal
 
 import typer
 
-from extraction_eval.commands.common import check_writable, console, err_console, handle_errors
+from extraction_eval.commands.common import (
+    check_readable,
+    check_writable,
+    console,
+    err_console,
+    handle_errors,
+)
 
 gold_app = typer.Typer(
     no_args_is_help=True,
@@ -22,21 +28,29 @@ gold_app = typer.Typer(
 @gold_app.command("build")
 @handle_errors
 def build_cmd(
-    dataset: Annotated[str, typer.Option(help="Dataset to build gold for.")],
+    dataset: Annotated[str | None, typer.Option(help="Dataset to build gold for.")] = None,
     models: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--models",
             help="provider:model[:runs[:weight]] (repeatable, or a comma list), e.g. "
             "openai:gpt-5-mini:1:2,openai:gpt-5-nano:3:1.",
         ),
-    ],
+    ] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="TOML with these settings (models as strings or tables); options given win.",
+        ),
+    ] = None,
     min_agreement: Annotated[
-        float, typer.Option(help="Keep an object when more than this share of weight found it.")
-    ] = 0.5,
+        float | None,
+        typer.Option(help="Keep an object when more than this share of weight found it [0.5]."),
+    ] = None,
     review_below: Annotated[
-        float, typer.Option(help="List items whose lowest confidence is below this.")
-    ] = 0.75,
+        float | None, typer.Option(help="List items whose lowest confidence is below [0.75].")
+    ] = None,
     temperature: Annotated[
         float | None,
         typer.Option(help="For every run (default: 0.7 for a model run more than once, else 0)."),
@@ -44,11 +58,11 @@ def build_cmd(
     dataset_version: Annotated[
         str | None, typer.Option(help="Dataset version to build from (default: the latest).")
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Model calls in flight.")] = 8,
+    concurrency: Annotated[int | None, typer.Option(help="Model calls in flight [8].")] = None,
     batch: Annotated[
-        bool,
+        bool | None,
         typer.Option("--batch", help="OpenAI Batch API: half price, answers within 24 h."),
-    ] = False,
+    ] = None,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible server for every model.")
     ] = None,
@@ -60,32 +74,51 @@ def build_cmd(
         bool, typer.Option("--no-upload", help="Do not add a dataset version (use with --out).")
     ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Only say how many model calls it would make.")
+        bool,
+        typer.Option("--dry-run", help="Only say how many model calls it would make, and cost."),
     ] = False,
 ) -> None:
     """Run every model on every item, keep what the weighted majority agrees on, apply the
     overrides, and save the result as a new dataset version."""
     from extraction_eval.backends import get_dataset_backend
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.gold import GoldConfig, build_gold, parse_models, plan_gold
+    from extraction_eval.errors import UsageError
+    from extraction_eval.experiments.gold import (
+        GoldConfig,
+        build_gold,
+        check_models,
+        load_gold_config,
+        parse_models,
+        plan_gold,
+    )
     from extraction_eval.views.gold import render_build, render_plan
 
+    if config_file is not None:
+        check_readable("--config", config_file)
     if out is not None:
         check_writable("--out", out)
-    version: int | str | None = dataset_version
-    if dataset_version is not None and dataset_version.isdigit():
-        version = int(dataset_version)
-    config = GoldConfig(
-        dataset=dataset,
-        models=parse_models(models),
-        dataset_version=version,
-        min_agreement=min_agreement,
-        review_below=review_below,
-        temperature=temperature,
-        concurrency=concurrency,
-        batch=batch,
-        base_url=base_url,
-    )
+    settings = load_gold_config(config_file) if config_file is not None else {}
+    given = {
+        "dataset": dataset,
+        "dataset_version": dataset_version,
+        "min_agreement": min_agreement,
+        "review_below": review_below,
+        "temperature": temperature,
+        "concurrency": concurrency,
+        "batch": batch,
+        "base_url": base_url,
+    }
+    settings.update({k: v for k, v in given.items() if v is not None})
+    if models:
+        settings["models"] = check_models([*settings.get("models", ()), *parse_models(models)])
+    if "dataset" not in settings:
+        raise UsageError("--dataset is required (or dataset in --config)")
+    if not settings.get("models"):
+        raise UsageError("--models is required (or models in --config)")
+    version = settings.get("dataset_version")
+    if isinstance(version, str) and version.isdigit():
+        settings["dataset_version"] = int(version)
+    config = GoldConfig(**settings)
     store = LocalStore()
     backend = get_dataset_backend()
     try:

@@ -88,11 +88,81 @@ class GoldModel:
         return f"{self.model}:{self.runs}:{self.weight:g}"
 
 
+# What a ``--config gold.toml`` may say; the command line wins over it.
+CONFIG_KEYS = (
+    "dataset",
+    "dataset_version",
+    "models",
+    "min_agreement",
+    "review_below",
+    "temperature",
+    "concurrency",
+    "batch",
+    "base_url",
+)
+
+
+def load_gold_config(path: Path) -> dict[str, Any]:
+    """A TOML file with the build's settings, for model lists too long for a command line::
+
+        dataset = "demo"
+        min_agreement = 0.6
+        models = [
+          "openai:gpt-5-mini:1:2",
+          { model = "openai:gpt-5-nano", runs = 3, weight = 1, temperature = 1.0 },
+        ]
+
+    ``models`` becomes a tuple of :class:`GoldModel`; unknown keys are refused."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--config {path}: {one_line(exc)}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"--config {path}: not valid TOML: {one_line(exc)}") from None
+    unknown = sorted(set(raw) - set(CONFIG_KEYS))
+    if unknown:
+        raise UsageError(
+            f"--config {path}: unknown key {unknown[0]!r}; known: {', '.join(CONFIG_KEYS)}"
+        )
+    out = dict(raw)
+    if "models" in raw:
+        entries = raw["models"]
+        if not isinstance(entries, list):
+            raise UsageError(f"--config {path}: models must be a list")
+        models: list[GoldModel] = []
+        for n, entry in enumerate(entries, start=1):
+            if isinstance(entry, str):
+                models.extend(parse_models([entry]))
+            elif isinstance(entry, dict) and set(entry) <= {
+                "model",
+                "runs",
+                "weight",
+                "temperature",
+            }:
+                try:
+                    models.append(GoldModel(**entry))
+                except (TypeError, ValueError) as exc:
+                    raise UsageError(f"--config {path}: models[{n}]: {one_line(exc)}") from None
+            else:
+                raise UsageError(
+                    f"--config {path}: models[{n}] must be 'provider:model:runs:weight' or a"
+                    " table with model, runs, weight, temperature"
+                )
+        out["models"] = tuple(models)
+    return out
+
+
 def parse_models(specs: Sequence[str]) -> tuple[GoldModel, ...]:
     """Repeatable and comma-separated forms together; the same model twice is refused."""
     models = [GoldModel.parse(s) for spec in specs for s in spec.split(",") if s.strip()]
     if not models:
         raise InvalidValue("models", "name at least one provider:model[:runs[:weight]]")
+    return check_models(models)
+
+
+def check_models(models: Sequence[GoldModel]) -> tuple[GoldModel, ...]:
     seen = [m.model for m in models]
     twice = sorted({m for m in seen if seen.count(m) > 1})
     if twice:

@@ -49,6 +49,7 @@ def test_json_has_each_runs_own_figures_and_a_paired_interval(two_runs: None) ->
     assert list(data) == [
         *("a", "b", "items", "bootstrap", "metrics", "mcnemar", "per_type", "scoring"),
         *("only_in_a", "only_in_b", "not_in_gold", "differences", "warnings", "gate"),
+        "diff",  # the extraction-aware diff (RunDiff.to_json)
     ]
     assert list(data["metrics"]) == list(METRICS)
     store = LocalStore()

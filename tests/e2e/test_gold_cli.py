@@ -165,3 +165,43 @@ def test_bad_gold_options(ids: list[str], args: list[str], message: str) -> None
     code, out, err = cli(*args)
     assert code == 2, (out, err)
     assert message in " ".join(err.split())
+
+
+def test_config_file(ids: list[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "gold.toml"
+    cfg.write_text(
+        'dataset = "small"\n'
+        "min_agreement = 0.9\n"
+        'models = ["fake:m1:1:2", { model = "fake:m2", weight = 1 }, "fake:m3"]\n'
+    )
+    code, out, err = cli("gold", "build", "--config", str(cfg), "--dry-run")
+    assert code == 0, err
+    assert "would make 12 model calls (fake:m1 4, fake:m2 4, fake:m3 4)" in out
+    # min_agreement 0.9 of weight 4: only objects all three found are kept
+    code, out, err = cli("gold", "build", "--config", str(cfg))
+    assert code == 0, err
+    kept_strict = sum(len(i.expected.entities) for i in LocalStore().get_items("small"))
+    # the command line wins over the file
+    code, out, err = cli("gold", "build", "--config", str(cfg), "--min-agreement", "0.5")
+    assert code == 0, err
+    kept = sum(len(i.expected.entities) for i in LocalStore().get_items("small"))
+    last_entities = sum(1 for i in LocalStore().get_items("small") if i.expected.entities)
+    assert kept == kept_strict + last_entities  # each item's last entity (m2 lacks it) is back
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('dataset = "small"\nmodels = ["fake:m1"]\ncolour = 1\n', "unknown key 'colour'"),
+        ('dataset = "small"\nmodels = [{ model = "fake:m1", runs = 0 }]\n', "models[1]"),
+        ('dataset = "small"\nmodels = "fake:m1"\n', "models must be a list"),
+        ('models = ["fake:m1"]\n', "--dataset is required"),
+        ("dataset = [\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_file(ids: list[str], tmp_path: Path, text: str, message: str) -> None:
+    cfg = tmp_path / "gold.toml"
+    cfg.write_text(text)
+    code, out, err = cli("gold", "build", "--config", str(cfg))
+    assert code == 2, (out, err)
+    assert message in " ".join(err.split())

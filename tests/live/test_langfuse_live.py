@@ -160,3 +160,111 @@ def _get(path: str, **params: str | None) -> Any:
     )
     response.raise_for_status()
     return response.json()
+
+
+def _use_live(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", _PUBLIC_KEY)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", _SECRET_KEY)
+    monkeypatch.setenv("LANGFUSE_BASE_URL", _BASE_URL)
+    return connect(public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL)
+
+
+def test_shards_finalize_and_paired_compare(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Two shards write one experiment; finalize posts its run scores once; compare reads the
+    gold from this LangFuse."""
+    from pathlib import Path
+
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.datasets.bundled import sample_items
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.paired import compare_stored_runs
+    from extraction_eval.experiments.partition import Shard
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.experiments.shards import finalize_run, merge_runs
+
+    client = _use_live(monkeypatch)
+    dataset = f"{NAME}-shards"
+    LangfuseDatasetBackend(client).upload_items(dataset, sample_items()[:8])
+    name = f"live-shards-{uuid.uuid4().hex[:8]}"
+    stores = [LocalStore(Path(tmp_path) / f"s{i}.db") for i in (1, 2)]
+    for i, store in enumerate(stores, start=1):
+        run_experiment(
+            RunConfig(dataset=dataset, name=name, backend="langfuse", shard=Shard(i, 2)),
+            store=store,
+        )
+    merged = merge_runs(stores[0], name, [Path(tmp_path) / "s2.db"])
+    assert merged.items == 8
+    outcome = finalize_run(stores[0], name)  # posts and reads back the run scores
+    assert outcome.summary.items == 8 and outcome.summary.missing == 0
+    run = stores[0].get_run(name)
+    assert run is not None and run.experiment_id
+    # every item's trace in one experiment: a second, unsharded run compares item by item
+    other = f"live-whole-{uuid.uuid4().hex[:8]}"
+    run_experiment(RunConfig(dataset=dataset, name=other, backend="langfuse"), store=stores[0])
+    a, b = stores[0].get_run(name), stores[0].get_run(other)
+    assert a is not None and b is not None
+    result = compare_stored_runs(stores[0], a, b, resamples=200)
+    data = result.to_json()
+    assert data["items"] == 8
+    assert data["metrics"]["entity_f1"]["delta"] == 0.0  # the same pipeline on the same items
+
+
+def test_gold_build_writes_a_langfuse_dataset_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.datasets.bundled import sample_items
+    from extraction_eval.experiments.gold import GoldConfig, build_gold, parse_models
+    from extraction_eval.llm.fake import register_fake, unregister_fake
+
+    client = _use_live(monkeypatch)
+    backend = LangfuseDatasetBackend(client)
+    dataset = f"{NAME}-gold-{uuid.uuid4().hex[:6]}"
+    items = sample_items()[:3]
+    backend.upload_items(dataset, items)
+    answers = {i.id: i.expected.model_dump(mode="json") for i in items}
+    register_fake("live-a", {"items": answers})
+    register_fake("live-b", {"items": answers})
+    try:
+        build = build_gold(
+            GoldConfig(dataset=dataset, models=parse_models(["fake:live-a,fake:live-b"])),
+            LocalStore(),
+            backend,
+        )
+    finally:
+        unregister_fake()
+    assert build.upload is not None and build.upload.updated == 3
+    stored = {i.id: i for i in backend.get_items(dataset)}
+    for item in build.items:
+        assert stored[item.id].metadata["gold"] == item.metadata["gold"]
+        assert stored[item.id].expected == item.expected
+
+
+def test_batch_run_in_langfuse_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--batch against a loopback Batch API, traced and scored in this LangFuse."""
+    from extraction_eval.datasets.bundled import sample_items
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+    from tests.support.openai_batch_server import BatchServer
+    from tests.support.openai_server import input_text
+
+    client = _use_live(monkeypatch)
+    monkeypatch.setenv("EXTRACTION_EVAL_BATCH_POLL_S", "0.05")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    dataset = f"{NAME}-batch"
+    items = sample_items()[:4]
+    LangfuseDatasetBackend(client).upload_items(dataset, items)
+    gold = {i.text: i.expected.model_dump(mode="json") for i in items}
+    with BatchServer(answer=lambda body: gold[input_text(body)]) as server:
+        outcome = run_experiment(
+            RunConfig(
+                dataset=dataset,
+                name=f"live-batch-{uuid.uuid4().hex[:8]}",
+                pipeline=PipelineConfig(model="openai:gpt-4o-mini", base_url=server.url),
+                backend="langfuse",
+                batch=True,
+            )
+        )
+    assert len(server.batches) == 1
+    assert outcome.summary.items == 4 and outcome.summary.missing == 0  # read back: all arrived
+    assert outcome.summary.values["entity_f1"] == 1.0
+    assert all(r.trace_url for r in outcome.results)
