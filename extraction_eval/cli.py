@@ -15,6 +15,7 @@ from rich.markup import escape
 from extraction_eval.commands.common import err_console
 from extraction_eval.commands.datasets import datasets_app
 from extraction_eval.commands.gold import gold_app
+from extraction_eval.commands.matrix import matrix_cmd
 from extraction_eval.commands.prompts import prompts_app
 from extraction_eval.commands.report import report_cmd
 from extraction_eval.commands.run import run_cmd
@@ -32,6 +33,7 @@ app.command("score")(score)
 app.command("run")(run_cmd)
 app.command("compare")(compare_cmd)
 app.command("report")(report_cmd)
+app.command("matrix")(matrix_cmd)
 app.command("seed")(seed)
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(runs_app, name="runs")

@@ -248,8 +248,9 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
         "pricing": pricer.record(),
         # what --resume compares: results priced two ways must not be summed silently
         "price_override": [pricer.price_in, pricer.price_out] if pricer.override else None,
-        "packages": package_versions(),
-        "git": git_state(),
+        # given in ``extra`` when the caller read them once for many runs (a matrix)
+        "packages": extra["packages"] if "packages" in extra else package_versions(),
+        "git": extra["git"] if "git" in extra else git_state(),
     }
     record.update(extra)
     return record

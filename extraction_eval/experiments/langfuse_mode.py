@@ -69,7 +69,9 @@ __all__ = [
     "experiment_metadata",
     "missing_summary",
     "post_run_scores",
+    "prepare_langfuse_run",
     "run_langfuse",
+    "run_prepared",
     "verify_run",
     "verify_timeout_s",
 ]
@@ -172,6 +174,10 @@ def experiment_metadata(record: Mapping[str, Any]) -> dict[str, str]:
         "price_input_per_mtok": pricing.get("input_per_mtok"),
         "price_output_per_mtok": pricing.get("output_per_mtok"),
     }
+    matrix = record.get("matrix") or {}
+    if matrix:  # a matrix cell: the matrix's prefix and the cell's repeat index
+        meta["matrix"] = matrix.get("name")
+        meta["matrix_repeat"] = (matrix.get("cell") or {}).get("repeat")
     return {k: str(v) for k, v in meta.items() if v is not None}
 
 
@@ -266,6 +272,20 @@ def _run(
     dataset = LangfuseDatasetBackend(lf).load_for_run(
         config.dataset, version=config.dataset_version
     )
+    prep = prepare_langfuse_run(lf, config, store, dataset)
+    return run_prepared(lf, prep, store, dataset, progress, verify_timeout)
+
+
+def prepare_langfuse_run(
+    lf: Langfuse,
+    config: RunConfig,
+    store: LocalStore,
+    dataset: RunDataset,
+    *,
+    extra_record: Mapping[str, Any] | None = None,
+) -> PreparedRun:
+    """The run's prompt, pipeline and record on a loaded dataset (a matrix loads it once for
+    all its cells); nothing is sent to the model yet."""
     warnings: list[str] = []
     prompt = _prompt(lf, config, warnings)
     prep = prepare(
@@ -276,20 +296,32 @@ def _run(
         prompt=prompt,
         tracer=LangfuseTracer(lf),
         backend="langfuse",
-        extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+        extra_record={"langfuse_dataset_id": dataset.langfuse_id, **(extra_record or {})},
     )
     prep.warnings.extend(warnings)
+    return prep
+
+
+def run_prepared(
+    lf: Langfuse,
+    prep: PreparedRun,
+    store: LocalStore,
+    dataset: RunDataset,
+    progress: ProgressHook | None,
+    verify_timeout: float,
+) -> RunOutcome:
+    """A prepared run as an experiment: scheduled by the SDK, finalized, read back."""
     scores = LangfuseScores(lf, store, prep)
     driver = Driver(prep, store, progress=progress, scores=scores)
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)
     with driver.running():
-        if prep.todo and config.batch:
+        if prep.todo and prep.config.batch:
             asyncio.run(answer_by_batch(prep, store))
         if prep.todo:
             _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)
-    if config.verify:
+    if prep.config.verify:
         _verify(lf, scores.experiment_id, driver.recorded, outcome, started, verify_timeout)
     return outcome
 

@@ -24,6 +24,7 @@ from extraction_eval.experiments.config import RunConfig, check_fail_under_attri
 from extraction_eval.experiments.partition import shard_record
 from extraction_eval.experiments.runner import ItemRunner, select_items
 from extraction_eval.experiments.score import gold_ignored_warning
+from extraction_eval.llm.base import Provider
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
@@ -167,6 +168,7 @@ def plan(
     prompt: PromptTemplate | None = None,
     tracer: Any = None,
     extra_record: dict[str, Any] | None = None,
+    provider: Provider | None = None,
 ) -> RunPlan:
     """Everything up to the run record: items, prompt, pipeline, what is still to run and its
     cost estimate. Refuses a bad setup; creates and changes nothing."""
@@ -200,7 +202,9 @@ def plan(
     # setup leaves nothing behind.
     existing = check_reuse(store, config, record)
     cache = store.cache()
-    pipeline = make_pipeline(config.pipeline, cache=cache, prompt=prompt, tracer=tracer)
+    pipeline = make_pipeline(
+        config.pipeline, cache=cache, prompt=prompt, tracer=tracer, provider=provider
+    )
     pricer = Pricer.for_config(config.pipeline)
     runner = ItemRunner(
         pipeline=pipeline,
@@ -249,6 +253,7 @@ def prepare(
     tracer: Any = None,
     backend: str = "local",
     extra_record: dict[str, Any] | None = None,
+    provider: Provider | None = None,
 ) -> PreparedRun:
     warnings: list[str] = []
     p = plan(
@@ -259,6 +264,7 @@ def prepare(
         prompt=prompt,
         tracer=tracer,
         extra_record=extra_record,
+        provider=provider,
     )
     config, record = p.config, p.record
     warnings.extend(p.notes)

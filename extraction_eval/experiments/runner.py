@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
@@ -32,6 +32,8 @@ FAILURE_CATEGORY_SCORE = "failure_category"
 _MAX_LABELS_IN_COMMENT = 10
 
 OnResult = Callable[[ItemResult], None]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _error_kind(exc: BaseException) -> str:
@@ -204,21 +206,22 @@ def select_items(
 
 
 async def run_bounded(
-    items: Sequence[DatasetItem],
-    run_item: Callable[[DatasetItem], Awaitable[ItemResult]],
+    items: Sequence[T],
+    run_item: Callable[[T], Awaitable[R]],
     *,
     concurrency: int,
-    on_result: OnResult,
+    on_result: Callable[[R], None],
     may_start: Callable[[], bool] | None = None,
 ) -> None:
     """At most ``concurrency`` items in flight; each result is handed over as soon as it is ready.
 
     A fixed pool of workers pulls from a queue, so thousands of items do not become thousands
     of pending tasks, and ``on_result`` (persistence) runs on the loop thread one at a time.
+    Generic so a matrix can put every cell's (cell, item) pairs behind one pool.
     ``may_start`` (e.g. a spending ceiling) is asked before each item: once it says no, no new
     item starts, items in flight finish, and the rest are left unrun.
     """
-    queue: asyncio.Queue[DatasetItem] = asyncio.Queue()
+    queue: asyncio.Queue[T] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
 

@@ -9,6 +9,8 @@ without network, with per-item answers and injected failures. Script format::
       "rules": [                                           # first matching rule wins
         {"item": "id-1",                                   # item id(s), and/or
          "contains": "Ada Lovelace",                       # substring(s) of the user message
+         "model": "a",                                     # and/or model name(s) (fake:<name>)
+         "temperature": 0.7,                               # and/or sampling temperature(s)
          "responses": [                                    # one per call for this item; the
            {"error": 429, "retry_after": 0.5},             # last one repeats when exhausted
            {"error": 500},
@@ -61,7 +63,7 @@ _STEP_KEYS = frozenset(
     | {"entities", "relationships"}
 )
 _SCRIPT_KEYS = frozenset({"default", "latency_s", "rules", "items", "contains"})
-_RULE_KEYS = frozenset({"item", "contains", "responses", "response"})
+_RULE_KEYS = frozenset({"item", "contains", "model", "temperature", "responses", "response"})
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,15 @@ class _Rule:
     items: frozenset[str]
     contains: tuple[str, ...]
     responses: tuple[Any, ...]
+    models: frozenset[str] = frozenset()
+    temperatures: frozenset[float] = frozenset()
 
-    def matches(self, item_id: str | None, user_text: str) -> bool:
+    def matches(self, item_id: str | None, user_text: str, request: CompletionRequest) -> bool:
         if self.items and item_id not in self.items:
+            return False
+        if self.models and request.model not in self.models:
+            return False
+        if self.temperatures and float(request.temperature) not in self.temperatures:
             return False
         return all(part in user_text for part in self.contains)
 
@@ -116,10 +124,16 @@ def _rule(raw: Any, where: str) -> _Rule:
         raise ConfigError(f"fake script: {where} has no 'responses'")
     for i, step in enumerate(responses):
         _check_step(step, f"{where}.responses[{i}]")
+    try:
+        temperatures = frozenset(float(x) for x in _as_tuple(raw.get("temperature")))
+    except (TypeError, ValueError):
+        raise ConfigError(f"fake script: {where}.temperature must be a number") from None
     return _Rule(
         items=frozenset(str(x) for x in _as_tuple(raw.get("item"))),
         contains=tuple(str(x) for x in _as_tuple(raw.get("contains"))),
         responses=responses,
+        models=frozenset(str(x) for x in _as_tuple(raw.get("model"))),
+        temperatures=temperatures,
     )
 
 
@@ -224,9 +238,11 @@ class FakeProvider:
         self.calls.clear()
         self._counters.clear()
 
-    def _select(self, item_id: str | None, user_text: str) -> tuple[int | None, Any, int]:
+    def _select(
+        self, item_id: str | None, user_text: str, request: CompletionRequest
+    ) -> tuple[int | None, Any, int]:
         for index, rule in enumerate(self.script.rules):
-            if rule.matches(item_id, user_text):
+            if rule.matches(item_id, user_text, request):
                 key = (
                     item_id
                     if item_id is not None
@@ -240,7 +256,7 @@ class FakeProvider:
     async def complete(self, request: CompletionRequest) -> Completion:
         item_id = current_item_id.get()
         user_text = _user_text(request)
-        rule, step, index = self._select(item_id, user_text)
+        rule, step, index = self._select(item_id, user_text, request)
         outcome = "ok"
         try:
             if self.script.latency_s > 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from extraction_eval.llm.base import ResponseCache
+from extraction_eval.llm.base import Provider, ResponseCache
 from extraction_eval.llm.tracing import CallTracer
 from extraction_eval.pipeline.base import Pipeline, PipelineConfig
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
@@ -20,8 +20,12 @@ def make_pipeline(
     prompt: PromptTemplate | None = None,
     tracer: CallTracer | None = None,
     retry: RetryPolicy | None = None,
+    provider: Provider | None = None,
 ) -> Pipeline:
-    """A user's function (``config.pipeline``), the offline baseline, or a model + prompt."""
+    """A user's function (``config.pipeline``), the offline baseline, or a model + prompt.
+
+    ``provider``: an existing provider for ``config.model`` to reuse (a matrix shares one
+    client between the cells of one model instead of opening one per cell)."""
     if config.pipeline:
         from extraction_eval.pipeline.user import UserPipeline
 
@@ -37,7 +41,7 @@ def make_pipeline(
     from extraction_eval.pipeline.llm import LLMPipeline
 
     return LLMPipeline(
-        provider=make_provider(config),
+        provider=provider or make_provider(config),
         prompt=prompt or load_local_prompt(),
         config=config,
         cache=cache,

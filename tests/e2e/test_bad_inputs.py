@@ -146,6 +146,44 @@ CASES: list[tuple[str, list[str], str]] = [
     (RUN, ["--timeout", "-1"], "--timeout"),
     (RUN, ["--temperature", "hot"], "--temperature"),
     (RUN, ["--max-attempts", "0"], "--max-attempts"),
+    # matrix: every cell is checked before the first one is created
+    (EE, ["matrix"], "--model"),
+    (EE, ["matrix", "--model", "fake:a", "--model", "fake:a"], "--model"),
+    (EE, ["matrix", "--model", "fake:a", "--temperature", "0", "--temperature", "0.0"], "--temp"),
+    (EE, ["matrix", "--model", "fake:a", "--temperature", "-1"], "--temperature"),
+    (EE, ["matrix", "--model", "fake:a", "--temperature", "hot"], "--temperature"),
+    (EE, ["matrix", "--model", "fake:a", "--prompt-label", ""], "--prompt-label"),
+    (EE, ["matrix", "--model", "fake:a", "--repeats", "0"], "--repeats"),
+    (EE, ["matrix", "--model", "fake:a", "--resume"], "--resume"),  # needs --name
+    (EE, ["matrix", "--model", "fake:a", "--concurrency", "0"], "--concurrency"),
+    (EE, ["matrix", "--model", "fake:a", "--match", "regex"], "--match"),
+    (EE, ["matrix", "--model", "fake:a", "--config", "MISSING"], "--config"),
+    (EE, ["matrix", "--model", "fake:a", "--config", "GOOD"], "--config"),  # not TOML
+    (EE, ["matrix", "--model", "fake:a", "--prompt-label", "nosuch"], "prompt"),
+    (EE, ["matrix", "--model", "offline:baseline", "--prompt-label", "x"], "--prompt-label"),
+    # the second model is refused after the first cell was prepared: nothing is kept
+    (EE, ["matrix", "--model", "fake:a", "--model", "nope:x", "--limit", "2"], "nope"),
+    (EE, ["matrix", "--model", "fake:a", "--shard", "3/2"], "--shard"),
+    # the matrix's estimate (all cells summed) is above --max-cost: refused, nothing kept
+    (
+        EE,
+        [
+            "matrix",
+            "--model",
+            "fake:a",
+            "--model",
+            "fake:b",
+            "--price-in",
+            "1000",
+            "--price-out",
+            "1000",
+            "--max-cost",
+            "0.5",
+            "--limit",
+            "2",
+        ],
+        "--max-cost",
+    ),
     # score
     (EE, ["score", "--gold", "MISSING", "--predictions", "GOOD"], "--gold"),
     (EE, ["score", "--gold", "GOOD", "--predictions", "DIR"], "--predictions"),

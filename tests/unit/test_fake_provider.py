@@ -224,3 +224,26 @@ def test_registered_fake_is_the_instance_the_registry_returns() -> None:
     assert make_provider(PipelineConfig(model="fake:other")) is not fake
     unregister_fake("counted")
     assert make_provider(PipelineConfig(model="fake:counted")) is not fake
+
+
+def test_rules_can_require_a_model_and_a_temperature() -> None:
+    """What a matrix test needs: one script, a different answer per model and temperature."""
+    fake = FakeProvider.from_script(
+        [
+            {"model": "m", "temperature": 0.7, "response": "m-hot"},
+            {"model": ["m", "n"], "response": "m-or-n"},
+        ]
+    )
+
+    def ask(model: str, temperature: float) -> str:
+        req = CompletionRequest(
+            messages=(ChatMessage("user", "x"),), model=model, temperature=temperature
+        )
+        return asyncio.run(fake.complete(req)).text
+
+    assert ask("m", 0.7) == "m-hot"
+    assert ask("m", 0.0) == "m-or-n"
+    assert ask("n", 0.7) == "m-or-n"
+    assert ask("o", 0.7) != "m-hot"
+    with pytest.raises(ConfigError, match="temperature"):
+        FakeProvider.from_script([{"temperature": "hot", "response": "x"}])

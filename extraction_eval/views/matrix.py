@@ -1,0 +1,178 @@
+"""The matrix table: one row per cell (headline F1s with their CIs, cost, latency, errors),
+the best cell per metric starred; with repeats, each cell's run-to-run mean ± std and its
+per-item agreement."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from extraction_eval.experiments.budget import CostEstimate, sum_estimates
+from extraction_eval.experiments.matrix import (
+    HEADLINE,
+    Cell,
+    CellRow,
+    MatrixConfig,
+    MatrixOutcome,
+    MatrixTable,
+)
+from extraction_eval.views.score_report import fmt_number
+from extraction_eval.views.tables import print_table
+
+_HEADERS = {
+    "entity_f1": "entity F1",
+    "entity_typed_f1": "typed F1",
+    "relationship_f1": "rel. F1",
+    "cost_usd": "cost $",
+    "latency_p50_ms": "p50 ms",
+    "error_rate": "errors",
+}
+BEST = "★"
+CLOSE = "≈"
+
+
+def _short(name: str, prefix: str) -> str:
+    return name[len(prefix) + 1 :] if name.startswith(prefix + "/") else name
+
+
+def _cell(row: CellRow, metric: str, best: tuple[str, ...], close: tuple[str, ...]) -> Text:
+    value = row.values.get(metric)
+    if metric == "cost_usd":
+        shown = "—" if value is None else f"{value:.4f}"
+    elif metric == "latency_p50_ms":
+        shown = "—" if value is None else f"{value:.0f}"
+    elif metric == "error_rate":
+        shown = f"{row.errors}/{row.items}"
+    else:
+        shown = fmt_number(value)
+    text = Text(shown)
+    if row.name in best:
+        text.append(BEST, style="bold green")
+    elif row.name in close:
+        text.append(CLOSE, style="green")
+    ci = row.ci.get(metric)
+    if ci is not None:
+        text.append(f"\n{_bound(ci[0])}–{_bound(ci[1])}", style="dim")
+    return text
+
+
+def _bound(value: float) -> str:
+    """A CI bound in at most 3 characters (``.71``, ``1``, ``0``): the table fits 80 columns."""
+    text = f"{value:.2f}"
+    if text in ("0.00", "1.00"):
+        return text[0]
+    return text[1:] if text.startswith("0.") else text
+
+
+def render_matrix_table(table: MatrixTable, prefix: str, console: Console) -> None:
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    grid.add_column("cell", no_wrap=True)
+    for metric in _HEADERS:  # F1 columns wide enough for a CI (".71–.93"): never cut
+        grid.add_column(
+            _HEADERS[metric], justify="right", min_width=7 if metric in HEADLINE else None
+        )
+    for row in table.rows:
+        status = "" if row.status == "finished" else f" ({row.status})"
+        grid.add_row(
+            Text(_short(row.name, prefix) + status),
+            *(_cell(row, m, table.best.get(m, ()), table.similar.get(m, ())) for m in _HEADERS),
+        )
+    print_table(console, grid)
+    console.print(
+        f"{BEST} best cell per metric (higher F1; lower cost, latency, errors); {CLOSE} F1 not"
+        " significantly different from the best (paired bootstrap CI of the difference"
+        " contains 0); F1 with its 95% CI below",
+        highlight=False,
+        style="dim",
+    )
+    if table.repeats:
+        _render_repeats(table, prefix, console)
+
+
+def _render_repeats(table: MatrixTable, prefix: str, console: Console) -> None:
+    grid = Table(
+        title="repeats: run-to-run mean ± std, per-item agreement",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    grid.add_column("cell", no_wrap=True)
+    grid.add_column("K", justify="right")
+    for metric in HEADLINE:
+        grid.add_column(_HEADERS[metric], justify="right")
+    grid.add_column("agreement", justify="right")
+    for group in table.repeats:
+        cells = []
+        for metric in HEADLINE:
+            s = group.spread[metric]
+            mean = fmt_number(s.mean)
+            cells.append(mean if s.std is None else f"{mean}\n± {s.std:.3f}")
+        a = group.agreement
+        agree = f"{a.agreeing}/{a.compared}"
+        if a.rate is not None:
+            agree += f"\n= {a.rate:.3f}"
+        if a.errored:
+            agree += f"\n{a.errored} errored"
+        grid.add_row(_short(group.name, prefix), str(a.repeats), *cells, agree)
+    print_table(console, grid)
+
+
+def render_matrix(outcome: MatrixOutcome, console: Console) -> None:
+    """The heading (dataset, version, cells, what this invocation ran) and the tables."""
+    matrix = outcome.config
+    prefix = matrix.name or ""
+    skipped = sum(c.skipped for c in outcome.cells)
+    version = outcome.cells[0].run.dataset_version if outcome.cells else None
+    line = (
+        f"matrix {prefix!r} on {matrix.base.dataset!r} (version {version}) —"
+        f" {len(outcome.cells)} cells, {outcome.ran} items run now"
+    )
+    if skipped:
+        line += f", {skipped} cells finished earlier left alone"
+    console.print(Text(line, style="bold"), soft_wrap=True)
+    render_matrix_table(outcome.table, prefix, console)
+
+
+def _usd(estimate: CostEstimate) -> str:
+    return "unknown" if estimate.usd is None else f"{estimate.usd:.6f}"
+
+
+def render_matrix_estimate(
+    matrix: MatrixConfig, cells: list[tuple[Cell, CostEstimate]], console: Console
+) -> None:
+    """``matrix --dry-run``: each cell's estimate and the total, before any call."""
+    prefix = matrix.name or ""
+    grid = Table(
+        title=f"cost estimate: matrix {prefix!r} on {matrix.base.dataset!r} (dry run, nothing"
+        " was called or created)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    grid.add_column("cell", no_wrap=True)
+    for head in ("calls", "tokens in", "tokens out", "est. USD"):
+        grid.add_column(head, justify="right")
+    for cell, e in cells:
+        grid.add_row(
+            _short(cell.name, prefix), str(e.calls), str(e.tokens_in), str(e.tokens_out), _usd(e)
+        )
+    total = sum_estimates(e for _, e in cells)
+    grid.add_row(
+        Text("total", style="bold"),
+        str(total.calls),
+        str(total.tokens_in),
+        str(total.tokens_out),
+        _usd(total),
+    )
+    print_table(console, grid)
+    notes = [f"tokens at {total.method}; retries not included"]
+    if total.unpriced:
+        notes.append("unpriced: " + "; ".join(total.unpriced))
+    if matrix.base.max_cost is not None:
+        within = total.usd is not None and total.usd <= matrix.base.max_cost
+        notes.append(
+            f"--max-cost {matrix.base.max_cost:g}: " + ("within" if within else "would be refused")
+        )
+    console.print("; ".join(notes), highlight=False, style="dim", soft_wrap=True)
