@@ -170,7 +170,7 @@ def test_sync_and_async_pipelines_overlap_up_to_concurrency(
 ) -> None:
     from tests.support import pipelines
 
-    monkeypatch.setenv("E2E_DELAY", "0.2")
+    monkeypatch.setenv("E2E_DELAY", "1.0")  # long enough to overlap on a loaded machine
     pipelines.CALL_TIMES.clear()
     args = ["run", "--name", f"overlap-{fn}", "--limit", "16", "--concurrency", "16"]
     code, _, err = _invoke(*args, "--pipeline", f"tests.support.pipelines:{fn}")
