@@ -168,20 +168,28 @@ class OpenAIProvider:
         return None
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        kwargs: dict[str, Any] = {
+        from openai.types.chat import ChatCompletion
+
+        body: dict[str, Any] = {  # in ``create``'s order, so even the bytes are the same
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-            "temperature": request.temperature,
-            "timeout": request.timeout_s,
         }
         response_format = self._response_format(request)
         if response_format is not None:
-            # Same JSON on the wire, but as extra_body the SDK does not walk the whole schema
-            # through its typed-dict transform on every request (~1.4 ms of CPU per call, the
-            # largest single cost of a run at high concurrency; see bench_vs_peers.py).
-            kwargs["extra_body"] = {"response_format": response_format}
+            body["response_format"] = response_format
+        body["temperature"] = request.temperature
         try:
-            response = await self._client.chat.completions.create(**kwargs)
+            # ``chat.completions.create`` minus its typed-dict transform of the request (a walk
+            # of every parameter, message and the whole JSON schema: 0.5 ms of CPU per call,
+            # a quarter of the client's cost; see bench_vs_peers.py). Our body is plain JSON
+            # the transform leaves as it is, so the same bytes go out (a test compares them);
+            # sending, auth, errors and the parsed ``ChatCompletion`` are the SDK's own.
+            response = await self._client.post(
+                "/chat/completions",
+                cast_to=ChatCompletion,
+                body=body,
+                options={"timeout": request.timeout_s, "security": {"bearer_auth": True}},
+            )
         except Exception as exc:
             import openai
 

@@ -178,3 +178,47 @@ def _with_timeout(seconds: float) -> CompletionRequest:
         json_schema=REQUEST.json_schema,
         timeout_s=seconds,
     )
+
+
+@pytest.mark.parametrize("response_format", ["json_schema", "json_object", "text"])
+def test_the_request_on_the_wire_is_what_chat_completions_create_sends(
+    server: LoopbackServer, response_format: Any
+) -> None:
+    """The provider sends its body without the SDK's typed-dict transform (CPU): the same
+    path, headers and JSON as the SDK's own ``chat.completions.create`` with the same
+    arguments."""
+    from openai import AsyncOpenAI
+
+    provider = OpenAIProvider(
+        model="gpt-test", base_url=server.url, api_key="sk-test", response_format=response_format
+    )
+    call(provider)
+    kwargs: dict[str, Any] = {}
+    fmt = provider._response_format(REQUEST)
+    if fmt is not None:
+        kwargs["response_format"] = fmt
+
+    async def through_create() -> None:
+        client = AsyncOpenAI(api_key="sk-test", base_url=server.url, max_retries=0)
+        try:
+            await client.chat.completions.create(
+                model="gpt-test",
+                messages=[{"role": "user", "content": REQUEST.messages[0].content}],
+                temperature=0.0,
+                timeout=5.0,
+                **kwargs,
+            )
+        finally:
+            await client.close()
+
+    asyncio.run(through_create())
+    ours, sdk = server.chat_requests
+    assert ours.path == sdk.path == "/v1/chat/completions"
+    assert ours.body == sdk.body and ours.raw == sdk.raw
+    volatile = {"x-stainless-async", "user-agent", "content-length", "host", "connection"}
+    volatile |= {"accept-encoding", "x-stainless-read-timeout"}
+    assert {k: v for k, v in ours.headers.items() if k not in volatile} == {
+        k: v for k, v in sdk.headers.items() if k not in volatile
+    }
+    assert ours.headers["authorization"] == "Bearer sk-test"
+    assert ours.headers["x-stainless-read-timeout"] == sdk.headers["x-stainless-read-timeout"]
