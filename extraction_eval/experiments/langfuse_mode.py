@@ -197,6 +197,13 @@ def _trace_url_prefix(lf: Langfuse) -> str | None:
 
 # --- the run --------------------------------------------------------------------------------
 
+# Scores per POST (the SDK's default is 15; LANGFUSE_FLUSH_AT, when set, wins; spans keep
+# about their default batch of 512). A run posts a dozen scores per item, each batch from the
+# SDK's background thread on the same GIL as the run's event loop: 15 a batch cost ~0.9 ms of
+# CPU per item more (benchmarks/bench_vs_peers.py, mode b), with 13 times as many requests.
+RUN_FLUSH_AT = 500
+FLUSH_AT_ENV = "LANGFUSE_FLUSH_AT"
+
 
 def run_langfuse(
     config: RunConfig,
@@ -212,7 +219,8 @@ def run_langfuse(
     """
     timeout_s = verify_timeout_s() if config.verify else 0.0
     _install_log_filter()
-    lf = connect()  # checks the keys and the server before anything is spent
+    # checks the keys and the server before anything is spent
+    lf = connect(flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT)
     try:
         return _run(lf, config, store, progress, timeout_s)
     finally:
