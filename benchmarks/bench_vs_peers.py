@@ -498,6 +498,31 @@ def _print_ratios(
         if parts:
             best = " (best of each)" if any(len(v) > 1 for v in table.values()) else ""
             print(f"C={c}: " + "  ".join(parts) + best)
+    if any(len(v) > 1 for v in table.values()):
+        _print_medians(table, concurrencies, modes)
+
+
+def _print_medians(
+    table: dict[tuple[int, str], list[dict[str, Any]]], concurrencies: list[int], modes: list[str]
+) -> None:
+    """Medians over the repeats: on a shared machine the figure to quote (best-of flatters)."""
+    from statistics import median
+
+    for c in concurrencies:
+        wall = {m: median(f["wall"] for f in table[(c, m)]) for m in modes}
+        cpu = {m: median(f["cpu"] for f in table[(c, m)]) for m in modes}
+        cells = [f"{m} {wall[m]:.2f}s cpu {cpu[m]:.2f}s" for m in modes]
+        if "b" in modes:
+            no_rb = median(f["wall_no_readback"] for f in table[(c, "b")])
+            cells.append(f"b without read-back {no_rb:.2f}s")
+        ratios = [
+            f"{x}/{y}={wall[x] / wall[y]:.2f}"
+            for x, y in (("a", "d"), ("b", "d"), ("a", "c"))
+            if x in modes and y in modes
+        ]
+        if "b" in modes and "d" in modes:
+            ratios.append(f"b/d without read-back={no_rb / wall['d']:.2f}")
+        print(f"C={c} medians: " + ", ".join(cells) + "; " + "  ".join(ratios))
 
 
 def main() -> None:
