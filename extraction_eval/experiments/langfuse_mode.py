@@ -48,7 +48,7 @@ from extraction_eval.backends.langfuse import (
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded
+from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded, close_pipeline
 from extraction_eval.experiments.prepare import PreparedRun, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
@@ -288,10 +288,17 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     """
     prep = driver.prep
     by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
+    unfinished = len(prep.todo)
 
     async def task(*, item: Any, **_: Any) -> Any:
-        result = await driver.run_item(by_raw_id[str(item.id)])
-        driver.record(result)
+        nonlocal unfinished
+        try:
+            result = await driver.run_item(by_raw_id[str(item.id)])
+            driver.record(result)
+        finally:
+            unfinished -= 1
+            if unfinished == 0:  # the model client's connections belong to this loop, which
+                await close_pipeline(prep.runner.pipeline)  # the SDK closes on return
         if not result.ok:
             raise ItemFailed(result.error or "extraction failed")
         return result.output.model_dump(mode="json") if result.output else None
