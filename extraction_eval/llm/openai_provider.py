@@ -70,6 +70,16 @@ def _aiohttp_connection_failure(exc: BaseException) -> bool:
     return False
 
 
+def _has_aiohttp() -> bool:
+    """aiohttp comes with ``openai[aiohttp]`` (our dependency); an environment installed
+    without it still runs, over the SDK's default httpx transport."""
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def map_openai_error(exc: BaseException) -> ProviderError:
     """SDK exception -> ``ProviderError`` with ``retryable`` / ``retry_after`` filled in.
 
@@ -154,7 +164,9 @@ class OpenAIProvider:
                     "(or give a base URL for an OpenAI-compatible server)"
                 )
             key = PLACEHOLDER_API_KEY
-        http_client = DefaultAioHttpClient() if http_transport == "aiohttp" else None
+        http_client = (
+            DefaultAioHttpClient() if http_transport == "aiohttp" and _has_aiohttp() else None
+        )
         return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, http_client=http_client)
 
     def _response_format(self, request: CompletionRequest) -> dict[str, Any] | None:

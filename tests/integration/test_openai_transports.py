@@ -222,3 +222,16 @@ def test_the_request_on_the_wire_is_what_chat_completions_create_sends(
     }
     assert ours.headers["authorization"] == "Bearer sk-test"
     assert ours.headers["x-stainless-read-timeout"] == sdk.headers["x-stainless-read-timeout"]
+
+
+def test_without_aiohttp_installed_the_client_falls_back_to_httpx(
+    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from openai import DefaultAioHttpClient
+
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # ``import aiohttp`` now fails
+    provider = OpenAIProvider(model="gpt-test", base_url=server.url, api_key="sk-test")
+    assert not isinstance(provider._client._client, DefaultAioHttpClient)
+    assert call(provider).text and len(server.chat_requests) == 1
