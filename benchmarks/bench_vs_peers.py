@@ -126,7 +126,11 @@ def _our_config(args: argparse.Namespace, backend: str) -> Any:
     return RunConfig(
         dataset=DATASET,
         name=args.run_name,
-        pipeline=PipelineConfig(model=f"openai:{args.run_name}", base_url=args.openai_url),
+        pipeline=PipelineConfig(
+            model=f"openai:{args.run_name}",
+            base_url=args.openai_url,
+            extra={"http_transport": args.transport},
+        ),
         concurrency=args.concurrency,
         backend=backend,  # type: ignore[arg-type]
     )
@@ -338,6 +342,8 @@ def _measure(mode: str, concurrency: int, run: int, ctx: dict[str, Any]) -> dict
         "--secret-key",
         secret,
         *(["--profile", ctx["profile"]] if ctx["profile"] else []),
+        "--transport",
+        ctx["transport"],
     ]
     env = {**os.environ, "EXTRACTION_EVAL_HOME": ctx["home"], "OPENAI_API_KEY": "bench"}
     env["LANGFUSE_PUBLIC_KEY"], env["LANGFUSE_SECRET_KEY"] = public, secret
@@ -417,6 +423,7 @@ def orchestrate(args: argparse.Namespace) -> None:
             "openai_url": openai_url,
             "langfuse_url": langfuse_url,
             "profile": args.profile,
+            "transport": args.transport,
             "server_pids": {"openai": openai_proc.pid, "langfuse": lf_proc.pid},
         }
         print(
@@ -426,7 +433,8 @@ def orchestrate(args: argparse.Namespace) -> None:
         )
         print(
             f"items={n} latency={args.latency}s concurrency={','.join(map(str, concurrencies))}"
-            f" repeat={args.repeat}; servers in their own processes, one fresh process per run"
+            f" repeat={args.repeat} our transport={args.transport};"
+            " servers in their own processes, one fresh process per run"
         )
         table: dict[tuple[int, str], list[dict[str, Any]]] = {}
         for run in range(args.repeat):
@@ -490,6 +498,31 @@ def _print_ratios(
         if parts:
             best = " (best of each)" if any(len(v) > 1 for v in table.values()) else ""
             print(f"C={c}: " + "  ".join(parts) + best)
+    if any(len(v) > 1 for v in table.values()):
+        _print_medians(table, concurrencies, modes)
+
+
+def _print_medians(
+    table: dict[tuple[int, str], list[dict[str, Any]]], concurrencies: list[int], modes: list[str]
+) -> None:
+    """Medians over the repeats: on a shared machine the figure to quote (best-of flatters)."""
+    from statistics import median
+
+    for c in concurrencies:
+        wall = {m: median(f["wall"] for f in table[(c, m)]) for m in modes}
+        cpu = {m: median(f["cpu"] for f in table[(c, m)]) for m in modes}
+        cells = [f"{m} {wall[m]:.2f}s cpu {cpu[m]:.2f}s" for m in modes]
+        if "b" in modes:
+            no_rb = median(f["wall_no_readback"] for f in table[(c, "b")])
+            cells.append(f"b without read-back {no_rb:.2f}s")
+        ratios = [
+            f"{x}/{y}={wall[x] / wall[y]:.2f}"
+            for x, y in (("a", "d"), ("b", "d"), ("a", "c"))
+            if x in modes and y in modes
+        ]
+        if "b" in modes and "d" in modes:
+            ratios.append(f"b/d without read-back={no_rb / wall['d']:.2f}")
+        print(f"C={c} medians: " + ", ".join(cells) + "; " + "  ".join(ratios))
 
 
 def main() -> None:
@@ -502,6 +535,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="measure every mode this often")
     parser.add_argument(
         "--profile", metavar="DIR", help="cProfile every run into DIR/<run>.pstats (slower)"
+    )
+    parser.add_argument(
+        "--transport",
+        choices=["aiohttp", "httpx"],
+        default="aiohttp",
+        help="our modes' OpenAI client transport (http_transport; default aiohttp)",
     )
     # worker-only arguments (the orchestrator passes them)
     parser.add_argument("--worker", choices=sorted(MODES), help=argparse.SUPPRESS)

@@ -49,7 +49,13 @@ from extraction_eval.backends.langfuse import (
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.driver import Driver, ProgressHook, Recorded, answer_by_batch
+from extraction_eval.experiments.driver import (
+    Driver,
+    ProgressHook,
+    Recorded,
+    answer_by_batch,
+    close_pipeline,
+)
 from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
@@ -205,6 +211,13 @@ def _trace_url_prefix(lf: Langfuse) -> str | None:
 
 # --- the run --------------------------------------------------------------------------------
 
+# Scores per POST (the SDK's default is 15; LANGFUSE_FLUSH_AT, when set, wins; spans keep
+# about their default batch of 512). A run posts a dozen scores per item, each batch from the
+# SDK's background thread on the same GIL as the run's event loop: 15 a batch cost ~0.9 ms of
+# CPU per item more (benchmarks/bench_vs_peers.py, mode b), with 13 times as many requests.
+RUN_FLUSH_AT = 500
+FLUSH_AT_ENV = "LANGFUSE_FLUSH_AT"
+
 
 def run_langfuse(
     config: RunConfig,
@@ -220,7 +233,8 @@ def run_langfuse(
     """
     timeout_s = verify_timeout_s() if config.verify else 0.0
     _install_log_filter()
-    lf = connect()  # checks the keys and the server before anything is spent
+    # checks the keys and the server before anything is spent
+    lf = connect(flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT)
     try:
         return _run(lf, config, store, progress, timeout_s)
     finally:
@@ -338,12 +352,19 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     """
     prep = driver.prep
     by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
+    unfinished = len(prep.todo)
 
     async def task(*, item: Any, **_: Any) -> Any:
-        if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
-            raise ItemFailed("not run: the --max-cost budget was reached")
-        result = await driver.run_item(by_raw_id[str(item.id)])
-        driver.record(result)
+        nonlocal unfinished
+        try:
+            if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
+                raise ItemFailed("not run: the --max-cost budget was reached")
+            result = await driver.run_item(by_raw_id[str(item.id)])
+            driver.record(result)
+        finally:
+            unfinished -= 1
+            if unfinished == 0:  # the model client's connections belong to this loop, which
+                await close_pipeline(prep.runner.pipeline)  # the SDK closes on return
         if not result.ok:
             raise ItemFailed(result.error or "extraction failed")
         return result.output.model_dump(mode="json") if result.output else None

@@ -9,7 +9,7 @@ from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.llm.base import Provider
 
 if TYPE_CHECKING:
-    from extraction_eval.llm.openai_provider import ResponseFormat
+    from extraction_eval.llm.openai_provider import HttpTransport, ResponseFormat
 
 OPENAI_COMPATIBLE = ("openai-compatible", "openai_compatible", "compatible")
 
@@ -40,7 +40,8 @@ def make_provider(config: ProviderSettings) -> Provider:
     """The provider for ``config.model``; a ``base_url`` makes any other name OpenAI-compatible.
 
     ``config.extra["response_format"]`` (json_schema | json_object | text) picks how strictly
-    an OpenAI-compatible server is asked for JSON.
+    an OpenAI-compatible server is asked for JSON; ``config.extra["http_transport"]`` (aiohttp |
+    httpx) how the OpenAI client talks HTTP.
     """
     provider, model = config.provider, config.model_name
     if provider == "fake":
@@ -72,6 +73,7 @@ def make_provider(config: ProviderSettings) -> Provider:
             base_url=config.base_url,
             response_format=_response_format(config.extra),
             name=provider,
+            http_transport=_http_transport(config.extra),
         )
     raise ConfigError(f"unknown model provider {provider!r} in {config.model!r}; use {KNOWN}")
 
@@ -91,3 +93,14 @@ def _response_format(extra: Mapping[str, Any]) -> ResponseFormat:
             f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {value!r}"
         )
     return cast("ResponseFormat", value)
+
+
+def _http_transport(extra: Mapping[str, Any]) -> HttpTransport:
+    from extraction_eval.llm.openai_provider import HTTP_TRANSPORTS
+
+    value = extra.get("http_transport", "aiohttp")
+    if value not in HTTP_TRANSPORTS:
+        raise InvalidValue(
+            "http_transport", f"must be one of {', '.join(HTTP_TRANSPORTS)}, got {value!r}"
+        )
+    return cast("HttpTransport", value)

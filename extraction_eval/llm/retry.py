@@ -109,7 +109,10 @@ async def _one_call(call: Callable[[], Awaitable[T]], timeout_s: float | None) -
     if timeout_s is None:
         return await call()
     try:
-        return await asyncio.wait_for(call(), timeout_s)
+        # ``asyncio.timeout`` runs the call in this task; ``wait_for`` (3.11) wraps it in a
+        # new task per call, CPU a run at high concurrency feels
+        async with asyncio.timeout(timeout_s):
+            return await call()
     except TimeoutError:
         raise ProviderTimeout(
             f"model call timed out after {timeout_s:g}s", retryable=True

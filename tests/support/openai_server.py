@@ -28,7 +28,7 @@ from typing import Any, Literal
 EMPTY_EXTRACTION: dict[str, Any] = {"entities": [], "relationships": []}
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
-FaultKind = Literal["status", "slow", "malformed_body", "content"]
+FaultKind = Literal["status", "slow", "malformed_body", "content", "disconnect"]
 
 
 @dataclass
@@ -60,6 +60,11 @@ def slow(delay_s: float, **kw: Any) -> Fault:
 def malformed_body(**kw: Any) -> Fault:
     """HTTP 200 with a truncated JSON body: the transport-level answer is broken."""
     return Fault("malformed_body", **kw)
+
+
+def disconnect(**kw: Any) -> Fault:
+    """Close the connection after reading the request, without answering anything."""
+    return Fault("disconnect", **kw)
 
 
 def content(text: str, **kw: Any) -> Fault:
@@ -298,6 +303,9 @@ class LoopbackServer:
             headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
             record.status = fault.status
             handler._send_json(fault.status, _error_body(fault.status, gemini), headers)
+            return
+        if fault is not None and fault.kind == "disconnect":
+            handler.close_connection = True  # the server closes the socket; no status line
             return
         if fault is not None and fault.kind == "malformed_body":
             record.status = 200
