@@ -156,14 +156,17 @@ class Driver:
         scores go to the sink. A run this invocation created that ended before its first
         item is deleted instead."""
         prep = self.prep
-        self.progress.start(total=len(prep.items), done=len(prep.items) - len(prep.todo))
+        total = len(prep.item_ids)
+        self.progress.start(total=total, done=total - len(prep.todo_ids))
         status = "interrupted"
         try:
             yield
             status = "finished"
         finally:
             if not (status != "finished" and discard_if_empty(self.store, prep)):
-                summary = finalize(self.store, prep.run, prep.items, prep.runner, status=status)
+                summary = finalize(
+                    self.store, prep.run, prep.iter_items(), prep.runner, status=status
+                )
                 self._closed = summary
                 self.scores.post_run(summary)
 
@@ -171,7 +174,7 @@ class Driver:
         """The finished run; raises ``BackendError`` when results could not be stored."""
         assert self._closed is not None, "outcome() after a finished running() block"
         prep = self.prep
-        lost = [i.id for i in prep.todo if i.id not in self.recorded]
+        lost = [i for i in prep.todo_ids if i not in self.recorded]
         if lost:  # cannot happen unless a scheduler dropped an item before it ran: say so
             prep.warnings.append(
                 f"{len(lost)} items produced no result in this run ({', '.join(lost[:5])});"
@@ -186,8 +189,8 @@ class Driver:
         return RunOutcome(
             run=run,
             summary=self._closed,
-            read_results=stored_results(self.store, prep.run.id, prep.items),
-            ran=len(prep.todo),
+            read_results=stored_results(self.store, prep.run.id, prep.item_ids),
+            ran=len(prep.todo_ids),
             warnings=prep.warnings,
             experiment_url=experiment_url,
         )

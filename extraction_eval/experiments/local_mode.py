@@ -18,7 +18,7 @@ async def arun(
     with driver.running():
         try:
             await run_bounded(
-                prep.todo,
+                prep.iter_todo(),
                 driver.run_item,
                 concurrency=prep.config.concurrency,
                 on_result=driver.record,

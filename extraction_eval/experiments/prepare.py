@@ -4,16 +4,17 @@ the prompt, the pipeline, and the run record (new, or reopened by ``resume`` /
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
-from extraction_eval.experiments.runner import ItemRunner, select_items
+from extraction_eval.experiments.runner import ItemRunner
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
@@ -26,16 +27,32 @@ _RESUME_INVARIANTS = ("model", "temperature", "prompt_hash", "pipeline_ref", "pr
 
 @dataclass
 class PreparedRun:
-    """Everything resolved before the first model call; shared by local and LangFuse mode."""
+    """Everything resolved before the first model call; shared by local and LangFuse mode.
+
+    It keeps the run's item ids, not its items: ``iter_items`` / ``iter_todo`` read them
+    afresh (in local mode from the store, a page at a time), so a 100,000-item run never
+    holds its dataset in memory."""
 
     config: RunConfig
     run: RunRecord
-    items: list[DatasetItem]
-    todo: list[DatasetItem]
+    item_ids: list[str]  # the run's items, in dataset order
+    todo_ids: list[str]  # those this invocation runs (resume skips finished ones)
+    read_items: Callable[[], Iterator[DatasetItem]]  # a new stream of the run's items
     runner: ItemRunner
     prompt: PromptTemplate
     warnings: list[str]
     created: bool = False  # this invocation created the run (see ``discard_if_empty``)
+
+    def iter_items(self) -> Iterator[DatasetItem]:
+        """The run's items, in dataset order, built as they are read."""
+        return self.read_items()
+
+    def iter_todo(self) -> Iterator[DatasetItem]:
+        """The items this invocation runs, in dataset order."""
+        if len(self.todo_ids) == len(self.item_ids):
+            return self.read_items()
+        wanted = set(self.todo_ids)
+        return (item for item in self.read_items() if item.id in wanted)
 
 
 def default_run_name(config: RunConfig) -> str:
@@ -61,13 +78,14 @@ def run_record(config: RunConfig, prompt: PromptTemplate, **extra: Any) -> dict[
 def open_run(
     store: LocalStore,
     config: RunConfig,
-    items: Sequence[DatasetItem],
+    item_ids: Sequence[str],
     *,
     dataset_version: int | str | None,
     record: dict[str, Any],
     backend: str = "local",
-) -> tuple[RunRecord, list[DatasetItem]]:
-    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``; return what to do."""
+) -> tuple[RunRecord, list[str]]:
+    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``; return the ids of
+    the items to run: never finished ones, plus errored ones when asked to retry them."""
     existing = check_reuse(store, config, record)
     if existing is None:
         assert config.name is not None
@@ -78,10 +96,11 @@ def open_run(
             config=record,
             backend=backend,
         )
-        return run, list(items)
+        return run, list(item_ids)
     store.update_run(existing.id, status="running")
-    done = {r.item_id: r for r in store.results(existing.id)}
-    return existing, select_items(items, done, retry_errors=config.retry_errors)
+    ok = {r.item_id: r.ok for r in store.iter_results(existing.id)}  # streamed, kept small
+    retry = config.retry_errors
+    return existing, [i for i in item_ids if i not in ok or (retry and not ok[i])]
 
 
 def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) -> RunRecord | None:
@@ -123,15 +142,15 @@ def prepare(
     extra_record: dict[str, Any] | None = None,
 ) -> PreparedRun:
     warnings: list[str] = []
+    read_items, read_texts = _item_sources(config, store, items)
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
-        items = store.get_items(config.dataset, version=config.dataset_version)
-    if config.limit is not None:
-        items = list(items)[: config.limit]
-    if not items:
+    texts = dict(read_texts())  # id -> text, dataset order: the context index's input
+    item_ids = list(texts)
+    if not item_ids:
         raise UsageError(f"dataset {config.dataset!r} has no items to run")
-    check_fail_under_attributes(config.fail_under, items, config.dataset)
+    check_fail_under_attributes(config.fail_under, read_items(), config.dataset)
     if config.name is None:
         config = replace(config, name=default_run_name(config))
     # local mode: the local store's version asked for by --prompt-label/--prompt-version (an
@@ -145,11 +164,12 @@ def prepare(
     runner = ItemRunner(
         pipeline=pipeline,
         scoring=config.scoring,
-        context_texts=ContextIndex({item.id: item.text for item in items}),
+        context_texts=ContextIndex(texts),
         pricer=Pricer.for_config(config.pipeline),
     )
+    del texts  # the index keeps its own copy
     run, todo = open_run(
-        store, config, items, dataset_version=dataset_version, record=record, backend=backend
+        store, config, item_ids, dataset_version=dataset_version, record=record, backend=backend
     )
     started_with = (run.config.get("pricing") or {}).get("version")
     now_with = record["pricing"].get("version")
@@ -158,4 +178,24 @@ def prepare(
             f"items run now are priced with genai-prices {now_with}; run {config.name!r}"
             f" started with {started_with} (its record keeps that)"
         )
-    return PreparedRun(config, run, list(items), todo, runner, prompt, warnings, created)
+    return PreparedRun(config, run, item_ids, todo, read_items, runner, prompt, warnings, created)
+
+
+def _item_sources(
+    config: RunConfig, store: LocalStore, items: Sequence[DatasetItem] | None
+) -> tuple[Callable[[], Iterator[DatasetItem]], Callable[[], Iterable[tuple[str, str]]]]:
+    """Readers of the run's items and of their (id, text), both cut at ``--limit``: from the
+    local store a page at a time, or from the items given (LangFuse mode: the SDK's)."""
+    limit = config.limit
+    if items is None:
+        name, version = config.dataset, config.dataset_version
+
+        def read_items() -> Iterator[DatasetItem]:
+            return islice(store.iter_items(name, version=version), limit)
+
+        def read_texts() -> Iterable[tuple[str, str]]:
+            return islice(store.iter_item_texts(name, version=version), limit)
+
+        return read_items, read_texts
+    held = list(items)[:limit]
+    return (lambda: iter(held)), (lambda: ((i.id, i.text) for i in held))
