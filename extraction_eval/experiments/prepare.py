@@ -142,10 +142,10 @@ def prepare(
     extra_record: dict[str, Any] | None = None,
 ) -> PreparedRun:
     warnings: list[str] = []
-    read_items, read_texts = _item_sources(config, store, items)
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
+    read_items, read_texts = _item_sources(config, store, items, dataset_version)
     texts = dict(read_texts())  # id -> text, dataset order: the context index's input
     item_ids = list(texts)
     if not item_ids:
@@ -182,13 +182,18 @@ def prepare(
 
 
 def _item_sources(
-    config: RunConfig, store: LocalStore, items: Sequence[DatasetItem] | None
+    config: RunConfig,
+    store: LocalStore,
+    items: Sequence[DatasetItem] | None,
+    dataset_version: int | str | None,
 ) -> tuple[Callable[[], Iterator[DatasetItem]], Callable[[], Iterable[tuple[str, str]]]]:
     """Readers of the run's items and of their (id, text), both cut at ``--limit``: from the
-    local store a page at a time, or from the items given (LangFuse mode: the SDK's)."""
+    local store a page at a time, or from the items given (LangFuse mode: the SDK's). Local
+    reads are pinned to the version the run started on: an upload during the run changes
+    neither what runs nor what ``finalize`` scores against."""
     limit = config.limit
     if items is None:
-        name, version = config.dataset, config.dataset_version
+        name, version = config.dataset, dataset_version or None  # 0: a dataset with no items
 
         def read_items() -> Iterator[DatasetItem]:
             return islice(store.iter_items(name, version=version), limit)

@@ -24,6 +24,7 @@ from extraction_eval.datasets import gold
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.config import RunConfig
+from extraction_eval.experiments.prepare import prepare
 from extraction_eval.experiments.run import arun_local
 from extraction_eval.experiments.runner import ItemRunner, finalize, run_bounded
 from extraction_eval.pipeline.base import PipelineOutput
@@ -171,6 +172,14 @@ def test_a_local_run_never_holds_its_dataset(
     # resumed: every item finished already, so nothing runs and the summary is the same
     again = asyncio.run(arun_local(RunConfig(dataset="big", name="r", resume=True), store=store))
     assert (again.ran, again.summary.items) == (0, n)
+
+
+def test_a_run_reads_the_dataset_version_it_started_on(store: LocalStore) -> None:
+    store.upload_items("d", [_item(i) for i in range(3)])
+    prep = prepare(RunConfig(dataset="d", name="r"), store)
+    store.upload_items("d", [_item(1, "changed meanwhile"), _item(9)])  # version 2, mid-run
+    assert list(prep.iter_items()) == store.get_items("d", version=1)
+    assert [i.id for i in prep.iter_todo()] == prep.item_ids == ["i0000", "i0001", "i0002"]
 
 
 def test_datasets_upload_converts_a_line_only_when_the_store_takes_it(
