@@ -9,7 +9,7 @@ child's ``ru_maxrss`` (``os.wait4``), so the figures are per command and per siz
     runs show A, runs export A (jsonl), runs export A (csv), compare A B
 
 A command whose memory grows with the run shows it as a peak RSS that grows with N; a
-streaming one stays flat apart from what it must keep (the dataset's items in a run).
+streaming one stays flat apart from what it must keep (a run: its item ids and texts).
 
     .venv/bin/python benchmarks/bench_scale.py [SIZES...]      # default: 1000 10000 100000
 """

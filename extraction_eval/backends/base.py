@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -71,7 +71,7 @@ class DatasetBackend(Protocol):
     def upload_items(
         self,
         dataset: str,
-        items: Sequence[DatasetItem],
+        items: Iterable[DatasetItem],
         *,
         description: str | None = None,
         metadata: dict[str, Any] | None = None,
@@ -102,6 +102,15 @@ def item_expected_output(item: DatasetItem) -> dict[str, Any]:
     return extraction_payload(item.expected)
 
 
+def payload_text(input: Any) -> str:
+    """An item input's text, as ``item_from_payload`` reads it (a bare string is the text)."""
+    if isinstance(input, str):
+        return input
+    if isinstance(input, dict):
+        return str(input.get("text", ""))
+    return ""
+
+
 def item_from_payload(
     *,
     id: str,
@@ -113,13 +122,8 @@ def item_from_payload(
     status: str = "ACTIVE",
 ) -> DatasetItem:
     """The inverse of ``item_input`` / ``item_expected_output``; tolerant of a bare-text input."""
-    if isinstance(input, str):
-        text, schema = input, None
-    elif isinstance(input, dict):
-        text = str(input.get("text", ""))
-        schema = input.get("schema")
-    else:
-        text, schema = "", None
+    text = payload_text(input)
+    schema = input.get("schema") if isinstance(input, dict) else None
     expected = expected_output if isinstance(expected_output, dict) else {}
     return DatasetItem.model_validate(
         {

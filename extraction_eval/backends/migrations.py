@@ -278,6 +278,13 @@ def m007_batches(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m008_item_position_index(conn: sqlite3.Connection) -> None:
+    """Items by dataset position: a run reads its dataset a page at a time in that order
+    (keyset paging), which without this index is a full scan and sort per page."""
+    _exec(conn, "CREATE INDEX items_position ON items(dataset_id, position)")
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)

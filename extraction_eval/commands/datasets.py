@@ -72,24 +72,34 @@ def upload_cmd(
     description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
 ) -> None:
     """Upload (or update) items by id; changed content makes a new dataset version."""
+    from itertools import chain
+
     from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items, sample_items
-    from extraction_eval.datasets.gold import read_items
+    from extraction_eval.datasets.gold import stream_items
     from extraction_eval.views.datasets import render_upload
 
     if not name.strip():
         raise UsageError("NAME must not be empty")
-    if file is not None:
-        check_readable("FILE", file)
-        items, warnings = read_items(file)
-    else:  # the bundled journal example under its own name, else the bundled sample
-        items, warnings = (journal_items() if name == JOURNAL_DATASET else sample_items()), []
-    for warning in warnings:
-        _warn(warning)
-    if not items:
-        raise UsageError(f"no valid items in {file}")
-    with _backend() as backend:
-        report = backend.upload_items(name, items, description=description)
-    render_upload(report, len(warnings), console)
+    if file is None:  # the bundled journal example under its own name, else the bundled sample
+        with _backend() as backend:
+            bundled = journal_items() if name == JOURNAL_DATASET else sample_items()
+            report = backend.upload_items(name, bundled, description=description)
+        render_upload(report, 0, console)
+        return
+    check_readable("FILE", file)
+    # streamed: the file is read one line at a time as the store writes it
+    with stream_items(file) as lines:
+        try:
+            items = iter(lines)
+            first = next(items, None)
+            if first is None:
+                raise UsageError(f"no valid items in {file}")
+            with _backend() as backend:
+                report = backend.upload_items(name, chain([first], items), description=description)
+        finally:
+            for warning in lines.warnings:
+                _warn(warning)
+    render_upload(report, len(lines.warnings), console)
 
 
 @datasets_app.command("list")

@@ -17,12 +17,13 @@ file still loads: one typo must not cost a 1,000-item upload or a scoring run.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from extraction_eval.datasets.lines import Line, parse, read
+from extraction_eval.datasets.lines import Line, Stream, parse, read, stream
 from extraction_eval.types import DatasetItem, Extraction, Schema
 
 __all__ = [
@@ -162,6 +163,14 @@ def read_items(path: str | Path) -> tuple[list[DatasetItem], list[str]]:
     """Items of a JSONL file and one warning per skipped line. A missing file is a UsageError."""
     got = read(path, _dataset_item)
     return got.records, got.warnings
+
+
+@contextmanager
+def stream_items(path: str | Path) -> Iterator[Stream[DatasetItem]]:
+    """``read_items`` one line at a time (a large upload is never in memory at once); the
+    stream's ``warnings`` are complete once it is exhausted. A missing file is a UsageError."""
+    with stream(path, _dataset_item) as items:
+        yield items
 
 
 def parse_lines(

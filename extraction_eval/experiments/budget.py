@@ -135,13 +135,13 @@ def estimate_cost(
 
     ``pricer`` decides what is called at all: the offline baseline calls nothing (cost 0); a
     user's pipeline (``pipeline``) makes calls we cannot see, so its cost is unknown.
-    ``cached(item)`` says an item's answer is in the response cache (not counted)."""
-    todo = list(items)
-    if pricer.provider == "offline":
+    ``cached(item)`` says an item's answer is in the response cache (not counted).
+    ``items`` may be a stream: it is read once, one item at a time."""
+    if pricer.provider == "offline":  # ``items`` is not read at all
         return CostEstimate(skipped_done=skipped_done, method=method)
     if pricer.provider == "pipeline":
         return CostEstimate(
-            items=len(todo),
+            items=sum(1 for _ in items),
             usd=None,
             skipped_done=skipped_done,
             unpriced=("a user pipeline's model calls are not known before it runs",),
@@ -153,7 +153,9 @@ def estimate_cost(
     reasons: list[str] = []
     contracts: dict[str, int] = {}
     rates = pricer.flat_rates()
-    for item in todo:
+    seen = 0
+    for item in items:  # one pass, counting as it goes: the items are never all held
+        seen += 1
         if cached is not None and cached(item):
             hits += 1
             continue
@@ -171,7 +173,7 @@ def estimate_cost(
                 reasons.append(cost.reason)
         elif usd is not None:
             usd += cost.usd
-    calls = len(todo) - hits
+    calls = seen - hits
     return CostEstimate(
         items=calls,
         calls=calls,

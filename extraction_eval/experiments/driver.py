@@ -92,7 +92,7 @@ async def answer_by_batch(prep: PreparedRun, store: LocalStore) -> None:
     the items then run as usual, answered from the batch (errors become item errors)."""
     from extraction_eval.llm.batch import batch_pipeline, summary_line
 
-    todo = prep.todo
+    todo = list(prep.iter_todo())  # a batch file holds them all anyway; not the offline path
     results = await batch_pipeline(
         prep.runner.pipeline,
         todo,
@@ -166,7 +166,7 @@ class Driver:
         return budget is not None and budget.held_back > 0 and self._not_run() > 0
 
     def _not_run(self) -> int:
-        return sum(1 for i in self.prep.todo if i.id not in self.recorded)
+        return sum(1 for i in self.prep.todo_ids if i not in self.recorded)
 
     def _size_thread_pool(self) -> None:
         """Give the running loop a thread pool as wide as the run's concurrency.
@@ -195,14 +195,17 @@ class Driver:
         scores go to the sink. A run this invocation created that ended before its first
         item is deleted instead."""
         prep = self.prep
-        self.progress.start(total=len(prep.items), done=len(prep.items) - len(prep.todo))
+        total = len(prep.item_ids)
+        self.progress.start(total=total, done=total - len(prep.todo_ids))
         status = "interrupted"
         try:
             yield
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
             if not (status != "finished" and discard_if_empty(self.store, prep)):
-                summary = finalize(self.store, prep.run, prep.items, prep.runner, status=status)
+                summary = finalize(
+                    self.store, prep.run, prep.iter_items(), prep.runner, status=status
+                )
                 self._closed = summary
                 self.scores.post_run(summary)
 
@@ -210,7 +213,7 @@ class Driver:
         """The finished run; raises ``BackendError`` when results could not be stored."""
         assert self._closed is not None, "outcome() after a finished running() block"
         prep = self.prep
-        lost = [i.id for i in prep.todo if i.id not in self.recorded]
+        lost = [i for i in prep.todo_ids if i not in self.recorded]
         budget = None
         if prep.budget is not None:
             budget = prep.budget.to_json() | {"stopped": self.stopped_by_budget}
@@ -230,8 +233,8 @@ class Driver:
         return RunOutcome(
             run=run,
             summary=self._closed,
-            read_results=stored_results(self.store, prep.run.id, prep.items),
-            ran=len(prep.todo) - (len(lost) if self.stopped_by_budget else 0),
+            read_results=stored_results(self.store, prep.run.id, prep.item_ids),
+            ran=len(prep.todo_ids) - (len(lost) if self.stopped_by_budget else 0),
             warnings=prep.warnings,
             experiment_url=experiment_url,
             estimate=prep.estimate,

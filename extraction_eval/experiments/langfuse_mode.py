@@ -330,9 +330,9 @@ def run_prepared(
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)
     with driver.running():
-        if prep.todo and prep.config.batch:
+        if prep.todo_ids and prep.config.batch:
             asyncio.run(answer_by_batch(prep, store))
-        if prep.todo:
+        if prep.todo_ids:
             _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)
     if prep.config.verify:
@@ -351,8 +351,9 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     task is how the SDK marks the item's trace ERROR.
     """
     prep = driver.prep
-    by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in prep.todo}
-    unfinished = len(prep.todo)
+    todo = list(prep.iter_todo())  # the SDK takes a list (its items are all in memory anyway)
+    by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in todo}
+    unfinished = len(todo)
 
     async def task(*, item: Any, **_: Any) -> Any:
         nonlocal unfinished
@@ -375,7 +376,7 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         run_name=prep.run.name,
         description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
         f" ({prep.config.pipeline.model})",
-        data=[dataset.raw_by_id[i.id] for i in prep.todo],
+        data=[dataset.raw_by_id[i.id] for i in todo],
         task=task,
         max_concurrency=prep.config.concurrency,
         metadata=experiment_metadata(prep.run.config),
@@ -396,7 +397,7 @@ class LangfuseScores:
         self.prep = prep
         self.experiment_id: str | None = prep.run.experiment_id
         self.experiment_url: str | None = prep.run.config.get("langfuse_experiment_url")
-        self._trace_url_prefix = _trace_url_prefix(lf) if prep.todo else None
+        self._trace_url_prefix = _trace_url_prefix(lf) if prep.todo_ids else None
         self._stored_experiment_id = prep.run.experiment_id
 
     def bind(self, result: ItemResult) -> ItemResult:

@@ -25,7 +25,7 @@ async def arun(
             if config.batch:
                 await answer_by_batch(prep, store)
             await run_bounded(
-                prep.todo,
+                prep.iter_todo(),
                 driver.run_item,
                 concurrency=prep.config.concurrency,
                 on_result=driver.record,

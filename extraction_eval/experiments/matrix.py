@@ -544,8 +544,8 @@ async def arun_matrix_local(
         raise
     drivers = [(cell, Driver(prep, store, progress=_Forward(progress))) for cell, prep in preps]
     progress.start(
-        total=sum(len(p.items) for _, p in preps),
-        done=sum(len(p.items) - len(p.todo) for _, p in preps),
+        total=sum(len(p.item_ids) for _, p in preps),
+        done=sum(len(p.item_ids) - len(p.todo_ids) for _, p in preps),
     )
     await _run_cells([d for _, d in drivers], base.concurrency)
     for cell, driver in drivers:
@@ -649,7 +649,7 @@ async def _run_cells(drivers: Sequence[Driver], concurrency: int) -> None:
     """Every cell's items through one pool of ``concurrency`` workers. Each cell is closed
     (finalized) when its own last item is recorded; on an interruption the cells still open
     are finalized as interrupted (or deleted when they recorded nothing) and it goes on."""
-    remaining = [len(d.prep.todo) for d in drivers]
+    remaining = [len(d.prep.todo_ids) for d in drivers]
     open_cells = {i: d.running() for i, d in enumerate(drivers)}
     for cm in open_cells.values():
         cm.__enter__()
@@ -667,7 +667,7 @@ async def _run_cells(drivers: Sequence[Driver], concurrency: int) -> None:
         if remaining[index] == 0:
             open_cells.pop(index).__exit__(None, None, None)
 
-    units = interleave([d.prep.todo for d in drivers])
+    units = interleave([list(d.prep.iter_todo()) for d in drivers])  # the matrix holds them
     try:
         may_start = drivers[0].may_start if drivers and drivers[0].prep.budget else None
         await run_bounded(
@@ -749,8 +749,8 @@ def run_matrix_langfuse(
                 discard_if_empty(store, prep)
             raise
         progress.start(
-            total=sum(len(p.items) for _, p in preps),
-            done=sum(len(p.items) - len(p.todo) for _, p in preps),
+            total=sum(len(p.item_ids) for _, p in preps),
+            done=sum(len(p.item_ids) - len(p.todo_ids) for _, p in preps),
         )
         problems: list[str] = []
         for position, (cell, prep) in enumerate(preps):

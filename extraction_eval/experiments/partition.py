@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,18 +67,32 @@ def parse_shard(spec: str) -> Shard:
     return Shard(int(match.group(1)), int(match.group(2)))
 
 
-def dataset_fingerprint(items: Sequence[DatasetItem]) -> str:
+def dataset_fingerprint(items: Iterable[DatasetItem]) -> str:
     """One hash of the items a sharded run was cut from (ids, order and content): shards of
     one run must have cut the same items, whatever the stores call the dataset version."""
-    rows = [[item.id, item_content_hash(item)] for item in items]
-    return hashlib.sha256(canonical_json(rows).encode("utf-8")).hexdigest()
+    return _fingerprint(items)[0]
 
 
-def shard_record(shard: Shard, items: Sequence[DatasetItem]) -> dict[str, Any]:
+def _fingerprint(items: Iterable[DatasetItem]) -> tuple[str, int]:
+    """(fingerprint, item count) in one pass over a stream: the SHA-256 of the canonical JSON
+    list of [id, content hash] rows, fed row by row (the same text ``canonical_json`` gives
+    for the whole list, so the hash does not depend on how it was computed)."""
+    digest = hashlib.sha256(b"[")
+    count = 0
+    for item in items:
+        row = canonical_json([item.id, item_content_hash(item)])
+        digest.update((b"," if count else b"") + row.encode("utf-8"))
+        count += 1
+    digest.update(b"]")
+    return digest.hexdigest(), count
+
+
+def shard_record(shard: Shard, items: Iterable[DatasetItem]) -> dict[str, Any]:
     """What a shard run records besides the config: its shard, and the whole item set's size
-    and fingerprint (checked by ``runs merge`` and ``runs finalize``)."""
+    and fingerprint (checked by ``runs merge`` and ``runs finalize``); ``items`` is read once."""
+    fingerprint, count = _fingerprint(items)
     return {
         "shard": shard.record(),
-        "dataset_items": len(items),
-        "dataset_fingerprint": dataset_fingerprint(items),
+        "dataset_items": count,
+        "dataset_fingerprint": fingerprint,
     }

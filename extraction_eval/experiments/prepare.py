@@ -4,9 +4,11 @@ the prompt, the pipeline, and the run record (new, or reopened by ``resume`` /
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
@@ -22,7 +24,7 @@ from extraction_eval.experiments.budget import (
 )
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.partition import shard_record
-from extraction_eval.experiments.runner import ItemRunner, select_items
+from extraction_eval.experiments.runner import ItemRunner
 from extraction_eval.experiments.score import gold_ignored_warning
 from extraction_eval.llm.base import Provider
 from extraction_eval.pipeline.factory import make_pipeline
@@ -43,30 +45,53 @@ _RESUME_INVARIANTS = (
 )
 
 
+class _ItemReads:
+    """A run's items read afresh on each call (in local mode from the store, a page at a
+    time), so a 100,000-item run never holds its dataset in memory; only the ids are kept."""
+
+    item_ids: list[str]  # the run's items (a shard's: its own), in dataset order
+    todo_ids: list[str]  # those this invocation runs (resume skips finished ones)
+    read_items: Callable[[], Iterator[DatasetItem]]  # a new stream of the run's items
+
+    def iter_items(self) -> Iterator[DatasetItem]:
+        """The run's items, in dataset order, built as they are read."""
+        return self.read_items()
+
+    def iter_todo(self) -> Iterator[DatasetItem]:
+        """The items this invocation runs, in dataset order."""
+        if len(self.todo_ids) == len(self.item_ids):
+            return self.read_items()
+        wanted = set(self.todo_ids)
+        return (item for item in self.read_items() if item.id in wanted)
+
+
 @dataclass
-class PreparedRun:
-    """Everything resolved before the first model call; shared by local and LangFuse mode."""
+class PreparedRun(_ItemReads):
+    """Everything resolved before the first model call; shared by local and LangFuse mode.
+    It keeps the run's item ids, not its items (``iter_items`` / ``iter_todo``)."""
 
     config: RunConfig
     run: RunRecord
-    items: list[DatasetItem]
-    todo: list[DatasetItem]
+    item_ids: list[str]
+    todo_ids: list[str]
+    read_items: Callable[[], Iterator[DatasetItem]]
     runner: ItemRunner
     prompt: PromptTemplate
     warnings: list[str]
     created: bool = False  # this invocation created the run (see ``discard_if_empty``)
-    estimate: CostEstimate | None = None  # of the items in ``todo`` (before any call)
+    estimate: CostEstimate | None = None  # of the items in ``todo_ids`` (before any call)
     budget: Budget | None = None  # the --max-cost ceiling, with what the run spent before
 
 
 @dataclass
-class RunPlan:
+class RunPlan(_ItemReads):
     """What ``prepare`` resolved before opening the run record: enough to estimate the cost
     (``--dry-run``) without creating or touching anything."""
 
     config: RunConfig
-    items: list[DatasetItem]
-    todo: list[DatasetItem]
+    item_ids: list[str]
+    todo_ids: list[str]
+    read_items: Callable[[], Iterator[DatasetItem]]
     runner: ItemRunner
     prompt: PromptTemplate
     record: dict[str, Any]
@@ -100,13 +125,14 @@ def run_record(config: RunConfig, prompt: PromptTemplate, **extra: Any) -> dict[
 def open_run(
     store: LocalStore,
     config: RunConfig,
-    items: Sequence[DatasetItem],
+    item_ids: Sequence[str],
     *,
     dataset_version: int | str | None,
     record: dict[str, Any],
     backend: str = "local",
-) -> tuple[RunRecord, list[DatasetItem]]:
-    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``; return what to do."""
+) -> tuple[RunRecord, list[str]]:
+    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``; return the ids of
+    the items to run: never finished ones, plus errored ones when asked to retry them."""
     existing = check_reuse(store, config, record)
     if existing is None:
         assert config.name is not None
@@ -117,10 +143,11 @@ def open_run(
             config=record,
             backend=backend,
         )
-        return run, list(items)
+        return run, list(item_ids)
     store.update_run(existing.id, status="running")
-    done = {r.item_id: r for r in store.results(existing.id)}
-    return existing, select_items(items, done, retry_errors=config.retry_errors)
+    ok = {r.item_id: r.ok for r in store.iter_results(existing.id)}  # streamed, kept small
+    retry = config.retry_errors
+    return existing, [i for i in item_ids if i not in ok or (retry and not ok[i])]
 
 
 def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) -> RunRecord | None:
@@ -144,10 +171,10 @@ def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) ->
     return existing
 
 
-def _shard_note(config: RunConfig, total: int, items: Sequence[DatasetItem]) -> str:
+def _shard_note(config: RunConfig, total: int, held: int) -> str:
     """What a shard run's summary is (and is not): the shard's items only."""
     return (
-        f"shard {config.shard} holds {len(items)} of the {total} items: this summary covers"
+        f"shard {config.shard} holds {held} of the {total} items: this summary covers"
         " this shard only; fold the shard stores into one (runs merge) and compute the run's"
         f" scores from all items with `runs finalize {config.name}`"
     )
@@ -171,28 +198,38 @@ def plan(
     provider: Provider | None = None,
 ) -> RunPlan:
     """Everything up to the run record: items, prompt, pipeline, what is still to run and its
-    cost estimate. Refuses a bad setup; creates and changes nothing."""
+    cost estimate. Refuses a bad setup; creates and changes nothing.
+
+    The items are never all held: what needs every item (the context index, the shard's
+    fingerprint, the estimate, the gold-confidence count) reads them as a stream."""
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
-        items = store.get_items(config.dataset, version=config.dataset_version)
-    if config.limit is not None:
-        items = list(items)[: config.limit]
-    if not items:
+    read_all, read_texts = _item_sources(config, store, items, dataset_version)
+    texts = dict(read_texts())  # id -> text, dataset order: the context index's input
+    item_ids = list(texts)
+    if not item_ids:
         raise UsageError(f"dataset {config.dataset!r} has no items to run")
-    check_fail_under_attributes(config.fail_under, items, config.dataset)
+    check_fail_under_attributes(config.fail_under, read_all(), config.dataset)
     if config.name is None:
         config = replace(config, name=default_run_name(config))
     warnings: list[str] = []
     # context_bleed looks at every item's text: a shard scores against all of them, exactly
     # as one process running every item would
-    context = ContextIndex({item.id: item.text for item in items})
+    context = ContextIndex(texts)
+    del texts  # the index keeps its own copy
     extra = dict(extra_record or {})
+    read_items = read_all
     if config.shard is not None:
-        extra.update(shard_record(config.shard, items))
-        total = len(items)
-        items = config.shard.select(items)
-        warnings.append(_shard_note(config, total, items))
+        shard = config.shard
+        extra.update(shard_record(shard, read_all()))
+        total = len(item_ids)
+        item_ids = [i for i in item_ids if shard.holds(i)]
+        warnings.append(_shard_note(config, total, len(item_ids)))
+
+        def read_items() -> Iterator[DatasetItem]:
+            return (item for item in read_all() if shard.holds(item.id))
+
     # local mode: the local store's version asked for by --prompt-label/--prompt-version (an
     # unknown one is an error before the run exists), else the bundled template
     prompt = prompt or select_run_prompt(store, config.pipeline)
@@ -213,33 +250,47 @@ def plan(
         pricer=pricer,
         min_gold_confidence=config.min_gold_confidence,
     )
-    if config.min_gold_confidence is not None:
-        ignored = sum(
-            trusted_gold(i.expected, i.metadata, config.min_gold_confidence)[1] for i in items
-        )
-        warnings.append(gold_ignored_warning(ignored, config.min_gold_confidence))
     spent = 0.0
     if existing is None:
-        todo = list(items)
+        todo_ids = list(item_ids)
     else:
-        done = {r.item_id: r for r in store.iter_results(existing.id)}
-        todo = select_items(items, done, retry_errors=config.retry_errors)
-        spent = spent_before({i: r.usage.cost_usd for i, r in done.items()}, (i.id for i in todo))
+        done = {r.item_id: (r.ok, r.usage.cost_usd) for r in store.iter_results(existing.id)}
+        retry = config.retry_errors
+        todo_ids = [i for i in item_ids if i not in done or (retry and not done[i][0])]
+        spent = spent_before({i: cost for i, (_, cost) in done.items()}, todo_ids)
+        del done
     key_for = getattr(pipeline, "key_for", None)  # a model pipeline with a response cache
 
     def cached(item: DatasetItem) -> bool:
         return key_for is not None and cache.get(key_for(item)) is not None
 
+    # one pass over the items: the gold-confidence count over all, the estimate over the todo
+    confidence = config.min_gold_confidence
+    ignored = 0
+    wanted = None if len(todo_ids) == len(item_ids) else set(todo_ids)
+
+    def todo_counting_gold() -> Iterator[DatasetItem]:
+        nonlocal ignored
+        for item in read_items():
+            if confidence is not None:
+                ignored += trusted_gold(item.expected, item.metadata, confidence)[1]
+            if wanted is None or item.id in wanted:
+                yield item
+
+    todo_stream = todo_counting_gold()  # lazy: an offline estimate reads no item
     estimate = estimate_cost(
-        todo,
+        todo_stream,
         prompt=prompt,
         pricer=pricer,
         cached=cached,
-        skipped_done=len(items) - len(todo),
+        skipped_done=len(item_ids) - len(todo_ids),
     )
+    if confidence is not None:
+        deque(todo_stream, maxlen=0)  # the estimate may stop early (offline): count the rest
+        warnings.append(gold_ignored_warning(ignored, confidence))
     return RunPlan(
-        config, list(items), todo, runner, prompt, record, existing, estimate, spent,
-        dataset_version, warnings,
+        config, item_ids, todo_ids, read_items, runner, prompt, record, existing, estimate,
+        spent, dataset_version, warnings,
     )  # fmt: skip
 
 
@@ -270,8 +321,9 @@ def prepare(
     warnings.extend(p.notes)
     check_estimate(config.max_cost, p.estimate, p.spent)
     run, todo = open_run(
-        store, config, p.items, dataset_version=p.dataset_version, record=record, backend=backend
-    )
+        store, config, p.item_ids, dataset_version=p.dataset_version, record=record,
+        backend=backend,
+    )  # fmt: skip
     started_with = (run.config.get("pricing") or {}).get("version")
     now_with = record["pricing"].get("version")
     if todo and started_with != now_with:  # a resumed run, priced by another database version
@@ -281,6 +333,40 @@ def prepare(
         )
     budget = None if config.max_cost is None else Budget(config.max_cost, p.spent)
     return PreparedRun(
-        config, run, p.items, todo, p.runner, p.prompt, warnings, p.existing is None,
-        p.estimate, budget,
-    )  # fmt: skip
+        config=config,
+        run=run,
+        item_ids=p.item_ids,
+        todo_ids=todo,
+        read_items=p.read_items,
+        runner=p.runner,
+        prompt=p.prompt,
+        warnings=warnings,
+        created=p.existing is None,
+        estimate=p.estimate,
+        budget=budget,
+    )
+
+
+def _item_sources(
+    config: RunConfig,
+    store: LocalStore,
+    items: Sequence[DatasetItem] | None,
+    dataset_version: int | str | None,
+) -> tuple[Callable[[], Iterator[DatasetItem]], Callable[[], Iterable[tuple[str, str]]]]:
+    """Readers of the run's items and of their (id, text), both cut at ``--limit``: from the
+    local store a page at a time, or from the items given (LangFuse mode: the SDK's). Local
+    reads are pinned to the version the run started on: an upload during the run changes
+    neither what runs nor what ``finalize`` scores against."""
+    limit = config.limit
+    if items is None:
+        name, version = config.dataset, dataset_version or None  # 0: a dataset with no items
+
+        def read_items() -> Iterator[DatasetItem]:
+            return islice(store.iter_items(name, version=version), limit)
+
+        def read_texts() -> Iterable[tuple[str, str]]:
+            return islice(store.iter_item_texts(name, version=version), limit)
+
+        return read_items, read_texts
+    held = list(items)[:limit]
+    return (lambda: iter(held)), (lambda: ((i.id, i.text) for i in held))

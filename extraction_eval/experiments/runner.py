@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Protocol, TypeVar
 
 from extraction_eval.backends.local import LocalStore, RunRecord
@@ -206,7 +207,7 @@ def select_items(
 
 
 async def run_bounded(
-    items: Sequence[T],
+    items: Iterable[T],
     run_item: Callable[[T], Awaitable[R]],
     *,
     concurrency: int,
@@ -215,28 +216,28 @@ async def run_bounded(
 ) -> None:
     """At most ``concurrency`` items in flight; each result is handed over as soon as it is ready.
 
-    A fixed pool of workers pulls from a queue, so thousands of items do not become thousands
-    of pending tasks, and ``on_result`` (persistence) runs on the loop thread one at a time.
-    Generic so a matrix can put every cell's (cell, item) pairs behind one pool.
+    A fixed pool of workers pulls the next item from ``items`` when it is free, so thousands
+    of items do not become thousands of pending tasks, an item is read (e.g. from the store)
+    only when it is about to run, and ``on_result`` (persistence) runs on the loop thread one
+    at a time. Generic so a matrix can put every cell's (cell, item) pairs behind one pool.
     ``may_start`` (e.g. a spending ceiling) is asked before each item: once it says no, no new
     item starts, items in flight finish, and the rest are left unrun.
     """
-    queue: asyncio.Queue[T] = asyncio.Queue()
-    for item in items:
-        queue.put_nowait(item)
+    source = iter(items)
 
     async def worker() -> None:
         while True:
             if may_start is not None and not may_start():
                 return
-            try:
-                item = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            try:  # shared: each item goes to one worker (all on the loop thread)
+                item = next(source)
+            except StopIteration:
                 return
             result = await run_item(item)
             on_result(result)
 
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(items)) or 1)]
+    width = min(concurrency, len(items)) if isinstance(items, Sized) else concurrency
+    workers = [asyncio.create_task(worker()) for _ in range(max(width, 1))]
     try:
         await asyncio.gather(*workers)
     finally:
@@ -306,33 +307,38 @@ class RunOutcome:
 
 
 def stored_results(
-    store: LocalStore, run_id: int, items: Sequence[DatasetItem]
+    store: LocalStore, run_id: int, item_ids: Sequence[str]
 ) -> Callable[[], Iterator[ItemResult]]:
     """A reader of the run's stored results in dataset order (what ``RunOutcome`` keeps: the
     item ids, not the results)."""
-    ids = [item.id for item in items]
-    return lambda: store.iter_item_results(run_id, ids)
+    return lambda: store.iter_item_results(run_id, item_ids)
 
 
 def finalize(
     store: LocalStore,
     run: RunRecord,
-    items: Sequence[DatasetItem],
+    items: Iterable[DatasetItem],
     runner: Scorer,
     *,
     status: str = "finished",
+    batch_size: int = 500,
 ) -> RunSummary:
     """Re-score every stored result (cheap, pure) and record the run-level scores.
 
     Reading back from the store, not from memory, makes resumed runs aggregate over all items,
-    including those finished by an earlier invocation. Results are streamed in dataset order
-    and folded into the summary one at a time, so memory does not grow with the run.
+    including those finished by an earlier invocation. ``items`` is read once, in dataset
+    order, ``batch_size`` at a time, each batch with its stored results, and folded into the
+    summary: neither the items nor the results are ever all in memory.
     """
-    by_id = {item.id: item for item in items}
     acc = SummaryAccumulator(runner.scoring)
-    for result in stored_results(store, run.id, items)():
-        acc.add(result, runner.score(by_id[result.item_id], result.output))
-    summary = acc.summary(expected_items=len(items))
+    source, expected = iter(items), 0
+    while batch := list(islice(source, batch_size)):
+        expected += len(batch)
+        by_id = {item.id: item for item in batch}
+        for result in store.iter_item_results(run.id, list(by_id)):
+            acc.add(result, runner.score(by_id[result.item_id], result.output))
+        del batch, by_id  # before the next batch is read: one batch alive at a time
+    summary = acc.summary(expected_items=expected)
     store.finish_run(
         run.id, status=status, run_scores=summary.run_scores, summary=summary.to_json()
     )

@@ -360,7 +360,7 @@ def _finalize(
         run=final,
         summary=summary,
         ran=0,
-        read_results=stored_results(store, run.id, items),
+        read_results=stored_results(store, run.id, [i.id for i in items]),
         warnings=warnings,
         experiment_url=final.config.get("langfuse_experiment_url"),
     )

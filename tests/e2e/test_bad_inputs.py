@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 
 import pytest
@@ -333,8 +334,8 @@ def test_an_interrupted_run_with_results_is_kept(
 ) -> None:
     real = run_module.run_bounded
 
-    async def one_then_interrupt(todo: list[object], *args: object, **kwargs: object) -> None:
-        await real(todo[:1], *args, **kwargs)  # type: ignore[arg-type]
+    async def one_then_interrupt(todo: Iterable[object], *args: object, **kwargs: object) -> None:
+        await real(islice(todo, 1), *args, **kwargs)  # type: ignore[arg-type]
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_module, "run_bounded", one_then_interrupt)

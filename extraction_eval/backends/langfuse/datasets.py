@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -290,12 +290,13 @@ class LangfuseDatasetBackend:
     def upload_items(
         self,
         dataset: str,
-        items: Sequence[DatasetItem],
+        items: Iterable[DatasetItem],
         *,
         description: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> UploadReport:
         """Create the dataset if missing and upsert new or changed items by stable id."""
+        items = list(items)  # read more than once below
         name = dataset.strip()
         if not name:
             raise UsageError("dataset name must not be empty")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from extraction_eval.backends.base import (
@@ -14,6 +14,7 @@ from extraction_eval.backends.base import (
     item_expected_output,
     item_from_payload,
     item_input,
+    payload_text,
 )
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
 from extraction_eval.errors import NotFoundError, UsageError
@@ -26,7 +27,7 @@ class DatasetTables(StoreConnection):
     def upload_items(
         self,
         dataset: str,
-        items: Sequence[DatasetItem],
+        items: Iterable[DatasetItem],
         *,
         description: str | None = None,
         metadata: dict[str, Any] | None = None,
@@ -34,16 +35,14 @@ class DatasetTables(StoreConnection):
         """Create the dataset if needed and upsert items by id.
 
         Any created or changed item makes one new dataset version; re-uploading identical
-        content is a no-op. Items absent from this upload are left as they are.
+        content is a no-op. Items absent from this upload are left as they are. ``items`` is
+        read once, one item at a time (a stream from a file is never all in memory); a repeated
+        id rolls the whole upload back.
         """
         name = dataset.strip()
         if not name:
             raise UsageError("dataset name must not be empty")
         seen: set[str] = set()
-        for item in items:
-            if item.id in seen:
-                raise UsageError(f"item id {item.id!r} appears twice in one upload")
-            seen.add(item.id)
         now = _now()
         with self._tx(write=True) as conn:
             row = _dataset_row(conn, name)
@@ -73,6 +72,9 @@ class DatasetTables(StoreConnection):
             version = current + 1
             created = updated = unchanged = 0
             for item in items:
+                if item.id in seen:
+                    raise UsageError(f"item id {item.id!r} appears twice in one upload")
+                seen.add(item.id)
                 digest = item_content_hash(item)
                 if item.id not in latest:
                     conn.execute(
@@ -153,21 +155,18 @@ class DatasetTables(StoreConnection):
 
     def get_items(self, name: str, *, version: int | str | None = None) -> list[DatasetItem]:
         """Active items as of ``version`` (default: the latest), in insertion order."""
-        if isinstance(version, str):
-            if not version.isdigit():
-                raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
-            version = int(version)
-        with self._tx(write=False) as conn:
-            row = _require_dataset(conn, name)
-            current = int(row["version"])
-            if version is None:
-                version = current
-            elif not 1 <= version <= current:
-                known = f"versions 1..{current}" if current else "no versions yet"
-                raise NotFoundError(f"dataset {name!r} has no version {version} ({known})")
-            rows = conn.execute(_ITEMS_AT_VERSION, (int(row["id"]), version)).fetchall()
-        return [
-            item_from_payload(
+        return list(self.iter_items(name, version=version))
+
+    def iter_items(
+        self, name: str, *, version: int | str | None = None, batch_size: int = 500
+    ) -> Iterator[DatasetItem]:
+        """``get_items`` as a stream, ``batch_size`` items read at a time, so a 100,000-item
+        dataset is never in memory at once. The version is fixed (and checked) when this is
+        called; each batch is its own short read transaction (a run writes in between)."""
+        dataset_id, version = self._version_of(name, version)
+
+        def build(r: sqlite3.Row) -> DatasetItem:
+            return item_from_payload(
                 id=r["item_id"],
                 input=json.loads(r["input"]),
                 expected_output=json.loads(r["expected_output"]),
@@ -176,8 +175,51 @@ class DatasetTables(StoreConnection):
                 source_observation_id=r["source_observation_id"],
                 status=r["status"],
             )
-            for r in rows
-        ]
+
+        return (
+            build(r) for r in self._rows_in_batches(_ITEMS_PAGE, dataset_id, version, batch_size)
+        )
+
+    def iter_item_texts(
+        self, name: str, *, version: int | str | None = None, batch_size: int = 2000
+    ) -> Iterator[tuple[str, str]]:
+        """(id, text) of ``iter_items``'s items, in the same order, without building them."""
+        dataset_id, version = self._version_of(name, version)
+        rows = self._rows_in_batches(_TEXTS_PAGE, dataset_id, version, batch_size)
+        return ((r["item_id"], payload_text(json.loads(r["input"]))) for r in rows)
+
+    def _version_of(self, name: str, version: int | str | None) -> tuple[int, int]:
+        """(dataset row id, version number) of ``name`` at ``version`` (default: the latest)."""
+        if isinstance(version, str):
+            if not version.isdigit():
+                raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
+            version = int(version)
+        with self._tx(write=False) as conn:
+            row = _require_dataset(conn, name)
+        current = int(row["version"])
+        if version is None:
+            version = current
+        elif not 1 <= version <= current:
+            known = f"versions 1..{current}" if current else "no versions yet"
+            raise NotFoundError(f"dataset {name!r} has no version {version} ({known})")
+        return int(row["id"]), version
+
+    def _rows_in_batches(
+        self, page: str, dataset_id: int, version: int, batch_size: int
+    ) -> Iterator[sqlite3.Row]:
+        """Keyset paging by item position: each page its own short read transaction."""
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        after = -1
+        while True:
+            with self._tx(write=False) as conn:
+                rows = conn.execute(page, (dataset_id, version, after, batch_size)).fetchall()
+            if not rows:
+                return
+            yield from rows
+            if len(rows) < batch_size:
+                return
+            after = int(rows[-1]["position"])
 
 
 # The latest row of each item at or before version ?2 of dataset ?1, active ones only.
@@ -191,6 +233,20 @@ WHERE i.dataset_id = ?1
   AND iv.status = 'ACTIVE'
 ORDER BY i.position
 """
+
+# One page of it: ?4 items after position ?3 (keyset paging; the position is unique per dataset).
+_ITEMS_PAGE = """
+SELECT iv.*, i.position FROM items i
+JOIN item_versions iv ON iv.dataset_id = i.dataset_id AND iv.item_id = i.id
+WHERE i.dataset_id = ?1 AND i.position > ?3
+  AND iv.version = (
+      SELECT MAX(x.version) FROM item_versions x
+      WHERE x.dataset_id = i.dataset_id AND x.item_id = i.id AND x.version <= ?2)
+  AND iv.status = 'ACTIVE'
+ORDER BY i.position
+LIMIT ?4
+"""
+_TEXTS_PAGE = _ITEMS_PAGE.replace("SELECT iv.*,", "SELECT iv.item_id, iv.input,")
 
 
 def _dataset_row(conn: sqlite3.Connection, name: str) -> sqlite3.Row | None:
