@@ -8,6 +8,7 @@ Asserted on what is alive or pulled at a time, never on timings or RSS (``benchm
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
 import weakref
@@ -17,17 +18,21 @@ from typing import Any
 
 import pytest
 
+from extraction_eval.backends.base import canonical_json, item_content_hash
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.local import datasets as store_datasets
 from extraction_eval.cli import main
 from extraction_eval.datasets import gold
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.experiments.budget import estimate_cost
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.prepare import prepare
+from extraction_eval.experiments.partition import parse_shard
+from extraction_eval.experiments.prepare import plan, prepare
 from extraction_eval.experiments.run import arun_local
 from extraction_eval.experiments.runner import ItemRunner, finalize, run_bounded
-from extraction_eval.pipeline.base import PipelineOutput
+from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
+from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult
 
 GOLD = Extraction(entities=[Entity(name="Ada Lovelace", type="person")])
@@ -221,3 +226,47 @@ def test_datasets_upload_converts_a_line_only_when_the_store_takes_it(
     assert "40 created" in out and "d.jsonl:8 (id big-3): duplicate id" in err
     assert len(ahead) == 40 and max(ahead) <= 1  # one line read ahead of the store at most
     assert [i.id for i in LocalStore().get_items("big")] == [f"big-{i}" for i in range(40)]
+
+
+def test_plan_streams_the_items_for_the_shard_the_estimate_and_the_gold_count(
+    store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What needs every item (the shard's fingerprint and size, the cost estimate, the count of
+    gold objects below ``min_gold_confidence``) reads them as a stream: the figures are those of
+    the whole item list, but the list is never alive."""
+    n = 1200
+    low = {"gold": {"entities": [{"confidence": 0.2}], "relationships": []}}
+    items = [_item(i).model_copy(update={"metadata": low if i % 3 == 0 else {}}) for i in range(n)]
+    store.upload_items("big", items)
+    shard = parse_shard("1/2")
+    mine = [i for i in items if shard.holds(i.id)]
+    live: set[int] = set()
+    most_alive = 0
+    built = store_datasets.item_from_payload
+
+    def tracked(**kw: Any) -> DatasetItem:
+        nonlocal most_alive
+        item = built(**kw)
+        key = id(item)
+        live.add(key)
+        weakref.finalize(item, live.discard, key)
+        most_alive = max(most_alive, len(live))
+        return item
+
+    monkeypatch.setattr(store_datasets, "item_from_payload", tracked)
+    pipeline = PipelineConfig(model="fake:x", price_in=1.0, price_out=1.0)
+    config = RunConfig(
+        dataset="big", name="r", shard=shard, min_gold_confidence=0.5, pipeline=pipeline
+    )
+    p = plan(config, store)
+    assert 0 < most_alive <= 20  # built one at a time as they are read, never all 1,200
+    assert p.item_ids == [i.id for i in mine] and p.todo_ids == p.item_ids
+    # the same figures as from the whole list held at once
+    rows = [[i.id, item_content_hash(i)] for i in store.get_items("big")]
+    fingerprint = hashlib.sha256(canonical_json(rows).encode("utf-8")).hexdigest()
+    assert (p.record["dataset_items"], p.record["dataset_fingerprint"]) == (n, fingerprint)
+    expected = estimate_cost(mine, prompt=p.prompt, pricer=Pricer.for_config(pipeline))
+    assert p.estimate == expected and p.estimate.items == len(mine) > 0
+    ignored = sum(1 for i in mine if i.metadata)
+    assert f"{ignored} gold objects below ensemble confidence 0.5 ignored" in " ".join(p.notes)
+    assert f"holds {len(mine)} of the {n} items" in " ".join(p.notes)
