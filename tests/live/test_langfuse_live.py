@@ -268,3 +268,38 @@ def test_batch_run_in_langfuse_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     assert outcome.summary.items == 4 and outcome.summary.missing == 0  # read back: all arrived
     assert outcome.summary.values["entity_f1"] == 1.0
     assert all(r.trace_url for r in outcome.results)
+
+
+def test_matrix_cells_are_experiments_on_one_dataset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2-cell matrix (scripted models) in LangFuse mode: one experiment per cell, each with
+    its run scores, on the same dataset version; then a budget-limited run stops early."""
+    from extraction_eval.datasets.bundled import sample_items
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
+    from extraction_eval.llm.fake import register_fake, unregister_fake
+
+    client = _use_live(monkeypatch)
+    dataset = f"{NAME}-matrix"
+    items = sample_items()[:4]
+    LangfuseDatasetBackend(client).upload_items(dataset, items)
+    answers = {i.id: i.expected.model_dump(mode="json") for i in items}
+    register_fake("live-mx-a", {"items": answers})
+    register_fake("live-mx-b", {"default": {"entities": [], "relationships": []}})
+    prefix = f"live-mx-{uuid.uuid4().hex[:6]}"
+    try:
+        outcome = run_matrix(
+            MatrixConfig(
+                models=("fake:live-mx-a", "fake:live-mx-b"),
+                name=prefix,
+                base=RunConfig(dataset=dataset, backend="langfuse", concurrency=4),
+            )
+        )
+    finally:
+        unregister_fake()
+    assert outcome.problems == []  # every cell's traces and scores read back
+    assert len(outcome.cells) == 2
+    experiments = {c.run.experiment_id for c in outcome.cells}
+    assert len(experiments) == 2 and None not in experiments
+    assert len({c.run.dataset_version for c in outcome.cells}) == 1
+    f1 = {c.cell.model: c.run.summary["values"]["entity_f1"] for c in outcome.cells}
+    assert f1 == {"fake:live-mx-a": 1.0, "fake:live-mx-b": 0.0}
