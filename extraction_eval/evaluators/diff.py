@@ -396,15 +396,20 @@ def diff_item(
     pred_b: Extraction | None,
     config: ScoringConfig,
     schema: Schema | None = None,
+    scores: tuple[ItemScore, ItemScore] | None = None,
 ) -> ItemDiff:
     """Diff one item's predictions in runs A and B against its gold. ``None`` is an errored
-    item: an empty prediction, flagged ``a_failed`` / ``b_failed``."""
-    score_a = score_item(
-        item_id=item_id, text=text, gold=gold, pred=pred_a, config=config, schema=schema
-    )
-    score_b = score_item(
-        item_id=item_id, text=text, gold=gold, pred=pred_b, config=config, schema=schema
-    )
+    item: an empty prediction, flagged ``a_failed`` / ``b_failed``. ``scores``: both
+    predictions already scored with exactly these arguments (not scored again)."""
+    if scores is not None:
+        score_a, score_b = scores
+    else:
+        score_a = score_item(
+            item_id=item_id, text=text, gold=gold, pred=pred_a, config=config, schema=schema
+        )
+        score_b = score_item(
+            item_id=item_id, text=text, gold=gold, pred=pred_b, config=config, schema=schema
+        )
     run_a, run_b = _follow(score_a), _follow(score_b)
     pa = pred_a if pred_a is not None else Extraction()
     pb = pred_b if pred_b is not None else Extraction()

@@ -16,15 +16,18 @@ everywhere: an empty prediction that never earns the both-empty 1.0.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.evaluators.item import ItemScore, TypeCount
 from extraction_eval.evaluators.metrics import Counts, f1, prf_arrays
 from extraction_eval.evaluators.stats import resampled_sums
@@ -115,6 +118,78 @@ def item_row(score: ItemScore, *, schema_failure: bool = False) -> tuple[int, ..
         score.attribute_violation_count,
         int(is_right(score)),
     )
+
+
+def counts_key(scoring: ScoringConfig, min_gold_confidence: float | None = None) -> str:
+    """What decides an item's counts (the scoring settings that match and ground objects, and
+    the gold confidence floor; not the bootstrap's), as a short stable hash: stored counts are
+    used only by a comparison that would score with the same."""
+    fields = {
+        k: v for k, v in scoring.to_json().items() if k not in ("resamples", "seed", "confidence")
+    }
+    blob = json.dumps([fields, min_gold_confidence], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class StoredCounts(NamedTuple):
+    """One item's counts in one run as stored with its result (:func:`encode_counts`)."""
+
+    row: tuple[int, ...]
+    entity_types: tuple[TypeCount, ...]
+    relationship_types: tuple[TypeCount, ...]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.row[_COL["failed"]])
+
+    @property
+    def schema_failure(self) -> bool:
+        return bool(self.row[_COL["schema_failure"]])
+
+    @property
+    def gold_empty(self) -> bool:
+        return bool(self.row[_COL["gold_empty"]])
+
+
+def encode_counts(score: ItemScore, *, key: str, schema_failure: bool = False) -> str:
+    """The item's count row and per-type counts as compact JSON, tagged with ``key``
+    (:func:`counts_key` of what it was scored with)."""
+
+    def types(group: Iterable[TypeCount]) -> list[list[Any]]:
+        return [[t.key, t.label, t.tp, t.fp, t.fn] for t in group]
+
+    return json.dumps(
+        [
+            key,
+            list(item_row(score, schema_failure=schema_failure)),
+            types(score.entity_types),
+            types(score.relationship_types),
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def decode_counts(text: str | None, key: str) -> StoredCounts | None:
+    """The stored counts when they were made with ``key``; None when absent, made with other
+    settings, or not readable (the caller re-scores)."""
+    if not text:
+        return None
+    try:
+        stored_key, row, ents, rels = json.loads(text)
+        if stored_key != key or len(row) != WIDTH:
+            return None
+        return StoredCounts(
+            tuple(int(v) for v in row),
+            tuple(
+                TypeCount(str(k), str(lb), int(tp), int(fp), int(fn)) for k, lb, tp, fp, fn in ents
+            ),
+            tuple(
+                TypeCount(str(k), str(lb), int(tp), int(fp), int(fn)) for k, lb, tp, fp, fn in rels
+            ),
+        )
+    except (ValueError, TypeError):
+        return None
 
 
 def metric_arrays(sums: NDArray[np.float64], n_items: int) -> dict[str, NDArray[np.float64]]:
@@ -356,6 +431,16 @@ class PairedAccumulator:
         """One item as scored in run A and in run B (the same item: same gold)."""
         self.rows.extend(item_row(a, schema_failure=a_schema_failure))
         self.rows.extend(item_row(b, schema_failure=b_schema_failure))
+        self.n += 1
+        for side, s in ((0, a), (1, b)):
+            self.entity_types.add(side, s.entity_types)
+            self.relationship_types.add(side, s.relationship_types)
+
+    def add_counts(self, a: StoredCounts, b: StoredCounts) -> None:
+        """One item's stored counts in run A and in run B: the same as ``add`` of the scores
+        they were made from."""
+        self.rows.extend(a.row)
+        self.rows.extend(b.row)
         self.n += 1
         for side, s in ((0, a), (1, b)):
             self.entity_types.add(side, s.entity_types)
