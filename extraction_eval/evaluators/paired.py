@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators.config import ScoringConfig
+from extraction_eval.evaluators.diff import FollowedRun, follow
 from extraction_eval.evaluators.item import ItemScore, TypeCount
 from extraction_eval.evaluators.metrics import Counts, f1, prf_arrays
 from extraction_eval.evaluators.stats import resampled_sums
@@ -137,6 +138,8 @@ class StoredCounts(NamedTuple):
     row: tuple[int, ...]
     entity_types: tuple[TypeCount, ...]
     relationship_types: tuple[TypeCount, ...]
+    # the diff's view of the scorer's alignment (FollowedRun JSON), read only when needed
+    followed: Any = None
 
     @property
     def failed(self) -> bool:
@@ -150,10 +153,22 @@ class StoredCounts(NamedTuple):
     def gold_empty(self) -> bool:
         return bool(self.row[_COL["gold_empty"]])
 
+    def followed_run(self, gold_entities: int, gold_relationships: int) -> FollowedRun | None:
+        """The stored diff view when it is readable and fits the gold (None: re-score)."""
+        try:
+            run = FollowedRun.from_json(self.followed)
+        except (ValueError, TypeError):
+            return None
+        fits = (len(run.entity_state), len(run.relationship_state)) == (
+            gold_entities,
+            gold_relationships,
+        )
+        return run if fits else None
+
 
 def encode_counts(score: ItemScore, *, key: str, schema_failure: bool = False) -> str:
-    """The item's count row and per-type counts as compact JSON, tagged with ``key``
-    (:func:`counts_key` of what it was scored with)."""
+    """The item's count row, per-type counts and :func:`~.diff.follow` view as compact JSON,
+    tagged with ``key`` (:func:`counts_key` of what it was scored with)."""
 
     def types(group: Iterable[TypeCount]) -> list[list[Any]]:
         return [[t.key, t.label, t.tp, t.fp, t.fn] for t in group]
@@ -164,6 +179,7 @@ def encode_counts(score: ItemScore, *, key: str, schema_failure: bool = False) -
             list(item_row(score, schema_failure=schema_failure)),
             types(score.entity_types),
             types(score.relationship_types),
+            follow(score).to_json(),
         ],
         ensure_ascii=False,
         separators=(",", ":"),
@@ -176,19 +192,16 @@ def decode_counts(text: str | None, key: str) -> StoredCounts | None:
     if not text:
         return None
     try:
-        stored_key, row, ents, rels = json.loads(text)
-        if stored_key != key or len(row) != WIDTH:
+        stored_key, row, ents, rels, followed = json.loads(text)
+        if stored_key != key or len(row) != WIDTH or not all(type(v) is int for v in row):
             return None
         return StoredCounts(
-            tuple(int(v) for v in row),
-            tuple(
-                TypeCount(str(k), str(lb), int(tp), int(fp), int(fn)) for k, lb, tp, fp, fn in ents
-            ),
-            tuple(
-                TypeCount(str(k), str(lb), int(tp), int(fp), int(fn)) for k, lb, tp, fp, fn in rels
-            ),
+            tuple(row),
+            tuple(TypeCount(*t) for t in ents),
+            tuple(TypeCount(*t) for t in rels),
+            followed,
         )
-    except (ValueError, TypeError):
+    except (ValueError, TypeError):  # not ours: re-score
         return None
 
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
-from extraction_eval.evaluators.diff import DiffCounts, diff_item
+from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
 from extraction_eval.evaluators.paired import (
     GateFailure,
     PairedAccumulator,
@@ -417,7 +417,7 @@ def _one_pass(
         pb = pa if same else (None if y.pred is None else Extraction.model_validate_json(y.pred))
         changed = fold is not None and not same and pa != pb
         score_a = score_b = None
-        if ca is None or cb is None or (changed and share):
+        if ca is None or cb is None:
             score_a = scored(pa)
             # the same stored output (both canonical JSON) scores the same: once is enough
             score_b = score_a if same else scored(pb)
@@ -433,19 +433,34 @@ def _one_pass(
             )
             return
         cfg = fold.out.config
-        scores = (
-            (score_a, score_b) if share and score_a is not None and score_b is not None else None
-        )
+        gold = item.expected
+        if share:  # the stored views (or the scores just made) were made with cfg
+            run_a = ca.followed_run(len(gold.entities), len(gold.relationships))
+            run_b = cb.followed_run(len(gold.entities), len(gold.relationships))
+            if score_a is not None and score_b is not None:
+                run_a, run_b = follow(score_a), follow(score_b)
+            if run_a is not None and run_b is not None:
+                fold.changed(
+                    diff_followed(
+                        item_id=item.id,
+                        gold=gold,
+                        pred_a=pa,
+                        pred_b=pb,
+                        run_a=run_a,
+                        run_b=run_b,
+                        config=cfg,
+                    )
+                )
+                return
         fold.changed(
             diff_item(
                 item_id=item.id,
                 text=item.text,
-                gold=item.expected,
+                gold=gold,
                 pred_a=pa,
                 pred_b=pb,
                 config=cfg,
                 schema=item.schema_,
-                scores=scores,
             )
         )
 
