@@ -4,6 +4,7 @@ were scored with other settings, and prints the same bytes either way."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.migrations import migrate
 from extraction_eval.cli import _run_app, app
+from extraction_eval.evaluators import diff as evaluators_diff
 from extraction_eval.experiments import paired
 from extraction_eval.experiments.diff import diff_runs
 from extraction_eval.experiments.paired import compare_and_diff, compare_stored_runs, run_gold
@@ -40,6 +42,7 @@ def _no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError(f"item {kwargs.get('item_id')!r} was re-scored")
 
     monkeypatch.setattr(paired, "score_item", refuse)
+    monkeypatch.setattr(evaluators_diff, "score_item", refuse)
 
 
 @pytest.fixture
@@ -81,9 +84,10 @@ def test_runs_store_counts_and_compare_reads_them_without_rescoring(
     # the paired statistics of two different runs: nothing re-scored
     assert compare_stored_runs(store, a, b, resamples=300).to_json() == expected
     store.close()
-    # the whole command on runs with the same outputs: nothing to diff, nothing re-scored
-    data = _compare("base", "base2")
-    assert '"changed_items": 0' in data and '"items": 48' in data
+    # the whole command: the items whose outputs differ are diffed from the stored views
+    data = json.loads(_compare("first", "base"))
+    assert data["diff"]["counts"]["changed_items"] > 0 and data["items"] == 48
+    assert '"changed_items": 0' in _compare("base", "base2")
 
 
 def test_the_stored_count_path_prints_the_bytes_of_the_rescoring_path(
