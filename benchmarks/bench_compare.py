@@ -123,9 +123,18 @@ def build(store_dir: Path, n: int, changed: float) -> None:
         roll = rng.random()
         if roll < 0.01:
             outputs["B"].append(None)  # errored
-        elif roll < 0.01 + changed:
+        elif roll < 0.01 + changed - 0.01:
             row = sentences[i % len(sentences)]
-            outputs["B"].append(Extraction.model_validate(_noisy(row, rng, 0.10, 0.08)))
+            other = Extraction.model_validate(_noisy(row, rng, 0.10, 0.08))
+            if other == same:  # really changed: one false positive more
+                extra = {"name": row["text"].split()[0], "type": "Other"}  # type: ignore[attr-defined]
+                other = Extraction.model_validate(
+                    {
+                        **other.model_dump(mode="json"),
+                        "entities": [*other.model_dump(mode="json")["entities"], extra],
+                    }
+                )
+            outputs["B"].append(other)
         else:
             outputs["B"].append(same)
     for name in ("A", "B"):
