@@ -2,10 +2,14 @@
 against the gold of the run's dataset version, and hand the count rows to
 :mod:`extraction_eval.evaluators.paired` (bootstrap CI of Δ, McNemar, per type, the gate).
 
-Re-scoring is pure and cheap, and it makes both runs count under one scoring config (A's); it
-streams: the two runs' outputs are read in item-id order, a batch at a time, and only two
-integer rows per item are kept. Works the same for local and LangFuse-mode runs (their results
-are mirrored in the local store); a LangFuse-mode run's gold is read from LangFuse.
+Both runs count under one scoring config (A's). The runner stores each result's count row (and
+the diff's view of its alignment) tagged with what it was scored with; a local run's rows
+scored as this comparison scores are used as stored, the others (rows stored before
+``m008_result_counts``, other settings, another dataset version) are re-scored: the same
+figures either way, faster. It streams: the two runs are read in item-id order, a batch at a
+time, and only two integer rows per item are kept. Works the same for local and LangFuse-mode
+runs (their results are mirrored in the local store); a LangFuse-mode run's gold is read from
+LangFuse, and its rows are re-scored.
 """
 
 from __future__ import annotations
@@ -273,8 +277,9 @@ def compare_stored_runs(
 ) -> RunComparison:
     """Compare run A (baseline) with run B on the items both have.
 
-    Both runs' stored outputs are re-scored against A's gold with A's scoring config (an
-    errored item is an empty prediction that never passes, as everywhere). Different datasets,
+    Both runs count as scored against A's gold with A's scoring config (an errored item is an
+    empty prediction that never passes, as everywhere): the counts stored with a local run's
+    results when they were made so, else re-scored from the stored outputs. Different datasets,
     dataset versions or item sets are refused unless ``force`` (then named in ``warnings``).
     ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
     any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
