@@ -138,8 +138,8 @@ class StoredCounts(NamedTuple):
     row: tuple[int, ...]
     entity_types: tuple[TypeCount, ...]
     relationship_types: tuple[TypeCount, ...]
-    # the diff's view of the scorer's alignment (FollowedRun JSON), read only when needed
-    followed: Any = None
+    # the diff's view of the scorer's alignment (FollowedRun as JSON text), read only if needed
+    followed: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -155,8 +155,10 @@ class StoredCounts(NamedTuple):
 
     def followed_run(self, gold_entities: int, gold_relationships: int) -> FollowedRun | None:
         """The stored diff view when it is readable and fits the gold (None: re-score)."""
+        if not self.followed:
+            return None
         try:
-            run = FollowedRun.from_json(self.followed)
+            run = FollowedRun.from_json(json.loads(self.followed))
         except (ValueError, TypeError):
             return None
         fits = (len(run.entity_state), len(run.relationship_state)) == (
@@ -167,32 +169,33 @@ class StoredCounts(NamedTuple):
 
 
 def encode_counts(score: ItemScore, *, key: str, schema_failure: bool = False) -> str:
-    """The item's count row, per-type counts and :func:`~.diff.follow` view as compact JSON,
-    tagged with ``key`` (:func:`counts_key` of what it was scored with)."""
+    """The item's count row and per-type counts as compact JSON tagged with ``key``
+    (:func:`counts_key` of what it was scored with), then a tab and its :func:`~.diff.follow`
+    view as JSON (read only for the items a diff needs; compact JSON has no raw tab)."""
 
     def types(group: Iterable[TypeCount]) -> list[list[Any]]:
         return [[t.key, t.label, t.tp, t.fp, t.fn] for t in group]
 
-    return json.dumps(
-        [
-            key,
-            list(item_row(score, schema_failure=schema_failure)),
-            types(score.entity_types),
-            types(score.relationship_types),
-            follow(score).to_json(),
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    def dumps(obj: Any) -> str:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+    counts = [
+        key,
+        list(item_row(score, schema_failure=schema_failure)),
+        types(score.entity_types),
+        types(score.relationship_types),
+    ]
+    return dumps(counts) + "\t" + dumps(follow(score).to_json())
 
 
 def decode_counts(text: str | None, key: str) -> StoredCounts | None:
     """The stored counts when they were made with ``key``; None when absent, made with other
     settings, or not readable (the caller re-scores)."""
-    if not text:
+    if not text or not text.startswith(f'["{key}",'):
         return None
+    head, _, followed = text.partition("\t")
     try:
-        stored_key, row, ents, rels, followed = json.loads(text)
+        stored_key, row, ents, rels = json.loads(head)
         if stored_key != key or len(row) != WIDTH or not all(type(v) is int for v in row):
             return None
         return StoredCounts(
