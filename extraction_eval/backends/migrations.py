@@ -278,6 +278,14 @@ def m007_batches(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m008_result_counts(conn: sqlite3.Connection) -> None:
+    """Each result's paired-comparison counts as the runner scored them (JSON: the scoring key
+    they were made with, the item's count row and its per-type counts), so ``compare`` reads
+    them instead of re-scoring; NULL for rows stored before (they are re-scored)."""
+    _exec(conn, "ALTER TABLE results ADD COLUMN counts TEXT")
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)
