@@ -139,6 +139,7 @@ class MatrixConfig:
             raise InvalidValue("retry_errors", "is not supported by a matrix (use resume)")
         if self.base.resume and self.name is None:
             raise InvalidValue("resume", "needs the matrix's --name (the prefix of its runs)")
+        _distinct_names(self.models, self.prompt_labels)
 
     def named(self) -> MatrixConfig:
         """This config with a prefix (``matrix-<timestamp>`` when none was given)."""
@@ -171,6 +172,23 @@ class MatrixConfig:
                         config = replace(self.base, name=name, pipeline=pipeline)
                         out.append(Cell(name, model, label, float(temperature), repeat, config))
         return out
+
+
+def _distinct_names(models: Sequence[str], labels: Sequence[str | None]) -> None:
+    """Two cells must not share a run name: no label and a label ``bundled``, or a ``/`` in a
+    model or label (``a/x`` + ``y`` vs ``a`` + ``x/y``), would make them one run."""
+    seen: dict[str, tuple[str, str | None]] = {}
+    for model in models:
+        for label in labels:
+            key = f"{model}/{label or 'bundled'}"
+            if key in seen:
+                other = seen[key]
+                raise InvalidValue(
+                    "prompt_label",
+                    f"model {model!r} with label {label!r} and model {other[0]!r} with label"
+                    f" {other[1]!r} would give two cells the same run name ({key!r})",
+                )
+            seen[key] = (model, label)
 
 
 def _no_duplicates(field_name: str, values: Sequence[object]) -> None:

@@ -144,3 +144,19 @@ def test_best_cells_keeps_ties_and_knows_lower_is_better() -> None:
     }
     best = best_cells(rows, ["f1", "cost", "other"], lower_is_better=["cost"])
     assert best == {"f1": ("b", "c"), "cost": ("c",), "other": ()}
+
+
+@pytest.mark.parametrize(
+    ("models", "labels", "field"),
+    [
+        (("fake:a",), ("bundled", None), "prompt_label"),  # no label is named "bundled"
+        (("fake:a/x", "fake:a"), ("y", "x/y"), "prompt_label"),  # '/' makes names meet
+    ],
+)
+def test_two_cells_with_one_run_name_are_refused(
+    models: tuple[str, ...], labels: tuple[str | None, ...], field: str
+) -> None:
+    with pytest.raises(InvalidValue) as info:
+        MatrixConfig(models=models, prompt_labels=labels, name="exp")
+    assert info.value.field == field
+    assert "same run name" in info.value.problem
