@@ -118,19 +118,19 @@ def load_gold_config(path: Path) -> dict[str, Any]:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--config {path}: {one_line(exc)}") from None
+        raise InvalidValue("config", f"{path}: {one_line(exc)}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"--config {path}: not valid TOML: {one_line(exc)}") from None
+        raise InvalidValue("config", f"{path}: not valid TOML: {one_line(exc)}") from None
     unknown = sorted(set(raw) - set(CONFIG_KEYS))
     if unknown:
-        raise UsageError(
-            f"--config {path}: unknown key {unknown[0]!r}; known: {', '.join(CONFIG_KEYS)}"
+        raise InvalidValue(
+            "config", f"{path}: unknown key {unknown[0]!r}; known: {', '.join(CONFIG_KEYS)}"
         )
     out = dict(raw)
     if "models" in raw:
         entries = raw["models"]
         if not isinstance(entries, list):
-            raise UsageError(f"--config {path}: models must be a list")
+            raise InvalidValue("config", f"{path}: models must be a list")
         models: list[GoldModel] = []
         for n, entry in enumerate(entries, start=1):
             if isinstance(entry, str):
@@ -144,11 +144,12 @@ def load_gold_config(path: Path) -> dict[str, Any]:
                 try:
                     models.append(GoldModel(**entry))
                 except (TypeError, ValueError) as exc:
-                    raise UsageError(f"--config {path}: models[{n}]: {one_line(exc)}") from None
+                    raise InvalidValue("config", f"{path}: models[{n}]: {one_line(exc)}") from None
             else:
-                raise UsageError(
-                    f"--config {path}: models[{n}] must be 'provider:model:runs:weight' or a"
-                    " table with model, runs, weight, temperature"
+                raise InvalidValue(
+                    "config",
+                    f"{path}: models[{n}] must be 'provider:model:runs:weight' or a"
+                    " table with model, runs, weight, temperature",
                 )
         out["models"] = tuple(models)
     return out

@@ -329,3 +329,16 @@ def langfuse_id(item_id: str) -> str:
     from extraction_eval.backends.langfuse import langfuse_item_id
 
     return langfuse_item_id("lf-gold", item_id)
+
+
+def test_a_bad_config_file_is_an_invalid_config_value(tmp_path: Path) -> None:
+    from extraction_eval.experiments.gold import load_gold_config
+
+    cfg = tmp_path / "gold.toml"
+    cfg.write_text('dataset = "small"\ncolour = 1\n')
+    with pytest.raises(InvalidValue) as info:
+        load_gold_config(cfg)
+    # the library names the field; the CLI turns it into --config (no flag in the library)
+    assert info.value.field == "config"
+    assert info.value.problem.startswith(f"{cfg}: unknown key 'colour'")
+    assert "--" not in info.value.problem
