@@ -454,6 +454,22 @@ async def abuild_gold(
                 "overrides": [o.model_dump(mode="json", exclude_none=True) for o in mine],
             },
         )
+        if not vote.voters:
+            # every run failed on it: no vote is not a vote for "nothing here"; the item keeps
+            # the expected output it had, marked unvoted (a person or a later build decides)
+            notes.append(
+                f"warning: item {item.id}: every run failed on it, nothing was voted; its"
+                " expected output is kept as it was (metadata.gold.unvoted)"
+            )
+            kept_as_was = {"confidence": None, "source": "unvoted"}
+            gold_meta = {
+                **gold_meta,
+                "unvoted": True,
+                "entities": [kept_as_was for _ in item.expected.entities],
+                "relationships": [kept_as_was for _ in item.expected.relationships],
+            }
+            built.append(item.model_copy(update={"metadata": {**item.metadata, "gold": gold_meta}}))
+            continue
         if (
             gold_meta["min_confidence"] is not None
             and gold_meta["min_confidence"] < config.review_below
