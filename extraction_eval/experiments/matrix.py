@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ContextIndex, ScoringConfig, score_item
+from extraction_eval.evaluators import ContextIndex, ScoringConfig
 from extraction_eval.evaluators.paired import WIDTH as PAIRED_WIDTH
 from extraction_eval.evaluators.paired import (
     PairedComparison,
@@ -52,7 +52,7 @@ from extraction_eval.experiments.config import RunConfig, git_state, package_ver
 from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
 from extraction_eval.experiments.run import uses_langfuse
-from extraction_eval.experiments.runner import run_bounded
+from extraction_eval.experiments.runner import rescore, run_bounded
 from extraction_eval.types import DatasetItem, ItemResult
 from extraction_eval.validation import check_int, check_number, check_text
 
@@ -413,22 +413,17 @@ def _count_rows(
     context: ContextIndex,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """The run's per-item count rows (``paired.item_row``) in dataset order, re-scored from
-    the stored results as ``finalize`` does, and which items have a result."""
+    the stored results as ``finalize`` does (against the gold the run trusted, with
+    ``--min-gold-confidence``), and which items have a result."""
+    trust = run.config.get("min_gold_confidence")
+    trusted = float(trust) if isinstance(trust, (int, float)) else None
     index = {item.id: i for i, item in enumerate(items)}
     matrix = np.zeros((len(items), PAIRED_WIDTH), dtype=np.int64)
     present = np.zeros(len(items), dtype=np.bool_)
     for result in _stored(store, run, [item.id for item in items]):
         i = index[result.item_id]
         item = items[i]
-        score = score_item(
-            item_id=item.id,
-            text=item.text,
-            gold=item.expected,
-            pred=result.output,
-            config=scoring,
-            context_texts=context,
-            schema=item.schema_,
-        )
+        score = rescore(item, result.output, scoring, context, trusted)
         matrix[i] = item_row(score, schema_failure=result.error_kind == "schema")
         present[i] = True
     return matrix, present
