@@ -11,7 +11,8 @@ Rules (the README's "Ensemble gold" section says the same):
   aligned with the clusters built so far; a matched object joins its cluster, an unmatched
   one starts a new cluster. A run adds at most one object to a cluster (the alignment is
   one-to-one).
-- Entities are identified by name (span mode: by evidence); their type is a voted field.
+- Entities are identified by name; their type is a voted field. (Span mode pairs by
+  evidence *and* type, as the span scorer does: there a retyped entity is another object.)
   Relationships are identified by aligned endpoints and type (inverse and symmetric rules
   included): a relationship stated as the inverse joins in the cluster's orientation.
 - An object is kept when the weight of the runs that produced it is more than
