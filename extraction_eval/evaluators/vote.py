@@ -40,7 +40,7 @@ from extraction_eval.evaluators.matching import (
     align_relationships,
     name_key,
 )
-from extraction_eval.types import Entity, Extraction, GoldOverride, Relationship
+from extraction_eval.types import DatasetItem, Entity, Extraction, GoldOverride, Relationship
 
 ABSENT = "<absent>"
 
@@ -512,3 +512,19 @@ def trusted_gold(
     if not dropped:
         return expected, 0
     return Extraction(entities=e, relationships=r), dropped
+
+
+def gold_floor(run_config: Mapping[str, Any]) -> float | None:
+    """The ``min_gold_confidence`` a run was scored with (its recorded config), if any."""
+    value = run_config.get("min_gold_confidence")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def with_trusted_gold(item: DatasetItem, floor: float | None) -> DatasetItem:
+    """The item whose expected output keeps only gold objects at least ``floor`` confident
+    (``None``: the item as it is): what a run with ``--min-gold-confidence`` scored against,
+    so a comparison or a report of that run scores the same way."""
+    if floor is None:
+        return item
+    expected, dropped = trusted_gold(item.expected, item.metadata, floor)
+    return item.model_copy(update={"expected": expected}) if dropped else item

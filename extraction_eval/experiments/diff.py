@@ -22,6 +22,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
+from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
 
@@ -78,7 +79,9 @@ PRUNE_SLACK = 1000
 
 
 def _gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
-    return {i.id: i for i in store.get_items(run.dataset, version=run.dataset_version)}
+    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+    items = store.get_items(run.dataset, version=run.dataset_version)
+    return {i.id: with_trusted_gold(i, floor) for i in items}
 
 
 def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetItem], str | None]:

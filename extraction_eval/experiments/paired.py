@@ -34,6 +34,7 @@ from extraction_eval.evaluators.paired import (
     item_row,
     regression_gate,
 )
+from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
@@ -62,7 +63,8 @@ def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
             backend.close()
     else:
         items = store.get_items(run.dataset, version=run.dataset_version)
-    return {item.id: item for item in items}
+    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+    return {item.id: with_trusted_gold(item, floor) for item in items}
 
 
 def run_scoring(run: RunRecord) -> ScoringConfig:
@@ -386,7 +388,8 @@ def _one_pass(
     """Both runs read once by item id: stored counts where valid, re-scoring elsewhere; with
     ``fold``, items whose outputs differ are diffed too (sharing the scores)."""
     in_gold = set(store.item_ids(a.dataset, version=a.dataset_version))
-    key = counts_key(scoring)
+    floor = gold_floor(a.config)  # A's --min-gold-confidence, as A's other settings
+    key = counts_key(scoring, floor)
     b_same_gold = (b.backend, b.dataset, b.dataset_version) == (
         a.backend,
         a.dataset,
@@ -401,7 +404,7 @@ def _one_pass(
             a.dataset, [p[0] for p in pending], version=a.dataset_version
         )
         for item_id, x, y, ca, cb in pending:
-            _settle(items[item_id], x, y, ca, cb)
+            _settle(with_trusted_gold(items[item_id], floor), x, y, ca, cb)
         pending.clear()
 
     def _settle(
