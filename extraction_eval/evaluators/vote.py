@@ -132,8 +132,11 @@ class ItemVote:
 
     @property
     def min_confidence(self) -> float | None:
-        """Lowest confidence of a kept object or any of its fields (None: nothing kept)."""
+        """The least certain decision of the vote: a kept object or one of its fields (its
+        confidence), or an object left out (1 − its confidence: the weight that agreed it is
+        not there). None when no run produced any object."""
         values = [c for o in self.kept for c in (o.confidence, *_field_conf(o))]
+        values += [1.0 - o.confidence for o in self.objects if not o.kept]
         return min(values) if values else None
 
     @property

@@ -524,6 +524,8 @@ def _gold_metadata(
         for f in o.fields.values()
         if any(g.source == "vote" and g.obj == o.obj for g in objects)
     ]
+    # an object the vote left out is a decision too: 1 − its weight agreed it is not there
+    confidences += [1.0 - o.confidence for o in vote.objects if not o.kept]
     return {
         "models": [m.spec() for m in config.models],
         "min_agreement": config.min_agreement,

@@ -197,9 +197,11 @@ def test_failed_run_abstains_and_is_reported(store: LocalStore) -> None:
     assert len(build.errors) == 1 and build.errors[0].startswith(f"item {items[0].id}: fake:bad#1")
     assert build.votes[items[0].id].abstained == ("fake:bad#1",)
     assert build.items[0].expected == items[0].expected  # the one answer that came, unopposed
-    # on the second item "bad" answered empty: half the weight, nothing kept
+    # on the second item "bad" answered empty: half the weight, nothing kept — and the
+    # item is up for review, its objects' absence being only half sure
     assert build.items[1].expected == Extraction()
-    assert build.review == [] or all(c < 0.75 for _, c in build.review)
+    assert build.items[1].metadata["gold"]["min_confidence"] == 0.5
+    assert build.review == [(items[1].id, 0.5)]
 
 
 def test_out_file_and_review(
