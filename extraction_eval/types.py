@@ -214,6 +214,9 @@ class ItemResult(_Frozen):
     trace_url: str | None = None  # LangFuse mode: the trace in the LangFuse UI
     # Per-object failure categories; None: not recorded (a row stored before taxonomy was kept)
     taxonomy: list[TaxonomyTag] | None = None
+    # The paired-comparison counts the runner scored (evaluators.paired.encode_counts), stored
+    # so ``compare`` need not re-score; internal: never exported
+    counts: str | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def categories(self) -> dict[str, int]:

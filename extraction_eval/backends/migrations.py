@@ -279,7 +279,15 @@ def m007_batches(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m008_item_position_index(conn: sqlite3.Connection) -> None:
+def m008_result_counts(conn: sqlite3.Connection) -> None:
+    """Each result's paired-comparison counts as the runner scored them (JSON: the scoring key
+    they were made with, the item's count row and its per-type counts), so ``compare`` reads
+    them instead of re-scoring; NULL for rows stored before (they are re-scored)."""
+    _exec(conn, "ALTER TABLE results ADD COLUMN counts TEXT")
+
+
+@migration
+def m009_item_position_index(conn: sqlite3.Connection) -> None:
     """Items by dataset position: a run reads its dataset a page at a time in that order
     (keyset paging), which without this index is a full scan and sort per page."""
     _exec(conn, "CREATE INDEX items_position ON items(dataset_id, position)")

@@ -266,8 +266,8 @@ def compare_cmd(
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
     gate. With --item: one item's text with gold, A and B objects side by side."""
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.diff import compare_item, diff_runs
-    from extraction_eval.experiments.paired import compare_stored_runs, parse_tolerances
+    from extraction_eval.experiments.diff import compare_item
+    from extraction_eval.experiments.paired import compare_and_diff, parse_tolerances
     from extraction_eval.experiments.reporting import get_run
     from extraction_eval.validation import check_int
     from extraction_eval.views.diff import render_item_comparison, render_run_diff
@@ -284,13 +284,12 @@ def compare_cmd(
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return
-    result = compare_stored_runs(
-        store, a, b, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+    result, diff = compare_and_diff(
+        store, a, b, top=top, resamples=resamples, seed=seed, force=force, tolerances=tolerances
     )
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
-    diff = diff_runs(store, a, b, top=top)
     if fmt == "json":
         import json
 

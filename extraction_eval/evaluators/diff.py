@@ -246,8 +246,10 @@ def _side(
 
 
 @dataclass(frozen=True, slots=True)
-class _Run:
-    """One run's view of an item: what stands for each gold object, and its false positives."""
+class FollowedRun:
+    """One run's view of an item: what stands for each gold object, and its false positives.
+    Small and plain: the runner stores it with the result (``to_json``), so ``compare`` diffs
+    a changed item without scoring it again."""
 
     entity_state: list[tuple[State, int | None]]
     relationship_state: list[tuple[State, int | None]]
@@ -255,8 +257,41 @@ class _Run:
     relationship_fp: list[int]
     grounded: dict[tuple[str, int], bool]
 
+    def to_json(self) -> list[Any]:
+        return [
+            [list(x) for x in self.entity_state],
+            [list(x) for x in self.relationship_state],
+            self.entity_fp,
+            self.relationship_fp,
+            [[k, i, g] for (k, i), g in sorted(self.grounded.items())],
+        ]
 
-def _follow(score: ItemScore) -> _Run:
+    @classmethod
+    def from_json(cls, data: Any) -> FollowedRun:
+        """The stored view; ``ValueError`` / ``TypeError`` when it is not one."""
+        ents, rels, efp, rfp, grounded = data
+        states = ("right", "wrong_type", "reversed", "missed")
+
+        def state(rows: Any) -> list[tuple[State, int | None]]:
+            out: list[tuple[State, int | None]] = []
+            for st, i in rows:
+                if st not in states or not (i is None or type(i) is int):
+                    raise ValueError(f"not a followed state: {st!r}, {i!r}")
+                out.append((st, i))
+            return out
+
+        if not all(type(i) is int for i in (*efp, *rfp)):
+            raise ValueError("false-positive indices must be integers")
+        return cls(
+            state(ents),
+            state(rels),
+            list(efp),
+            list(rfp),
+            {(str(k), int(i)): bool(g) for k, i, g in grounded},
+        )
+
+
+def follow(score: ItemScore) -> FollowedRun:
     ent: list[tuple[State, int | None]] = [("missed", None)] * score.n_gold_entities
     for p in score.entity_pairs:
         ent[p.gold] = ("right" if p.type_equal else "wrong_type", p.pred)
@@ -276,7 +311,7 @@ def _follow(score: ItemScore) -> _Run:
     # a near miss stands for its gold object: it is followed there, not listed again as a
     # false positive
     matched_r = {i for _, i in rel if i is not None}
-    return _Run(
+    return FollowedRun(
         ent,
         rel,
         [i for i in range(score.n_pred_entities) if i not in matched_e],
@@ -312,8 +347,8 @@ def _gold_diffs(
     gold: Sequence[Entity | Relationship],
     preds_a: Sequence[Entity | Relationship],
     preds_b: Sequence[Entity | Relationship],
-    run_a: _Run,
-    run_b: _Run,
+    run_a: FollowedRun,
+    run_b: FollowedRun,
     cfg: ScoringConfig,
 ) -> list[GoldObjectDiff]:
     states_a = run_a.entity_state if kind == "entity" else run_a.relationship_state
@@ -354,8 +389,8 @@ def _extras(
     kind: Kind,
     preds_a: Sequence[Entity | Relationship],
     preds_b: Sequence[Entity | Relationship],
-    run_a: _Run,
-    run_b: _Run,
+    run_a: FollowedRun,
+    run_b: FollowedRun,
     cfg: ScoringConfig,
 ) -> list[ExtraDiff]:
     fp_a = run_a.entity_fp if kind == "entity" else run_a.relationship_fp
@@ -396,16 +431,43 @@ def diff_item(
     pred_b: Extraction | None,
     config: ScoringConfig,
     schema: Schema | None = None,
+    scores: tuple[ItemScore, ItemScore] | None = None,
 ) -> ItemDiff:
     """Diff one item's predictions in runs A and B against its gold. ``None`` is an errored
-    item: an empty prediction, flagged ``a_failed`` / ``b_failed``."""
-    score_a = score_item(
-        item_id=item_id, text=text, gold=gold, pred=pred_a, config=config, schema=schema
+    item: an empty prediction, flagged ``a_failed`` / ``b_failed``. ``scores``: both
+    predictions already scored with exactly these arguments (not scored again)."""
+    if scores is not None:
+        score_a, score_b = scores
+    else:
+        score_a = score_item(
+            item_id=item_id, text=text, gold=gold, pred=pred_a, config=config, schema=schema
+        )
+        score_b = score_item(
+            item_id=item_id, text=text, gold=gold, pred=pred_b, config=config, schema=schema
+        )
+    return diff_followed(
+        item_id=item_id,
+        gold=gold,
+        pred_a=pred_a,
+        pred_b=pred_b,
+        run_a=follow(score_a),
+        run_b=follow(score_b),
+        config=config,
     )
-    score_b = score_item(
-        item_id=item_id, text=text, gold=gold, pred=pred_b, config=config, schema=schema
-    )
-    run_a, run_b = _follow(score_a), _follow(score_b)
+
+
+def diff_followed(
+    *,
+    item_id: str,
+    gold: Extraction,
+    pred_a: Extraction | None,
+    pred_b: Extraction | None,
+    run_a: FollowedRun,
+    run_b: FollowedRun,
+    config: ScoringConfig,
+) -> ItemDiff:
+    """:func:`diff_item` from both runs' :func:`follow` of their scores (stored, or just
+    made): the same diff, no scoring."""
     pa = pred_a if pred_a is not None else Extraction()
     pb = pred_b if pred_b is not None else Extraction()
     objects = _gold_diffs("entity", gold.entities, pa.entities, pb.entities, run_a, run_b, config)
@@ -416,7 +478,7 @@ def diff_item(
     extras += _extras("relationship", pa.relationships, pb.relationships, run_a, run_b, config)
     return ItemDiff(
         item_id=item_id,
-        gold_empty=score_a.gold_empty,
+        gold_empty=not gold.entities and not gold.relationships,
         a_failed=pred_a is None,
         b_failed=pred_b is None,
         objects=tuple(objects),

@@ -16,15 +16,19 @@ everywhere: an empty prediction that never earns the both-empty 1.0.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.config import ScoringConfig
+from extraction_eval.evaluators.diff import FollowedRun, follow
 from extraction_eval.evaluators.item import ItemScore, TypeCount
 from extraction_eval.evaluators.metrics import LOWER_IS_BETTER, Counts, f1, prf_arrays
 from extraction_eval.evaluators.stats import resampled_sums
@@ -111,6 +115,93 @@ def item_row(score: ItemScore, *, schema_failure: bool = False) -> tuple[int, ..
         score.attribute_violation_count,
         int(is_right(score)),
     )
+
+
+def counts_key(scoring: ScoringConfig, min_gold_confidence: float | None = None) -> str:
+    """What decides an item's counts (the scoring settings that match and ground objects, and
+    the gold confidence floor; not the bootstrap's), as a short stable hash: stored counts are
+    used only by a comparison that would score with the same."""
+    fields = {
+        k: v for k, v in scoring.to_json().items() if k not in ("resamples", "seed", "confidence")
+    }
+    blob = json.dumps([fields, min_gold_confidence], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class StoredCounts(NamedTuple):
+    """One item's counts in one run as stored with its result (:func:`encode_counts`)."""
+
+    row: tuple[int, ...]
+    entity_types: tuple[TypeCount, ...]
+    relationship_types: tuple[TypeCount, ...]
+    # the diff's view of the scorer's alignment (FollowedRun as JSON text), read only if needed
+    followed: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.row[_COL["failed"]])
+
+    @property
+    def schema_failure(self) -> bool:
+        return bool(self.row[_COL["schema_failure"]])
+
+    @property
+    def gold_empty(self) -> bool:
+        return bool(self.row[_COL["gold_empty"]])
+
+    def followed_run(self, gold_entities: int, gold_relationships: int) -> FollowedRun | None:
+        """The stored diff view when it is readable and fits the gold (None: re-score)."""
+        if not self.followed:
+            return None
+        try:
+            run = FollowedRun.from_json(json.loads(self.followed))
+        except (ValueError, TypeError):
+            return None
+        fits = (len(run.entity_state), len(run.relationship_state)) == (
+            gold_entities,
+            gold_relationships,
+        )
+        return run if fits else None
+
+
+def encode_counts(score: ItemScore, *, key: str, schema_failure: bool = False) -> str:
+    """The item's count row and per-type counts as compact JSON tagged with ``key``
+    (:func:`counts_key` of what it was scored with), then a tab and its :func:`~.diff.follow`
+    view as JSON (read only for the items a diff needs; compact JSON has no raw tab)."""
+
+    def types(group: Iterable[TypeCount]) -> list[list[Any]]:
+        return [[t.key, t.label, t.tp, t.fp, t.fn] for t in group]
+
+    def dumps(obj: Any) -> str:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+    counts = [
+        key,
+        list(item_row(score, schema_failure=schema_failure)),
+        types(score.entity_types),
+        types(score.relationship_types),
+    ]
+    return dumps(counts) + "\t" + dumps(follow(score).to_json())
+
+
+def decode_counts(text: str | None, key: str) -> StoredCounts | None:
+    """The stored counts when they were made with ``key``; None when absent, made with other
+    settings, or not readable (the caller re-scores)."""
+    if not text or not text.startswith(f'["{key}",'):
+        return None
+    head, _, followed = text.partition("\t")
+    try:
+        stored_key, row, ents, rels = json.loads(head)
+        if stored_key != key or len(row) != WIDTH or not all(type(v) is int for v in row):
+            return None
+        return StoredCounts(
+            tuple(row),
+            tuple(TypeCount(*t) for t in ents),
+            tuple(TypeCount(*t) for t in rels),
+            followed,
+        )
+    except (ValueError, TypeError):  # not ours: re-score
+        return None
 
 
 def metric_arrays(sums: NDArray[np.float64], n_items: int) -> dict[str, NDArray[np.float64]]:
@@ -223,13 +314,56 @@ class McNemar:
 def mcnemar_exact(b01: int, b10: int, *, both_right: int = 0, both_wrong: int = 0) -> McNemar:
     """Exact two-sided McNemar test (scipy's binomial test on the discordant pairs)."""
     n = b01 + b10
-    if n == 0:
-        p = 1.0
-    else:
-        from scipy.stats import binomtest  # scipy is slow to import: only when needed
-
-        p = float(binomtest(b01, n, 0.5, alternative="two-sided").pvalue)
+    p = 1.0 if n == 0 else binom_two_sided_p(b01, n)
     return McNemar(both_right=both_right, b01=b01, b10=b10, both_wrong=both_wrong, p_value=p)
+
+
+def binom_two_sided_p(k: int, n: int) -> float:
+    """``scipy.stats.binomtest(k, n, 0.5).pvalue``, the same float: scipy's algorithm on the
+    same ``scipy.special`` binomial functions, without importing ``scipy.stats`` (about a
+    second of ``compare``'s start-up). tests/unit/test_paired.py checks it against scipy."""
+    from scipy.special import _ufuncs as scu  # the functions scipy.stats.binom calls
+
+    p = 0.5
+
+    def pmf(x: float) -> float:
+        return float(scu._binom_pmf(x, n, p))
+
+    def cdf(x: float) -> float:  # rv_discrete.cdf on binom's support [0, n]
+        if x < 0:
+            return 0.0
+        return 1.0 if x >= n else float(np.clip(scu._binom_cdf(np.floor(x), n, p), 0, 1))
+
+    def sf(x: float) -> float:  # rv_discrete.sf
+        if x < 0:
+            return 1.0
+        return 0.0 if x >= n else float(np.clip(scu._binom_sf(np.floor(x), n, p), 0, 1))
+
+    def search(a: Any, d: float, lo: float, hi: float) -> float:  # _binary_search_for_binom_tst
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            midval = a(mid)
+            if midval < d:
+                lo = mid + 1
+            elif midval > d:
+                hi = mid - 1
+            else:
+                return mid
+        return lo if a(lo) <= d else lo - 1
+
+    d = pmf(k)
+    rerr = 1 + 1e-7
+    if k == p * n:
+        return 1.0
+    if k < p * n:
+        ix = search(lambda x1: -pmf(x1), -d * rerr, float(np.ceil(p * n)), n)
+        y = n - ix + int(d * rerr == pmf(ix))
+        pval = cdf(k) + sf(n - y)
+    else:
+        ix = search(pmf, d * rerr, 0, float(np.floor(p * n)))
+        y = ix + 1
+        pval = cdf(y - 1) + sf(k - 1)
+    return float(min(1.0, pval))
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +486,16 @@ class PairedAccumulator:
         """One item as scored in run A and in run B (the same item: same gold)."""
         self.rows.extend(item_row(a, schema_failure=a_schema_failure))
         self.rows.extend(item_row(b, schema_failure=b_schema_failure))
+        self.n += 1
+        for side, s in ((0, a), (1, b)):
+            self.entity_types.add(side, s.entity_types)
+            self.relationship_types.add(side, s.relationship_types)
+
+    def add_counts(self, a: StoredCounts, b: StoredCounts) -> None:
+        """One item's stored counts in run A and in run B: the same as ``add`` of the scores
+        they were made from."""
+        self.rows.extend(a.row)
+        self.rows.extend(b.row)
         self.n += 1
         for side, s in ((0, a), (1, b)):
             self.entity_types.add(side, s.entity_types)

@@ -11,7 +11,8 @@ Rules (the README's "Ensemble gold" section says the same):
   aligned with the clusters built so far; a matched object joins its cluster, an unmatched
   one starts a new cluster. A run adds at most one object to a cluster (the alignment is
   one-to-one).
-- Entities are identified by name (span mode: by evidence); their type is a voted field.
+- Entities are identified by name; their type is a voted field. (Span mode pairs by
+  evidence *and* type, as the span scorer does: there a retyped entity is another object.)
   Relationships are identified by aligned endpoints and type (inverse and symmetric rules
   included): a relationship stated as the inverse joins in the cluster's orientation.
 - An object is kept when the weight of the runs that produced it is more than
@@ -39,7 +40,7 @@ from extraction_eval.evaluators.matching import (
     align_relationships,
     name_key,
 )
-from extraction_eval.types import Entity, Extraction, GoldOverride, Relationship
+from extraction_eval.types import DatasetItem, Entity, Extraction, GoldOverride, Relationship
 
 ABSENT = "<absent>"
 
@@ -131,8 +132,11 @@ class ItemVote:
 
     @property
     def min_confidence(self) -> float | None:
-        """Lowest confidence of a kept object or any of its fields (None: nothing kept)."""
+        """The least certain decision of the vote: a kept object or one of its fields (its
+        confidence), or an object left out (1 − its confidence: the weight that agreed it is
+        not there). None when no run produced any object."""
         values = [c for o in self.kept for c in (o.confidence, *_field_conf(o))]
+        values += [1.0 - o.confidence for o in self.objects if not o.kept]
         return min(values) if values else None
 
     @property
@@ -511,3 +515,19 @@ def trusted_gold(
     if not dropped:
         return expected, 0
     return Extraction(entities=e, relationships=r), dropped
+
+
+def gold_floor(run_config: Mapping[str, Any]) -> float | None:
+    """The ``min_gold_confidence`` a run was scored with (its recorded config), if any."""
+    value = run_config.get("min_gold_confidence")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def with_trusted_gold(item: DatasetItem, floor: float | None) -> DatasetItem:
+    """The item whose expected output keeps only gold objects at least ``floor`` confident
+    (``None``: the item as it is): what a run with ``--min-gold-confidence`` scored against,
+    so a comparison or a report of that run scores the same way."""
+    if floor is None:
+        return item
+    expected, dropped = trusted_gold(item.expected, item.metadata, floor)
+    return item.model_copy(update={"expected": expected}) if dropped else item

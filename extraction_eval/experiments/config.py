@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit, urlunsplit
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
@@ -229,9 +230,22 @@ def git_state(cwd: Path | None = None) -> dict[str, Any] | None:
     return {"commit": commit, "dirty": bool(dirty)}
 
 
+def redact_url(url: str) -> str:
+    """``url`` without what can hold a credential (``user:password@``, the query string: some
+    proxies and Azure take ``?api-key=``): the record reaches exports, reports and LangFuse."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = "***" if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
 def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
     """The JSON-able record of a run's configuration (no secrets: keys never enter RunConfig)."""
     pipeline = dataclasses.asdict(config.pipeline)
+    if config.pipeline.base_url is not None:
+        pipeline["base_url"] = redact_url(config.pipeline.base_url)
     user_pipeline = config.pipeline.pipeline
     pricer = Pricer.for_config(config.pipeline)
     record: dict[str, Any] = {

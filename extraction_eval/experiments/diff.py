@@ -22,6 +22,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
+from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
 
@@ -78,7 +79,9 @@ PRUNE_SLACK = 1000
 
 
 def _gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
-    return {i.id: i for i in store.get_items(run.dataset, version=run.dataset_version)}
+    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+    items = store.get_items(run.dataset, version=run.dataset_version)
+    return {i.id: with_trusted_gold(i, floor) for i in items}
 
 
 def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetItem], str | None]:
@@ -132,9 +135,8 @@ def diff_runs(
     cfg = config if config is not None else scoring_config(a)
     differs = scoring_config(a) != scoring_config(b)
     gold, why = _gold_or_why(store, a)
-    counts = DiffCounts()
-    held: list[tuple[tuple[int, int, str], ItemDiff]] = []
-    out = RunDiff(a.name, b.name, cfg, differs, counts, [], gold_missing=why)
+    fold = DiffFold(RunDiff(a.name, b.name, cfg, differs, DiffCounts(), [], gold_missing=why), top)
+    out = fold.out
     stream_a = store.iter_results(a.id, order_by="item_id")
     stream_b = store.iter_results(b.id, order_by="item_id")
     for item_id, ra, rb in _pair(stream_a, stream_b):
@@ -151,16 +153,36 @@ def diff_runs(
         pa, pb = _prediction(ra), _prediction(rb)
         if pa == pb:  # same output (or both errored): the same alignment, nothing changed
             gold_empty = not item.expected.entities and not item.expected.relationships
-            counts.add_unchanged(gold_empty=gold_empty, failed=pa is None)
+            fold.unchanged(gold_empty=gold_empty, failed=pa is None)
             continue
-        d = _diff(item, ra, rb, cfg)
-        counts.add(d)
-        if d.changed and top:
-            held.append((regression_order(d), d))
-            if len(held) > 4 * top + PRUNE_SLACK:  # prune: memory stays bounded
-                held = heapq.nsmallest(top, held, key=lambda e: e[0])
-    out.items = [d for _, d in heapq.nsmallest(top, held, key=lambda e: e[0])]
-    return out
+        fold.changed(_diff(item, ra, rb, cfg))
+    return fold.finish()
+
+
+class DiffFold:
+    """The diff of many items as a fold: counts over every item, the ``top`` changed items
+    with the most regressions (memory stays bounded). ``compare`` feeds it from its one pass
+    over both runs; ``diff_runs`` from its own."""
+
+    def __init__(self, out: RunDiff, top: int) -> None:
+        self.out = out
+        self.top = top
+        self._held: list[tuple[tuple[int, int, str], ItemDiff]] = []
+
+    def unchanged(self, *, gold_empty: bool, failed: bool) -> None:
+        """An item with the same prediction in both runs (or errored in both)."""
+        self.out.counts.add_unchanged(gold_empty=gold_empty, failed=failed)
+
+    def changed(self, d: ItemDiff) -> None:
+        self.out.counts.add(d)
+        if d.changed and self.top:
+            self._held.append((regression_order(d), d))
+            if len(self._held) > 4 * self.top + PRUNE_SLACK:  # prune: memory stays bounded
+                self._held = heapq.nsmallest(self.top, self._held, key=lambda e: e[0])
+
+    def finish(self) -> RunDiff:
+        self.out.items = [d for _, d in heapq.nsmallest(self.top, self._held, key=lambda e: e[0])]
+        return self.out
 
 
 @dataclass(frozen=True)

@@ -118,19 +118,19 @@ def load_gold_config(path: Path) -> dict[str, Any]:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--config {path}: {one_line(exc)}") from None
+        raise InvalidValue("config", f"{path}: {one_line(exc)}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"--config {path}: not valid TOML: {one_line(exc)}") from None
+        raise InvalidValue("config", f"{path}: not valid TOML: {one_line(exc)}") from None
     unknown = sorted(set(raw) - set(CONFIG_KEYS))
     if unknown:
-        raise UsageError(
-            f"--config {path}: unknown key {unknown[0]!r}; known: {', '.join(CONFIG_KEYS)}"
+        raise InvalidValue(
+            "config", f"{path}: unknown key {unknown[0]!r}; known: {', '.join(CONFIG_KEYS)}"
         )
     out = dict(raw)
     if "models" in raw:
         entries = raw["models"]
         if not isinstance(entries, list):
-            raise UsageError(f"--config {path}: models must be a list")
+            raise InvalidValue("config", f"{path}: models must be a list")
         models: list[GoldModel] = []
         for n, entry in enumerate(entries, start=1):
             if isinstance(entry, str):
@@ -144,11 +144,12 @@ def load_gold_config(path: Path) -> dict[str, Any]:
                 try:
                     models.append(GoldModel(**entry))
                 except (TypeError, ValueError) as exc:
-                    raise UsageError(f"--config {path}: models[{n}]: {one_line(exc)}") from None
+                    raise InvalidValue("config", f"{path}: models[{n}]: {one_line(exc)}") from None
             else:
-                raise UsageError(
-                    f"--config {path}: models[{n}] must be 'provider:model:runs:weight' or a"
-                    " table with model, runs, weight, temperature"
+                raise InvalidValue(
+                    "config",
+                    f"{path}: models[{n}] must be 'provider:model:runs:weight' or a"
+                    " table with model, runs, weight, temperature",
                 )
         out["models"] = tuple(models)
     return out
@@ -453,6 +454,22 @@ async def abuild_gold(
                 "overrides": [o.model_dump(mode="json", exclude_none=True) for o in mine],
             },
         )
+        if not vote.voters:
+            # every run failed on it: no vote is not a vote for "nothing here"; the item keeps
+            # the expected output it had, marked unvoted (a person or a later build decides)
+            notes.append(
+                f"warning: item {item.id}: every run failed on it, nothing was voted; its"
+                " expected output is kept as it was (metadata.gold.unvoted)"
+            )
+            kept_as_was = {"confidence": None, "source": "unvoted"}
+            gold_meta = {
+                **gold_meta,
+                "unvoted": True,
+                "entities": [kept_as_was for _ in item.expected.entities],
+                "relationships": [kept_as_was for _ in item.expected.relationships],
+            }
+            built.append(item.model_copy(update={"metadata": {**item.metadata, "gold": gold_meta}}))
+            continue
         if (
             gold_meta["min_confidence"] is not None
             and gold_meta["min_confidence"] < config.review_below
@@ -507,6 +524,8 @@ def _gold_metadata(
         for f in o.fields.values()
         if any(g.source == "vote" and g.obj == o.obj for g in objects)
     ]
+    # an object the vote left out is a decision too: 1 − its weight agreed it is not there
+    confidences += [1.0 - o.confidence for o in vote.objects if not o.kept]
     return {
         "models": [m.spec() for m in config.models],
         "min_agreement": config.min_agreement,

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ContextIndex, ScoringConfig, score_item
+from extraction_eval.evaluators import ContextIndex, ScoringConfig
 from extraction_eval.evaluators.paired import WIDTH as PAIRED_WIDTH
 from extraction_eval.evaluators.paired import (
     PairedComparison,
@@ -52,7 +52,7 @@ from extraction_eval.experiments.config import RunConfig, git_state, package_ver
 from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
 from extraction_eval.experiments.run import uses_langfuse
-from extraction_eval.experiments.runner import run_bounded
+from extraction_eval.experiments.runner import rescore, run_bounded
 from extraction_eval.types import DatasetItem, ItemResult
 from extraction_eval.validation import check_int, check_number, check_text
 
@@ -139,6 +139,7 @@ class MatrixConfig:
             raise InvalidValue("retry_errors", "is not supported by a matrix (use resume)")
         if self.base.resume and self.name is None:
             raise InvalidValue("resume", "needs the matrix's --name (the prefix of its runs)")
+        _distinct_names(self.models, self.prompt_labels)
 
     def named(self) -> MatrixConfig:
         """This config with a prefix (``matrix-<timestamp>`` when none was given)."""
@@ -171,6 +172,23 @@ class MatrixConfig:
                         config = replace(self.base, name=name, pipeline=pipeline)
                         out.append(Cell(name, model, label, float(temperature), repeat, config))
         return out
+
+
+def _distinct_names(models: Sequence[str], labels: Sequence[str | None]) -> None:
+    """Two cells must not share a run name: no label and a label ``bundled``, or a ``/`` in a
+    model or label (``a/x`` + ``y`` vs ``a`` + ``x/y``), would make them one run."""
+    seen: dict[str, tuple[str, str | None]] = {}
+    for model in models:
+        for label in labels:
+            key = f"{model}/{label or 'bundled'}"
+            if key in seen:
+                other = seen[key]
+                raise InvalidValue(
+                    "prompt_label",
+                    f"model {model!r} with label {label!r} and model {other[0]!r} with label"
+                    f" {other[1]!r} would give two cells the same run name ({key!r})",
+                )
+            seen[key] = (model, label)
 
 
 def _no_duplicates(field_name: str, values: Sequence[object]) -> None:
@@ -395,22 +413,17 @@ def _count_rows(
     context: ContextIndex,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """The run's per-item count rows (``paired.item_row``) in dataset order, re-scored from
-    the stored results as ``finalize`` does, and which items have a result."""
+    the stored results as ``finalize`` does (against the gold the run trusted, with
+    ``--min-gold-confidence``), and which items have a result."""
+    trust = run.config.get("min_gold_confidence")
+    trusted = float(trust) if isinstance(trust, (int, float)) else None
     index = {item.id: i for i, item in enumerate(items)}
     matrix = np.zeros((len(items), PAIRED_WIDTH), dtype=np.int64)
     present = np.zeros(len(items), dtype=np.bool_)
     for result in _stored(store, run, [item.id for item in items]):
         i = index[result.item_id]
         item = items[i]
-        score = score_item(
-            item_id=item.id,
-            text=item.text,
-            gold=item.expected,
-            pred=result.output,
-            config=scoring,
-            context_texts=context,
-            schema=item.schema_,
-        )
+        score = rescore(item, result.output, scoring, context, trusted)
         matrix[i] = item_row(score, schema_failure=result.error_kind == "schema")
         present[i] = True
     return matrix, present

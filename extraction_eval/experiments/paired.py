@@ -2,10 +2,14 @@
 against the gold of the run's dataset version, and hand the count rows to
 :mod:`extraction_eval.evaluators.paired` (bootstrap CI of Δ, McNemar, per type, the gate).
 
-Re-scoring is pure and cheap, and it makes both runs count under one scoring config (A's); it
-streams: the two runs' outputs are read in item-id order, a batch at a time, and only two
-integer rows per item are kept. Works the same for local and LangFuse-mode runs (their results
-are mirrored in the local store); a LangFuse-mode run's gold is read from LangFuse.
+Both runs count under one scoring config (A's). The runner stores each result's count row (and
+the diff's view of its alignment) tagged with what it was scored with; a local run's rows
+scored as this comparison scores are used as stored, the others (rows stored before
+``m008_result_counts``, other settings, another dataset version) are re-scored: the same
+figures either way, faster. It streams: the two runs are read in item-id order, a batch at a
+time, and only two integer rows per item are kept. Works the same for local and LangFuse-mode
+runs (their results are mirrored in the local store); a LangFuse-mode run's gold is read from
+LangFuse, and its rows are re-scored.
 """
 
 from __future__ import annotations
@@ -13,18 +17,25 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
+from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
 from extraction_eval.evaluators.paired import (
     GateFailure,
     PairedAccumulator,
     PairedComparison,
+    StoredCounts,
     check_tolerances,
+    counts_key,
+    decode_counts,
+    item_row,
     regression_gate,
 )
+from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
 
@@ -52,7 +63,8 @@ def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
             backend.close()
     else:
         items = store.get_items(run.dataset, version=run.dataset_version)
-    return {item.id: item for item in items}
+    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+    return {item.id: with_trusted_gold(item, floor) for item in items}
 
 
 def run_scoring(run: RunRecord) -> ScoringConfig:
@@ -177,11 +189,12 @@ def _outputs(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Side]]:
 
 
 _Side = tuple[str | None, bool]
+_S = TypeVar("_S")
 
 
 def _join(
-    a: Iterator[tuple[str, _Side]], b: Iterator[tuple[str, _Side]]
-) -> Iterator[tuple[str, _Side | None, _Side | None]]:
+    a: Iterator[tuple[str, _S]], b: Iterator[tuple[str, _S]]
+) -> Iterator[tuple[str, _S | None, _S | None]]:
     """Merge two streams sorted by item id: (id, A's or None, B's or None)."""
     x, y = next(a, None), next(b, None)
     while x is not None or y is not None:
@@ -266,8 +279,9 @@ def compare_stored_runs(
 ) -> RunComparison:
     """Compare run A (baseline) with run B on the items both have.
 
-    Both runs' stored outputs are re-scored against A's gold with A's scoring config (an
-    errored item is an empty prediction that never passes, as everywhere). Different datasets,
+    Both runs count as scored against A's gold with A's scoring config (an errored item is an
+    empty prediction that never passes, as everywhere): the counts stored with a local run's
+    results when they were made so, else re-scored from the stored outputs. Different datasets,
     dataset versions or item sets are refused unless ``force`` (then named in ``warnings``).
     ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
     any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
@@ -276,6 +290,218 @@ def compare_stored_runs(
     check_int("seed", seed, minimum=0)
     if tolerances:
         check_tolerances(tolerances)
+    differences, scoring, warnings = _prelude(a, b, force, refuse_as)
+    if gold is None and _counts_readable(a):
+        paired = _one_pass(store, a, b, scoring, None)
+    else:
+        items = (gold or (lambda run: run_gold(store, run)))(a)
+        paired = pair_and_score(store, a, b, items, scoring)
+    return _epilogue(
+        a, b, paired, scoring, differences, warnings, resamples, seed, force, tolerances, refuse_as
+    )
+
+
+def compare_and_diff(
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    *,
+    top: int = 10,
+    resamples: int = 10_000,
+    seed: int = 42,
+    force: bool = False,
+    tolerances: Mapping[str, float] | None = None,
+) -> tuple[RunComparison, RunDiff]:
+    """:func:`compare_stored_runs` and :func:`~extraction_eval.experiments.diff.diff_runs`
+    (what ``compare`` shows) from ONE pass over both runs: the same results as calling both.
+
+    Local runs: the count rows stored with each result are used as they are when they were
+    scored as this comparison scores (A's settings, the full gold of A's dataset version);
+    other rows are re-scored. Only items whose outputs differ are diffed, and only their gold
+    (and that of re-scored items) is read."""
+    check_int("top", top, minimum=0)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed, minimum=0)
+    if tolerances:
+        check_tolerances(tolerances)
+    if not _counts_readable(a):  # gold from LangFuse: the two parts as they are
+        from extraction_eval.experiments.diff import diff_runs
+
+        result = compare_stored_runs(
+            store, a, b, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+        )
+        return result, diff_runs(store, a, b, top=top)
+    differences, scoring, warnings = _prelude(a, b, force, "force")
+    cfg = scoring_config(a)
+    diff = RunDiff(a.name, b.name, cfg, cfg != scoring_config(b), DiffCounts(), [])
+    fold = DiffFold(diff, top)
+    paired = _one_pass(store, a, b, scoring, fold)
+    result = _epilogue(
+        a, b, paired, scoring, differences, warnings, resamples, seed, force, tolerances, "force"
+    )
+    diff.only_in_a, diff.only_in_b = list(paired.only_in_a), list(paired.only_in_b)
+    diff.no_gold = list(paired.not_in_gold)
+    return result, fold.finish()
+
+
+def _counts_readable(a: RunRecord) -> bool:
+    """A local run of a numbered dataset version: its gold (and stored counts) are the store's."""
+    return a.backend == "local" and isinstance(a.dataset_version, int)
+
+
+class _Row(NamedTuple):
+    pred: str | None  # the stored output JSON; None when the item errored
+    schema_failure: bool
+    counts: str | None
+
+
+def _rows(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Row]]:
+    for item_id, output, error, error_kind, counts in store.iter_compare_rows(run.id):
+        failed = error is not None or output is None
+        yield item_id, _Row(None if failed else output, error_kind == "schema", counts)
+
+
+def _valid(row: _Row, key: str) -> StoredCounts | None:
+    """The row's stored counts when made with ``key`` and consistent with the row."""
+    counts = decode_counts(row.counts, key)
+    if counts is None:
+        return None
+    if counts.failed != (row.pred is None) or counts.schema_failure != row.schema_failure:
+        return None
+    return counts
+
+
+def _counted(score: ItemScore, schema_failure: bool) -> StoredCounts:
+    return StoredCounts(
+        item_row(score, schema_failure=schema_failure),
+        score.entity_types,
+        score.relationship_types,
+    )
+
+
+_GOLD_BATCH = 500
+
+
+def _one_pass(
+    store: LocalStore, a: RunRecord, b: RunRecord, scoring: ScoringConfig, fold: DiffFold | None
+) -> PairedCounts:
+    """Both runs read once by item id: stored counts where valid, re-scoring elsewhere; with
+    ``fold``, items whose outputs differ are diffed too (sharing the scores)."""
+    in_gold = set(store.item_ids(a.dataset, version=a.dataset_version))
+    floor = gold_floor(a.config)  # A's --min-gold-confidence, as A's other settings
+    key = counts_key(scoring, floor)
+    b_same_gold = (b.backend, b.dataset, b.dataset_version) == (
+        a.backend,
+        a.dataset,
+        a.dataset_version,
+    )
+    share = fold is not None and fold.out.config == scoring
+    out = PairedCounts(PairedAccumulator(), [], [], [])
+    pending: list[tuple[str, _Row, _Row, StoredCounts | None, StoredCounts | None]] = []
+
+    def settle() -> None:
+        items = store.get_items_by_ids(
+            a.dataset, [p[0] for p in pending], version=a.dataset_version
+        )
+        for item_id, x, y, ca, cb in pending:
+            _settle(with_trusted_gold(items[item_id], floor), x, y, ca, cb)
+        pending.clear()
+
+    def _settle(
+        item: DatasetItem, x: _Row, y: _Row, ca: StoredCounts | None, cb: StoredCounts | None
+    ) -> None:
+        def scored(pred: Extraction | None, config: ScoringConfig = scoring) -> ItemScore:
+            return score_item(
+                item_id=item.id,
+                text=item.text,
+                gold=item.expected,
+                pred=pred,
+                config=config,
+                schema=item.schema_,
+            )
+
+        same = x.pred == y.pred
+        pa = None if x.pred is None else Extraction.model_validate_json(x.pred)
+        pb = pa if same else (None if y.pred is None else Extraction.model_validate_json(y.pred))
+        changed = fold is not None and not same and pa != pb
+        score_a = score_b = None
+        if ca is None or cb is None:
+            score_a = scored(pa)
+            # the same stored output (both canonical JSON) scores the same: once is enough
+            score_b = score_a if same else scored(pb)
+            ca = ca or _counted(score_a, x.schema_failure)
+            cb = cb or _counted(score_b, y.schema_failure)
+        out.accumulator.add_counts(ca, cb)
+        if fold is None:
+            return
+        if not changed:
+            gold = item.expected
+            fold.unchanged(
+                gold_empty=not gold.entities and not gold.relationships, failed=pa is None
+            )
+            return
+        cfg = fold.out.config
+        gold = item.expected
+        if share:  # the stored views (or the scores just made) were made with cfg
+            run_a = ca.followed_run(len(gold.entities), len(gold.relationships))
+            run_b = cb.followed_run(len(gold.entities), len(gold.relationships))
+            if score_a is not None and score_b is not None:
+                run_a, run_b = follow(score_a), follow(score_b)
+            if run_a is not None and run_b is not None:
+                fold.changed(
+                    diff_followed(
+                        item_id=item.id,
+                        gold=gold,
+                        pred_a=pa,
+                        pred_b=pb,
+                        run_a=run_a,
+                        run_b=run_b,
+                        config=cfg,
+                    )
+                )
+                return
+        fold.changed(
+            diff_item(
+                item_id=item.id,
+                text=item.text,
+                gold=gold,
+                pred_a=pa,
+                pred_b=pb,
+                config=cfg,
+                schema=item.schema_,
+            )
+        )
+
+    for item_id, x, y in _join(_rows(store, a), _rows(store, b)):
+        if y is None:
+            out.only_in_a.append(item_id)
+            continue
+        if x is None:
+            out.only_in_b.append(item_id)
+            continue
+        if item_id not in in_gold:
+            out.not_in_gold.append(item_id)
+            continue
+        ca = _valid(x, key)
+        cb = _valid(y, key) if b_same_gold else None
+        if ca is not None and cb is not None and (fold is None or x.pred == y.pred):
+            out.accumulator.add_counts(ca, cb)
+            if fold is not None:
+                fold.unchanged(gold_empty=ca.gold_empty, failed=x.pred is None)
+            continue
+        pending.append((item_id, x, y, ca, cb))
+        if len(pending) >= _GOLD_BATCH:
+            settle()
+    if pending:
+        settle()
+    return out
+
+
+def _prelude(
+    a: RunRecord, b: RunRecord, force: bool, refuse_as: str
+) -> tuple[list[str], ScoringConfig, list[str]]:
+    """Refuse different datasets (unless ``force``); A's scoring config; a warning when B
+    was scored differently."""
     differences = []
     if a.dataset != b.dataset:
         differences.append(f"dataset {a.dataset!r} vs {b.dataset!r}")
@@ -294,8 +520,23 @@ def compare_stored_runs(
             f"the runs were scored with different settings ({', '.join(changed)}); both are "
             f"re-scored here with {a.name!r}'s"
         )
-    items = (gold or (lambda run: run_gold(store, run)))(a)
-    paired = pair_and_score(store, a, b, items, scoring)
+    return differences, scoring, warnings
+
+
+def _epilogue(
+    a: RunRecord,
+    b: RunRecord,
+    paired: PairedCounts,
+    scoring: ScoringConfig,
+    differences: list[str],
+    warnings: list[str],
+    resamples: int,
+    seed: int,
+    force: bool,
+    tolerances: Mapping[str, float] | None,
+    refuse_as: str,
+) -> RunComparison:
+    """Refuse different item sets (unless ``force``), then the bootstrap and the gate."""
     acc, only_in_a, only_in_b, not_in_gold = (
         paired.accumulator,
         paired.only_in_a,

@@ -26,6 +26,7 @@ from extraction_eval.evaluators.diff import (
 from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
+from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import scoring_config
 from extraction_eval.experiments.paired import RunComparison, compare_stored_runs
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
@@ -277,12 +278,13 @@ def build_report_data(
             " a report compares runs on one dataset",
         )
     get_items = items_for or local_items(store)
-    loaded: dict[tuple[str, Any], dict[str, DatasetItem]] = {}
+    loaded: dict[tuple[str, Any, float | None], dict[str, DatasetItem]] = {}
     by_run: list[dict[str, DatasetItem]] = []
     for run in runs:
-        key = (run.dataset, run.dataset_version)
+        floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+        key = (run.dataset, run.dataset_version, floor)
         if key not in loaded:
-            loaded[key] = {item.id: item for item in get_items(run)}
+            loaded[key] = {item.id: with_trusted_gold(item, floor) for item in get_items(run)}
         by_run.append(loaded[key])
     scorings = [scoring_config(run) for run in runs]
     order = list(by_run[0])

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
+from extraction_eval.evaluators.paired import counts_key, encode_counts
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
@@ -86,6 +87,7 @@ class ItemRunner:
                     *category_scores(tags),
                 ],
                 taxonomy=tags,
+                counts=self.counts(scored, schema_failure=_error_kind(exc) == "schema"),
             )
         latency = (time.perf_counter() - started) * 1000
         scored = self.score(item, out.extraction)
@@ -104,10 +106,17 @@ class ItemRunner:
                 *category_scores(tags),
             ],
             taxonomy=tags,
+            counts=self.counts(scored),
         )
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
         return rescore(item, pred, self.scoring, self.context_texts, self.min_gold_confidence)
+
+    def counts(self, scored: ItemScore, *, schema_failure: bool = False) -> str:
+        """The item's paired-comparison counts, stored with its result so ``compare`` reads
+        them instead of re-scoring (tagged with what they were scored with)."""
+        key = counts_key(self.scoring, self.min_gold_confidence)
+        return encode_counts(scored, key=key, schema_failure=schema_failure)
 
 
 def rescore(

@@ -167,7 +167,8 @@ async def run_batches(
     """Answers for ``requests`` ((custom id, chat-completion body)) through the Batch API.
 
     Requests covered by a batch in the ledger that is still running, or that answered them,
-    are not submitted again: that batch is polled (again) and read."""
+    are not submitted again: that batch is polled (again) and read. A request a completed
+    batch answered with an error is submitted again."""
     import openai
 
     wanted = {cid for cid, _ in requests}
@@ -175,12 +176,24 @@ async def run_batches(
     known = ledger.batches_covering(sorted(wanted))
     reuse: list[BatchRecord] = []
     covered: set[str] = set()
+    done = [r for r in known if r.status == "completed"]
     for record in known:
-        if record.status in ("failed", "expired", "cancelled"):
-            continue  # what it did not answer is asked again below
+        if record.status in FINAL:
+            continue  # read below (completed) or asked again (failed, expired, cancelled)
         reuse.append(record)
         covered.update(set(record.custom_ids) & wanted)
-    results.resumed = [r.batch_id for r in reuse]
+    results.resumed = [r.batch_id for r in (*done, *reuse)]
+    try:
+        # a completed batch's answers are read now; what it answered with an error line is
+        # asked again (the caller wants an answer for every request it passes)
+        await asyncio.gather(*(_collect(client, r, ledger, results, settings, sleep) for r in done))
+    except openai.OpenAIError as exc:
+        from extraction_eval.llm.openai_provider import map_openai_error
+
+        raise map_openai_error(exc) from exc
+    covered.update(results.answers.keys() & wanted)
+    for cid in wanted - covered:
+        results.errors.pop(cid, None)
     todo = [
         (
             cid,
@@ -216,6 +229,9 @@ async def run_batches(
         from extraction_eval.llm.openai_provider import map_openai_error
 
         raise map_openai_error(exc) from exc
+    # a reused batch may cover requests of other runs: report only the ones asked for
+    results.answers = {c: a for c, a in results.answers.items() if c in wanted}
+    results.errors = {c: e for c, e in results.errors.items() if c in wanted}
     for cid in wanted - results.answers.keys() - results.errors.keys():
         results.errors[cid] = "the batch that covered this request gave no answer for it"
     return results

@@ -205,3 +205,35 @@ def test_bad_config_file(ids: list[str], tmp_path: Path, text: str, message: str
     code, out, err = cli("gold", "build", "--config", str(cfg))
     assert code == 2, (out, err)
     assert message in " ".join(err.split())
+
+
+def test_compare_and_report_score_against_the_gold_the_runs_trusted(
+    ids: list[str], tmp_path: Path
+) -> None:
+    code, out, err = cli("gold", "build", "--dataset", "small", "--models", MODELS)
+    assert code == 0, err
+    for model, name in (("fake:m2", "m2-t"), ("fake:m3", "m3-t")):
+        code, out, err = cli(
+            "run", "--dataset", "small", "--model", model, "--name", name,
+            "--min-gold-confidence", "0.9",
+        )  # fmt: skip
+        assert code == 0, err
+    code, out, err = cli("compare", "m2-t", "m3-t", "--format", "json", "--resamples", "100")
+    assert code == 0, err
+    data = json.loads(out)
+    store = LocalStore()
+    for side, name in (("a", "m2-t"), ("b", "m3-t")):
+        run = store.get_run(name)
+        assert run is not None and run.summary is not None
+        values = run.summary["values"]
+        for metric in ("entity_recall", "entity_f1", "entity_typed_f1"):
+            assert data["metrics"][metric][side] == pytest.approx(values[metric]), (name, metric)
+    # m2 lacks only the low-confidence entities: against the trusted gold it misses nothing
+    assert data["metrics"]["entity_recall"]["a"] == 1.0
+    # the report's figures too
+    from extraction_eval.experiments.report_data import build_report_data
+
+    report = build_report_data(store, [store.get_run("m2-t"), store.get_run("m3-t")])  # type: ignore[list-item]
+    assert report.comparison is not None
+    (row,) = [r for r in report.comparison["rows"] if r["metric"] == "entity_recall"]
+    assert float(row["a"]) == 1.0

@@ -202,3 +202,25 @@ def test_langfuse_mode_batch_run_links_and_scores_every_item(
     assert len(outcome.results) == 4 and all(r.ok for r in outcome.results)
     assert all(r.trace_id for r in outcome.results)
     assert outcome.summary.values["entity_f1"] == 1.0
+
+
+def test_retry_errors_asks_an_errored_request_again_in_a_new_batch(
+    gold_by_text: dict[str, dict[str, Any]],
+) -> None:
+    texts = list(gold_by_text)
+
+    def fail(_: str, body: dict[str, Any]) -> tuple[int, str] | None:
+        return (500, "server overloaded") if input_text(body) == texts[1] else None
+
+    with BatchServer(answer=lambda b: gold_by_text[input_text(b)], fail=fail) as server:
+        first = run_experiment(run_config(server, "retried", limit=3))
+        assert sum(not r.ok for r in first.results) == 1
+        server.fail = lambda _cid, _body: None  # the provider has recovered
+        again = run_experiment(
+            run_config(server, "retried", limit=3, resume=True, retry_errors=True)
+        )
+        # the completed batch's error line is not an answer: the request goes in a new batch
+        assert len(server.batches) == 2
+        assert len(server.input_lines("batch_2")) == 1
+    assert {r.item_id for r in again.results} == {r.item_id for r in first.results}
+    assert all(r.ok for r in again.results)

@@ -101,3 +101,25 @@ def test_delete_empty_run_never_deletes_a_run_with_results() -> None:
     assert store.delete_empty_run(empty.id) is True
     assert store.delete_empty_run(kept.id) is False
     assert [r.name for r in store.list_runs()] == ["k"]
+
+
+def test_the_run_record_holds_no_credential_of_the_base_url() -> None:
+    import json
+
+    from extraction_eval.experiments.config import RunConfig, describe
+    from extraction_eval.pipeline.base import PipelineConfig
+
+    url = "http://user:hunter2@127.0.0.1:9/v1?api-key=hunter3"
+    record = describe(
+        RunConfig(pipeline=PipelineConfig(model="openai:gpt-4o-mini", base_url=url)),
+        packages={},
+        git=None,
+    )
+    assert "hunter" not in json.dumps(record)
+    assert record["pipeline"]["base_url"] == "http://***@127.0.0.1:9/v1?***"
+    plain = describe(
+        RunConfig(pipeline=PipelineConfig(model="llama3", base_url="http://127.0.0.1:9/v1")),
+        packages={},
+        git=None,
+    )
+    assert plain["pipeline"]["base_url"] == "http://127.0.0.1:9/v1"

@@ -3,6 +3,8 @@ and the best cell per metric."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from extraction_eval.errors import InvalidValue
@@ -144,3 +146,63 @@ def test_best_cells_keeps_ties_and_knows_lower_is_better() -> None:
     }
     best = best_cells(rows, ["f1", "cost", "other"], lower_is_better=["cost"])
     assert best == {"f1": ("b", "c"), "cost": ("c",), "other": ()}
+
+
+@pytest.mark.parametrize(
+    ("models", "labels", "field"),
+    [
+        (("fake:a",), ("bundled", None), "prompt_label"),  # no label is named "bundled"
+        (("fake:a/x", "fake:a"), ("y", "x/y"), "prompt_label"),  # '/' makes names meet
+    ],
+)
+def test_two_cells_with_one_run_name_are_refused(
+    models: tuple[str, ...], labels: tuple[str | None, ...], field: str
+) -> None:
+    with pytest.raises(InvalidValue) as info:
+        MatrixConfig(models=models, prompt_labels=labels, name="exp")
+    assert info.value.field == field
+    assert "same run name" in info.value.problem
+
+
+def test_significance_rows_use_the_gold_the_run_was_scored_against(tmp_path: Path) -> None:
+    """A cell run with --min-gold-confidence is compared on the gold it was scored against:
+    the rows the paired bootstrap draws from sum to the run's own counts."""
+    import asyncio
+
+    from extraction_eval.backends.local import SAMPLE_DATASET, LocalStore
+    from extraction_eval.evaluators import ContextIndex, ScoringConfig
+    from extraction_eval.evaluators.paired import COLUMNS
+    from extraction_eval.experiments.matrix import _count_rows
+    from extraction_eval.experiments.run import arun_local
+    from extraction_eval.pipeline.base import PipelineConfig
+
+    store = LocalStore(tmp_path / "store.db")
+    items = []
+    for item in store.get_items(SAMPLE_DATASET)[:4]:
+        ents = [{"confidence": 0.5, "source": "vote"} for _ in item.expected.entities]
+        rels = [{"confidence": 1.0, "source": "vote"} for _ in item.expected.relationships]
+        gold = {"entities": ents, "relationships": rels}
+        items.append(item.model_copy(update={"metadata": {**item.metadata, "gold": gold}}))
+    store.upload_items("voted", items)
+    items = store.get_items("voted")
+    config = RunConfig(
+        dataset="voted",
+        name="trusting",
+        pipeline=PipelineConfig(model="offline:baseline"),
+        min_gold_confidence=0.9,
+    )
+    outcome = asyncio.run(arun_local(config, store=store))
+    report = (outcome.run.summary or {})["report"]
+    rows, present = _count_rows(
+        store, outcome.run, items, ScoringConfig(), ContextIndex({i.id: i.text for i in items})
+    )
+    assert present.all()
+    sums = dict(zip(COLUMNS, rows.sum(axis=0).tolist(), strict=True))
+    # every gold entity is below 0.9: none is scored against, so none is missed
+    assert report["entities"]["fn"] == 0
+    assert (sums["entity_tp"], sums["entity_fp"], sums["entity_fn"]) == (
+        report["entities"]["tp"],
+        report["entities"]["fp"],
+        report["entities"]["fn"],
+    )
+    store.close()

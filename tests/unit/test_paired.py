@@ -360,3 +360,20 @@ def test_gate_mirrors_lower_is_better_metrics() -> None:
     assert failure.bound == 1.0 and failure.lower_is_better
     assert "lower is better" in failure.describe() and "+1.0000 > +0.5" in failure.describe()
     assert regression_gate(result, {"error_rate": 1.0}) == []
+
+
+def test_mcnemar_p_value_is_scipys_binomtest_to_the_last_bit() -> None:
+    import random
+
+    from scipy.stats import binomtest
+
+    from extraction_eval.evaluators.paired import binom_two_sided_p
+
+    cases = [(k, n) for n in range(1, 121) for k in range(n + 1)]
+    rng = random.Random(8)
+    for _ in range(300):
+        n = rng.randint(121, 40_000)
+        cases.append((max(0, min(n, round(n / 2 + rng.gauss(0, 2 * n**0.5)))), n))
+        cases.append((rng.randint(0, n), n))
+    for k, n in cases:
+        assert binom_two_sided_p(k, n) == float(binomtest(k, n, 0.5).pvalue), (k, n)

@@ -120,3 +120,21 @@ def test_row_by_row_weights_equal_the_vectorised_ones(monkeypatch: pytest.Monkey
     vectorised = resample_weights(40, 30, np.random.default_rng(8))
     assert np.array_equal(row_by_row, vectorised)
     assert (row_by_row.sum(axis=1) == 40).all()
+
+
+@pytest.mark.parametrize("distinct", [3, 5000])
+def test_resampled_sums_are_the_weights_times_the_rows_whether_rows_repeat_or_not(
+    distinct: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # draws are counted per distinct row when rows repeat (few distinct rows) and per item
+    # otherwise: both give exactly the item-weights product on the same draws, chunk by chunk
+    from extraction_eval.evaluators import stats
+
+    monkeypatch.setattr(stats, "_CHUNK_CELLS", 6000 * 40)  # several chunks
+    rng = np.random.default_rng(4)
+    matrix = rng.integers(0, distinct, size=(6000, 3)) % np.asarray([distinct, 2, 7])
+    sums = stats.resampled_sums(matrix, resamples=100, seed=9)
+    ordered = matrix[np.lexsort(matrix.T[::-1])]
+    draw = np.random.default_rng(9)
+    weights = np.concatenate([resample_weights(6000, size, draw) for size in (40, 40, 20)])
+    assert np.array_equal(sums, (weights.astype(np.int64) @ ordered).astype(np.float64))

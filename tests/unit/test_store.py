@@ -602,3 +602,20 @@ def test_taxonomy_is_written_in_the_results_transaction(store: LocalStore) -> No
         store.record_result(run.id, bad)
     [kept] = store.results(run.id)  # row, scores and taxonomy all rolled back together
     assert kept == _tagged("a", ["missed"])
+
+
+def test_items_by_ids_and_item_ids_read_one_dataset_version(store: LocalStore) -> None:
+    store.upload_items("d", [_item(i) for i in range(5)])
+    store.upload_items("d", [_item(1, text="Changed text."), _item(7)])  # version 2
+    assert store.item_ids("d", version=1) == [f"it-{i}" for i in range(5)]
+    assert store.item_ids("d") == [i.id for i in store.get_items("d")]
+    wanted = ["it-7", "it-1", "it-3", "nope"]
+    got = store.get_items_by_ids("d", wanted, version=2, batch_size=2)
+    by_id = {i.id: i for i in store.get_items("d", version=2)}
+    assert got == {k: by_id[k] for k in ("it-7", "it-1", "it-3")}  # "nope" left out
+    old = store.get_items_by_ids("d", wanted, version=1)
+    assert set(old) == {"it-1", "it-3"} and old["it-1"].text != got["it-1"].text
+    with pytest.raises(NotFoundError, match="no version 3"):
+        store.get_items_by_ids("d", ["it-1"], version=3)
+    with pytest.raises(NotFoundError, match="no version 3"):
+        store.item_ids("d", version=3)

@@ -96,6 +96,7 @@ def test_kept_only_above_min_agreement() -> None:
     ]
     result = vote_item(half, CFG)
     assert [o.kept for o in result.objects] == [False]  # 1/2 is not > 0.5
+    assert result.min_confidence == 0.5  # leaving it out was only half sure: for review
     assert vote_item(half, CFG, min_agreement=0.4).expected.entities == [ent("Zed", "PERSON")]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from extraction_eval.backends.base import (
@@ -155,7 +155,45 @@ class DatasetTables(StoreConnection):
 
     def get_items(self, name: str, *, version: int | str | None = None) -> list[DatasetItem]:
         """Active items as of ``version`` (default: the latest), in insertion order."""
-        return list(self.iter_items(name, version=version))
+        with self._tx(write=False) as conn:
+            dataset_id, version = _resolve_version(conn, name, version)
+            rows = conn.execute(_ITEMS_AT_VERSION, (dataset_id, version)).fetchall()
+        return [_item(r) for r in rows]
+
+    def item_ids(self, name: str, *, version: int | str | None = None) -> list[str]:
+        """The ids of ``get_items`` (same checks), without building the items: cheap."""
+        with self._tx(write=False) as conn:
+            dataset_id, version = _resolve_version(conn, name, version)
+            rows = conn.execute(
+                f"SELECT item_id FROM ({_ITEMS_AT_VERSION})", (dataset_id, version)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def get_items_by_ids(
+        self,
+        name: str,
+        ids: Sequence[str],
+        *,
+        version: int | str | None = None,
+        batch_size: int = 500,
+    ) -> dict[str, DatasetItem]:
+        """The active items of ``ids`` as of ``version`` (an id the version lacks is left
+        out), read ``batch_size`` ids per query: a few items of a big dataset without
+        building all of them."""
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        out: dict[str, DatasetItem] = {}
+        with self._tx(write=False) as conn:
+            dataset_id, version = _resolve_version(conn, name, version)
+            for start in range(0, len(ids), batch_size):
+                batch = list(ids[start : start + batch_size])
+                marks = ", ".join(f"?{i + 3}" for i in range(len(batch)))
+                query = _ITEMS_AT_VERSION.replace(
+                    "ORDER BY i.position", f"AND i.id IN ({marks}) ORDER BY i.position"
+                )
+                for r in conn.execute(query, (dataset_id, version, *batch)):
+                    out[r["item_id"]] = _item(r)
+        return out
 
     def iter_items(
         self, name: str, *, version: int | str | None = None, batch_size: int = 500
@@ -165,19 +203,8 @@ class DatasetTables(StoreConnection):
         called; each batch is its own short read transaction (a run writes in between)."""
         dataset_id, version = self._version_of(name, version)
 
-        def build(r: sqlite3.Row) -> DatasetItem:
-            return item_from_payload(
-                id=r["item_id"],
-                input=json.loads(r["input"]),
-                expected_output=json.loads(r["expected_output"]),
-                metadata=json.loads(r["metadata"]),
-                source_trace_id=r["source_trace_id"],
-                source_observation_id=r["source_observation_id"],
-                status=r["status"],
-            )
-
         return (
-            build(r) for r in self._rows_in_batches(_ITEMS_PAGE, dataset_id, version, batch_size)
+            _item(r) for r in self._rows_in_batches(_ITEMS_PAGE, dataset_id, version, batch_size)
         )
 
     def iter_item_texts(
@@ -190,19 +217,8 @@ class DatasetTables(StoreConnection):
 
     def _version_of(self, name: str, version: int | str | None) -> tuple[int, int]:
         """(dataset row id, version number) of ``name`` at ``version`` (default: the latest)."""
-        if isinstance(version, str):
-            if not version.isdigit():
-                raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
-            version = int(version)
         with self._tx(write=False) as conn:
-            row = _require_dataset(conn, name)
-        current = int(row["version"])
-        if version is None:
-            version = current
-        elif not 1 <= version <= current:
-            known = f"versions 1..{current}" if current else "no versions yet"
-            raise NotFoundError(f"dataset {name!r} has no version {version} ({known})")
-        return int(row["id"]), version
+            return _resolve_version(conn, name, version)
 
     def _rows_in_batches(
         self, page: str, dataset_id: int, version: int, batch_size: int
@@ -220,6 +236,36 @@ class DatasetTables(StoreConnection):
             if len(rows) < batch_size:
                 return
             after = int(rows[-1]["position"])
+
+
+def _resolve_version(
+    conn: sqlite3.Connection, name: str, version: int | str | None
+) -> tuple[int, int]:
+    """(dataset id, version number) of ``name`` at ``version`` (default: the latest)."""
+    if isinstance(version, str):
+        if not version.isdigit():
+            raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
+        version = int(version)
+    row = _require_dataset(conn, name)
+    current = int(row["version"])
+    if version is None:
+        version = current
+    elif not 1 <= version <= current:
+        known = f"versions 1..{current}" if current else "no versions yet"
+        raise NotFoundError(f"dataset {name!r} has no version {version} ({known})")
+    return int(row["id"]), version
+
+
+def _item(r: sqlite3.Row) -> DatasetItem:
+    return item_from_payload(
+        id=r["item_id"],
+        input=json.loads(r["input"]),
+        expected_output=json.loads(r["expected_output"]),
+        metadata=json.loads(r["metadata"]),
+        source_trace_id=r["source_trace_id"],
+        source_observation_id=r["source_observation_id"],
+        status=r["status"],
+    )
 
 
 # The latest row of each item at or before version ?2 of dataset ?1, active ones only.

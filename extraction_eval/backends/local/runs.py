@@ -276,6 +276,30 @@ class RunTables(StoreConnection):
                 return
             after = rows[-1][0]
 
+    def iter_compare_rows(
+        self, run_id: int, *, batch_size: int = 2000
+    ) -> Iterator[tuple[str, str | None, str | None, str | None, str | None]]:
+        """``iter_outputs`` plus each row's stored counts (JSON or None): (item id, output,
+        error, error_kind, counts) by item id, what ``compare`` reads of a run."""
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+        after: str | None = None
+        while True:
+            keyset = "" if after is None else " AND item_id > :after"
+            with self._tx(write=False) as conn:
+                rows = conn.execute(
+                    "SELECT item_id, output, error, error_kind, counts FROM results"
+                    f" WHERE run_id = :run{keyset} ORDER BY item_id LIMIT :n",
+                    {"run": run_id, "after": after, "n": batch_size},
+                ).fetchall()
+            for r in rows:
+                yield r[0], r[1], r[2], r[3], r[4]
+            if len(rows) < batch_size:
+                return
+            after = rows[-1][0]
+
     def _results_in_batches(
         self, run_id: int, ids: list[str], batch_size: int
     ) -> Iterator[ItemResult]:
@@ -366,8 +390,8 @@ class RunTables(StoreConnection):
 _UPSERT_RESULT = """
 INSERT INTO results (run_id, item_id, output, error, error_kind, raw_output, attempts,
                      latency_ms, tokens_in, tokens_out, cost_usd, cache_hit, trace_id,
-                     trace_url, taxonomy_recorded, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     trace_url, taxonomy_recorded, finished_at, counts)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, item_id) DO UPDATE SET
     output = excluded.output, error = excluded.error, error_kind = excluded.error_kind,
     raw_output = excluded.raw_output, attempts = excluded.attempts,
@@ -375,7 +399,7 @@ ON CONFLICT (run_id, item_id) DO UPDATE SET
     tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd,
     cache_hit = excluded.cache_hit, trace_id = excluded.trace_id,
     trace_url = excluded.trace_url, taxonomy_recorded = excluded.taxonomy_recorded,
-    finished_at = excluded.finished_at
+    finished_at = excluded.finished_at, counts = excluded.counts
 """
 
 
@@ -447,6 +471,7 @@ def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> 
         result.trace_url,
         int(result.taxonomy is not None),
         _now(),
+        result.counts,
     )
     conn.execute(_UPSERT_RESULT, row)
     conn.execute("DELETE FROM scores WHERE run_id = ? AND item_id = ?", (run_id, result.item_id))
@@ -542,4 +567,5 @@ def _item_result(
         trace_id=row["trace_id"],
         trace_url=row["trace_url"],
         taxonomy=tags.get(row["item_id"], []) if row["taxonomy_recorded"] else None,
+        counts=row["counts"],
     )

@@ -176,11 +176,26 @@
     return out;
   }
 
+  // Spans are Python offsets (code points); a JavaScript string counts UTF-16 units, so
+  // after a character outside the BMP (an emoji) the two differ: map one to the other.
+  function unitOffsets(text) {
+    if (!/[\uD800-\uDFFF]/.test(text)) return null;
+    var map = [], u = 0;
+    for (var i = 0; i < text.length; ) {
+      map.push(u);
+      var c = text.charCodeAt(i), n = c >= 0xD800 && c <= 0xDBFF && i + 1 < text.length ? 2 : 1;
+      i += n; u += n;
+    }
+    map.push(u);
+    return map;
+  }
+
   function highlight(text, objs) {
-    var cuts = [0, text.length], spans = [];
+    var cuts = [0, text.length], spans = [], units = unitOffsets(text);
+    function at(cp) { return units ? units[Math.max(0, Math.min(units.length - 1, cp))] : cp; }
     objs.forEach(function (x) {
       (x.o.sp || []).forEach(function (s) {
-        var a = Math.max(0, Math.min(text.length, s[0])), b = Math.max(a, Math.min(text.length, s[1]));
+        var a = Math.max(0, Math.min(text.length, at(s[0]))), b = Math.max(a, Math.min(text.length, at(s[1])));
         if (b > a) { spans.push([a, b, x]); cuts.push(a, b); }
       });
     });
