@@ -6,6 +6,7 @@ loads none of them.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -175,7 +176,7 @@ def merge_cmd(
         held = f", shards {', '.join(map(str, report.shards))} of {report.shard_count}"
     console.print(
         f"run {name!r} now has {report.items} results{held};"
-        f" `extraction-eval runs finalize {name}` computes its run-level scores",
+        f" `extraction-eval runs finalize {shlex.quote(name)}` computes its run-level scores",
         highlight=False,
         soft_wrap=True,
     )

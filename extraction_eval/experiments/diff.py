@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.experiments.reporting import join_by_item_id
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
 
@@ -91,24 +91,6 @@ def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetIt
         return {}, f"no gold for run A's dataset in the local store: {one_line(exc)}"
 
 
-def _pair(
-    a: Iterator[ItemResult], b: Iterator[ItemResult]
-) -> Iterator[tuple[str, ItemResult | None, ItemResult | None]]:
-    """Merge two streams sorted by item id: (id, A's result or None, B's result or None)."""
-    x, y = next(a, None), next(b, None)
-    while x is not None or y is not None:
-        if y is None or (x is not None and x.item_id < y.item_id):
-            assert x is not None
-            yield x.item_id, x, None
-            x = next(a, None)
-        elif x is None or y.item_id < x.item_id:
-            yield y.item_id, None, y
-            y = next(b, None)
-        else:
-            yield x.item_id, x, y
-            x, y = next(a, None), next(b, None)
-
-
 def _diff(item: DatasetItem, ra: ItemResult, rb: ItemResult, config: ScoringConfig) -> ItemDiff:
     return diff_item(
         item_id=item.id,
@@ -139,7 +121,8 @@ def diff_runs(
     out = fold.out
     stream_a = store.iter_results(a.id, order_by="item_id")
     stream_b = store.iter_results(b.id, order_by="item_id")
-    for item_id, ra, rb in _pair(stream_a, stream_b):
+    pairs = join_by_item_id(((r.item_id, r) for r in stream_a), ((r.item_id, r) for r in stream_b))
+    for item_id, ra, rb in pairs:
         if rb is None:
             out.only_in_a.append(item_id)
             continue

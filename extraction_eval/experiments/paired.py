@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, InvalidValue
@@ -36,6 +36,7 @@ from extraction_eval.evaluators.paired import (
 )
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
+from extraction_eval.experiments.reporting import join_by_item_id
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
 
@@ -189,25 +190,6 @@ def _outputs(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Side]]:
 
 
 _Side = tuple[str | None, bool]
-_S = TypeVar("_S")
-
-
-def _join(
-    a: Iterator[tuple[str, _S]], b: Iterator[tuple[str, _S]]
-) -> Iterator[tuple[str, _S | None, _S | None]]:
-    """Merge two streams sorted by item id: (id, A's or None, B's or None)."""
-    x, y = next(a, None), next(b, None)
-    while x is not None or y is not None:
-        if y is None or (x is not None and x[0] < y[0]):
-            assert x is not None
-            yield x[0], x[1], None
-            x = next(a, None)
-        elif x is None or y[0] < x[0]:
-            yield y[0], None, y[1]
-            y = next(b, None)
-        else:
-            yield x[0], x[1], y[1]
-            x, y = next(a, None), next(b, None)
 
 
 @dataclass
@@ -230,7 +212,7 @@ def pair_and_score(
     """Stream both runs' stored outputs by item id and re-score each paired item against
     ``items`` (errored: an empty prediction that never passes); keeps count rows only."""
     out = PairedCounts(PairedAccumulator(), [], [], [])
-    for item_id, x, y in _join(_outputs(store, a), _outputs(store, b)):
+    for item_id, x, y in join_by_item_id(_outputs(store, a), _outputs(store, b)):
         if y is None:
             out.only_in_a.append(item_id)
             continue
@@ -472,7 +454,7 @@ def _one_pass(
             )
         )
 
-    for item_id, x, y in _join(_rows(store, a), _rows(store, b)):
+    for item_id, x, y in join_by_item_id(_rows(store, a), _rows(store, b)):
         if y is None:
             out.only_in_a.append(item_id)
             continue

@@ -11,7 +11,7 @@ import io
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeVar
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
@@ -186,16 +186,19 @@ def compare_runs(store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10
     moved: list[tuple[str, float, float, float]] = []
     only_in_a: list[str] = []
     only_in_b: list[str] = []
-    pairs = _join_by_item_id(
-        ((r.item_id, _entity_f1(r)) for r in store.iter_results(a.id, order_by="item_id")),
-        ((r.item_id, _entity_f1(r)) for r in store.iter_results(b.id, order_by="item_id")),
+    pairs = join_by_item_id(  # values in 1-tuples: an item's F1 may itself be None
+        ((r.item_id, (_entity_f1(r),)) for r in store.iter_results(a.id, order_by="item_id")),
+        ((r.item_id, (_entity_f1(r),)) for r in store.iter_results(b.id, order_by="item_id")),
     )
-    for item_id, x, y, side in pairs:
-        if side == "a":
+    for item_id, in_a, in_b in pairs:
+        if in_b is None:
             only_in_a.append(item_id)
-        elif side == "b":
+            continue
+        if in_a is None:
             only_in_b.append(item_id)
-        elif x is not None and y is not None and x != y:
+            continue
+        (x,), (y,) = in_a, in_b
+        if x is not None and y is not None and x != y:
             moved.append((item_id, x, y, y - x))
             if len(moved) > 4 * top + 1000:  # keep the top ones only: memory stays bounded
                 moved = _most_moved(moved, top)
@@ -215,19 +218,25 @@ def _most_moved(
     return heapq.nsmallest(top, moved, key=lambda row: (-abs(row[3]), row[0]))
 
 
-def _join_by_item_id(
-    a: Iterator[tuple[str, float | None]], b: Iterator[tuple[str, float | None]]
-) -> Iterator[tuple[str, float | None, float | None, str]]:
-    """Merge two streams sorted by item id: (id, value in A, value in B, "a" | "b" | "both")."""
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def join_by_item_id(
+    a: Iterator[tuple[str, T]], b: Iterator[tuple[str, U]]
+) -> Iterator[tuple[str, T | None, U | None]]:
+    """Merge two streams sorted by item id (the store's ``order_by="item_id"``) into
+    (id, A's value or None, B's value or None): the one pairing of two runs' items, so a
+    comparison, a diff and a report pair them alike and never hold a run in memory."""
     x, y = next(a, None), next(b, None)
     while x is not None or y is not None:
         if y is None or (x is not None and x[0] < y[0]):
             assert x is not None
-            yield x[0], x[1], None, "a"
+            yield x[0], x[1], None
             x = next(a, None)
         elif x is None or y[0] < x[0]:
-            yield y[0], None, y[1], "b"
+            yield y[0], None, y[1]
             y = next(b, None)
         else:
-            yield x[0], x[1], y[1], "both"
+            yield x[0], x[1], y[1]
             x, y = next(a, None), next(b, None)

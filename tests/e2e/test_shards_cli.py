@@ -275,3 +275,23 @@ def test_shards_of_different_experiments_or_this_store_itself_are_refused(tmp_pa
         merge_runs(LocalStore(tmp_path / "t" / "store.db"), "r", [b.path, b.path])
     with pytest.raises(NotFoundError, match=r"b/store\.db: no run named 'nope'"):
         merge_runs(a, "nope", [b.path])
+
+
+def test_the_merge_hint_quotes_a_run_name_for_the_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from extraction_eval.cli import app
+
+    for home, shard in (("a", Shard(1, 2)), ("b", Shard(2, 2))):
+        store = LocalStore(tmp_path / home / "store.db")
+        run_experiment(
+            RunConfig(dataset=DATASET, name="nightly run", shard=shard, limit=4), store=store
+        )
+    monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(tmp_path / "a"))
+    result = CliRunner().invoke(
+        app, ["runs", "merge", "nightly run", "--from", str(tmp_path / "b" / "store.db")]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "`extraction-eval runs finalize 'nightly run'`" in " ".join(result.stdout.split())
