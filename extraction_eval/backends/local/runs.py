@@ -257,24 +257,10 @@ class RunTables(StoreConnection):
         """(item id, output JSON or None, error, error_kind) of every result, by item id: what
         re-scoring needs and no more (no scores, no taxonomy), ``batch_size`` rows per short
         read transaction, so comparing two 100,000-item runs holds neither."""
-        if batch_size < 1:
-            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
-        with self._tx(write=False) as conn:
-            _require_run(conn, run_id)
-        after: str | None = None
-        while True:
-            keyset = "" if after is None else " AND item_id > :after"
-            with self._tx(write=False) as conn:
-                rows = conn.execute(
-                    "SELECT item_id, output, error, error_kind FROM results"
-                    f" WHERE run_id = :run{keyset} ORDER BY item_id LIMIT :n",
-                    {"run": run_id, "after": after, "n": batch_size},
-                ).fetchall()
-            for r in rows:
-                yield r[0], r[1], r[2], r[3]
-            if len(rows) < batch_size:
-                return
-            after = rows[-1][0]
+        for item_id, output, error, error_kind, _ in self.iter_compare_rows(
+            run_id, batch_size=batch_size
+        ):
+            yield item_id, output, error, error_kind
 
     def iter_compare_rows(
         self, run_id: int, *, batch_size: int = 2000
