@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tests.support (the model server) lives in the repo
     sys.path.insert(0, str(REPO))
+
+# the timing helpers and the server launcher of the peers benchmark, so both measure alike
+from bench_vs_peers import Timed, spawn_server, time_calls  # noqa: E402
 
 CELL_DATASET, SINGLE_DATASET = "bench-matrix-cell", "bench-matrix-single"
 CELLS = 8  # 2 models x 2 labels x 2 temperatures
@@ -70,32 +72,6 @@ def setup_store(home: str, n: int) -> None:
         store.push_prompt("extraction", messages, labels=[label])
 
 
-def _time_calls(module: Any, name: str) -> list[float]:
-    """Wrap ``module.name`` so every call adds its wall time to the returned one-item list."""
-    spent = [0.0]
-    original = getattr(module, name)
-
-    def timed(*a: Any, **k: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return original(*a, **k)
-        finally:
-            spent[0] += time.perf_counter() - t
-
-    setattr(module, name, timed)
-    return spent
-
-
-class Timed:
-    def __enter__(self) -> Timed:
-        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.wall0
-        self.cpu = time.process_time() - self.cpu0
-
-
 def worker(args: argparse.Namespace) -> None:
     """One measurement in this fresh process; prints ``RESULT {json}``."""
     import logging
@@ -111,9 +87,9 @@ def worker(args: argparse.Namespace) -> None:
     from extraction_eval.pipeline.base import PipelineConfig
 
     logging.basicConfig(level=logging.ERROR)
-    finalize = _time_calls(driver, "finalize")  # re-score, bootstrap CIs, summary: per run
-    prepare = _time_calls(matrix_module if args.worker == "matrix" else local_mode, "prepare")
-    table = _time_calls(matrix_module, "matrix_table")  # the matrix's table (paired CIs)
+    finalize = time_calls(driver, "finalize")  # re-score, bootstrap CIs, summary: per run
+    prepare = time_calls(matrix_module if args.worker == "matrix" else local_mode, "prepare")
+    table = time_calls(matrix_module, "matrix_table")  # the matrix's table (paired CIs)
     store = LocalStore(seed=False)
     stamp = args.stamp
     pipeline = PipelineConfig(base_url=args.openai_url, price_in=0.0, price_out=0.0)
@@ -188,17 +164,11 @@ def orchestrate(args: argparse.Namespace) -> None:
     home = tempfile.mkdtemp(prefix="bench-matrix-")
     setup_store(home, n)
     server_argv = ["-m", "tests.support.openai_server", "--latency", str(latency)]
-    server = subprocess.Popen(
-        [sys.executable, *server_argv, "--answer", "baseline"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    server, openai_url = spawn_server([sys.executable, *server_argv, "--answer", "baseline"])
     try:
-        assert server.stdout is not None
         ctx = {
             "home": home,
-            "openai_url": server.stdout.readline().strip(),
+            "openai_url": openai_url,
             "stamp": datetime.now(UTC).strftime("%H%M%S"),
         }
         print(

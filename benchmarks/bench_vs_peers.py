@@ -103,7 +103,7 @@ def openai_client(url: str, transport: str = "httpx") -> Any:
 # --- the four modes (each runs in its own worker process) ------------------------------------
 
 
-def _time_calls(module: Any, name: str) -> list[float]:
+def time_calls(module: Any, name: str) -> list[float]:
     """Wrap ``module.name`` so every call adds its wall time to the returned one-item list."""
     spent = [0.0]
     original = getattr(module, name)
@@ -143,7 +143,7 @@ def mode_a(args: argparse.Namespace) -> dict[str, Any]:
 
     store = LocalStore(seed=False)
     config = _our_config(args, "local")
-    finalize = _time_calls(driver, "finalize")
+    finalize = time_calls(driver, "finalize")
     with Timed() as t:
         outcome = run_experiment(config, store=store)
     return {
@@ -162,7 +162,7 @@ def mode_b(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.experiments.run import run_experiment
 
     config = _our_config(args, "langfuse")
-    verify = _time_calls(langfuse_mode, "verify_run")
+    verify = time_calls(langfuse_mode, "verify_run")
     with Timed() as t:
         outcome = run_experiment(config, store=LocalStore(seed=False))
     return {
@@ -308,7 +308,7 @@ def logging_quiet() -> None:
 # --- the orchestrator ------------------------------------------------------------------------
 
 
-def _spawn_server(argv: list[str], stdin: bool = False) -> tuple[subprocess.Popen[str], str]:
+def spawn_server(argv: list[str], stdin: bool = False) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         argv,
         cwd=REPO,
@@ -391,11 +391,11 @@ def orchestrate(args: argparse.Namespace) -> None:
     keys = [(f"pk-lf-peers-{i}", f"sk-lf-peers-{i}") for i in range(runs_needed)]
     procs: list[subprocess.Popen[str]] = []
     try:
-        openai_proc, openai_url = _spawn_server(
+        openai_proc, openai_url = spawn_server(
             [sys.executable, "-m", "tests.support.openai_server", "--latency", str(args.latency)]
         )
         procs.append(openai_proc)
-        lf_proc, langfuse_url = _spawn_server(
+        lf_proc, langfuse_url = spawn_server(
             [sys.executable, "-c", _LANGFUSE_SERVER, json.dumps(dict(keys))], stdin=True
         )
         procs.append(lf_proc)
