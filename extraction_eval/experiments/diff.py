@@ -22,7 +22,7 @@ from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
-from extraction_eval.experiments.reporting import join_by_item_id
+from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
 
@@ -121,14 +121,13 @@ def diff_runs(
     out = fold.out
     stream_a = store.iter_results(a.id, order_by="item_id")
     stream_b = store.iter_results(b.id, order_by="item_id")
-    pairs = join_by_item_id(((r.item_id, r) for r in stream_a), ((r.item_id, r) for r in stream_b))
+    pairs = in_both_runs(
+        ((r.item_id, r) for r in stream_a),
+        ((r.item_id, r) for r in stream_b),
+        out.only_in_a,
+        out.only_in_b,
+    )
     for item_id, ra, rb in pairs:
-        if rb is None:
-            out.only_in_a.append(item_id)
-            continue
-        if ra is None:
-            out.only_in_b.append(item_id)
-            continue
         item = gold.get(item_id)
         if item is None:
             out.no_gold.append(item_id)

@@ -36,7 +36,7 @@ from extraction_eval.evaluators.paired import (
 )
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
-from extraction_eval.experiments.reporting import join_by_item_id
+from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
 
@@ -212,13 +212,8 @@ def pair_and_score(
     """Stream both runs' stored outputs by item id and re-score each paired item against
     ``items`` (errored: an empty prediction that never passes); keeps count rows only."""
     out = PairedCounts(PairedAccumulator(), [], [], [])
-    for item_id, x, y in join_by_item_id(_outputs(store, a), _outputs(store, b)):
-        if y is None:
-            out.only_in_a.append(item_id)
-            continue
-        if x is None:
-            out.only_in_b.append(item_id)
-            continue
+    pairs = in_both_runs(_outputs(store, a), _outputs(store, b), out.only_in_a, out.only_in_b)
+    for item_id, x, y in pairs:
         item = items.get(item_id)
         if item is None:
             out.not_in_gold.append(item_id)
@@ -454,13 +449,8 @@ def _one_pass(
             )
         )
 
-    for item_id, x, y in join_by_item_id(_rows(store, a), _rows(store, b)):
-        if y is None:
-            out.only_in_a.append(item_id)
-            continue
-        if x is None:
-            out.only_in_b.append(item_id)
-            continue
+    pairs = in_both_runs(_rows(store, a), _rows(store, b), out.only_in_a, out.only_in_b)
+    for item_id, x, y in pairs:
         if item_id not in in_gold:
             out.not_in_gold.append(item_id)
             continue

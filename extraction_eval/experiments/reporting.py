@@ -186,18 +186,13 @@ def compare_runs(store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10
     moved: list[tuple[str, float, float, float]] = []
     only_in_a: list[str] = []
     only_in_b: list[str] = []
-    pairs = join_by_item_id(  # values in 1-tuples: an item's F1 may itself be None
+    pairs = in_both_runs(  # values in 1-tuples: an item's F1 may itself be None
         ((r.item_id, (_entity_f1(r),)) for r in store.iter_results(a.id, order_by="item_id")),
         ((r.item_id, (_entity_f1(r),)) for r in store.iter_results(b.id, order_by="item_id")),
+        only_in_a,
+        only_in_b,
     )
-    for item_id, in_a, in_b in pairs:
-        if in_b is None:
-            only_in_a.append(item_id)
-            continue
-        if in_a is None:
-            only_in_b.append(item_id)
-            continue
-        (x,), (y,) = in_a, in_b
+    for item_id, (x,), (y,) in pairs:
         if x is not None and y is not None and x != y:
             moved.append((item_id, x, y, y - x))
             if len(moved) > 4 * top + 1000:  # keep the top ones only: memory stays bounded
@@ -240,3 +235,20 @@ def join_by_item_id(
         else:
             yield x[0], x[1], y[1]
             x, y = next(a, None), next(b, None)
+
+
+def in_both_runs(
+    a: Iterator[tuple[str, T]],
+    b: Iterator[tuple[str, U]],
+    only_in_a: list[str],
+    only_in_b: list[str],
+) -> Iterator[tuple[str, T, U]]:
+    """:func:`join_by_item_id` keeping the items both runs have; the ids of the others are
+    appended to ``only_in_a`` / ``only_in_b`` (what every comparison reports)."""
+    for item_id, x, y in join_by_item_id(a, b):
+        if y is None:
+            only_in_a.append(item_id)
+        elif x is None:
+            only_in_b.append(item_id)
+        else:
+            yield item_id, x, y
