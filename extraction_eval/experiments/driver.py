@@ -10,6 +10,7 @@ that go somewhere besides the mirror, and the scheduler that calls ``Driver.run_
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 from collections.abc import Iterator
@@ -19,9 +20,10 @@ from typing import NamedTuple, Protocol
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, one_line
+from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
 from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
-from extraction_eval.experiments.summary import RunSummary
+from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.types import DatasetItem, ItemResult
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,26 @@ async def answer_by_batch(prep: PreparedRun, store: LocalStore) -> None:
     prep.warnings.append(summary_line(results, asked))
 
 
+@contextmanager
+def gc_frozen() -> Iterator[None]:
+    """Keep the collector's full passes off everything alive before the run.
+
+    Imports (the SDKs, pydantic's schemas) leave about a million tracked objects that are
+    never garbage; every full collection during the run walked them all again, which cost
+    about a fifth of the loop's CPU at high concurrency (``benchmarks/bench_vs_peers.py``).
+    Frozen, they are skipped; they go back to the collector when the run ends. Nested runs
+    (a matrix, gold build) freeze once.
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 class Driver:
     """One run's per-item steps and its close; the scheduler of a mode calls them."""
 
@@ -120,6 +142,11 @@ class Driver:
         self.progress = progress or NoProgress()
         self.scores: ScoreSink = scores or MirrorOnly()
         self.recorded: dict[str, Recorded] = {}  # this invocation's items, by id
+        # the summary of the results this invocation stored, folded as each was recorded
+        # (scored once, in ``run_item``): finalize re-scores only what earlier ones stored
+        self.folded = SummaryAccumulator(prep.runner.scoring)
+        self._folded_ids: set[str] = set()
+        self._scored: dict[str, ItemScore] = {}  # between an item's run and its record
         self.write_errors: list[str] = []
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
@@ -130,7 +157,9 @@ class Driver:
     async def run_item(self, item: DatasetItem) -> ItemResult:
         """The pipeline call, scored (never raises for the item's own failure)."""
         self._size_thread_pool()
-        return self.scores.bind(await self.prep.runner.run_item(item))
+        result, scored = await self.prep.runner.run_scored(item)
+        self._scored[item.id] = scored
+        return self.scores.bind(result)
 
     def record(self, result: ItemResult) -> None:
         """The result sink: the mirror first (never lose an item), then progress and scores.
@@ -140,10 +169,15 @@ class Driver:
         """
         if self.prep.budget is not None:
             self.prep.budget.add(result.usage)
+        scored = self._scored.pop(result.item_id, None)
         try:
             self.store.record_result(self.prep.run.id, result)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
+        else:
+            if scored is not None and result.item_id not in self._folded_ids:
+                self.folded.add(result, scored)
+                self._folded_ids.add(result.item_id)
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
@@ -164,6 +198,12 @@ class Driver:
     def stopped_by_budget(self) -> bool:
         budget = self.prep.budget
         return budget is not None and budget.held_back > 0 and self._not_run() > 0
+
+    def _unfolded(self) -> Iterator[DatasetItem]:
+        """The run's items whose results are not folded yet (none, unless resumed)."""
+        if len(self._folded_ids) == len(self.prep.item_ids):
+            return iter(())  # every item folded: the items need not be read again
+        return (i for i in self.prep.iter_items() if i.id not in self._folded_ids)
 
     def _not_run(self) -> int:
         return sum(1 for i in self.prep.todo_ids if i not in self.recorded)
@@ -199,13 +239,15 @@ class Driver:
         self.progress.start(total=total, done=total - len(prep.todo_ids))
         status = "interrupted"
         try:
-            yield
+            with gc_frozen():
+                yield
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
             if not (status != "finished" and discard_if_empty(self.store, prep)):
                 summary = finalize(
-                    self.store, prep.run, prep.iter_items(), prep.runner, status=status
-                )
+                    self.store, prep.run, self._unfolded(), prep.runner, status=status,
+                    folded=self.folded,
+                )  # fmt: skip
                 self._closed = summary
                 self.scores.post_run(summary)
 

@@ -60,6 +60,11 @@ class ItemRunner:
     min_gold_confidence: float | None = None
 
     async def run_item(self, item: DatasetItem) -> ItemResult:
+        return (await self.run_scored(item))[0]
+
+    async def run_scored(self, item: DatasetItem) -> tuple[ItemResult, ItemScore]:
+        """``run_item`` with the item's :class:`ItemScore`, for a caller that folds the run
+        summary as items finish instead of re-scoring them at the end."""
         started = time.perf_counter()
         try:
             out = await self.pipeline.extract(item)
@@ -71,7 +76,7 @@ class ItemRunner:
             scored = self.score(item, None)
             tags = taxonomy_tags(scored)
             spent = getattr(exc, "usage", None)  # a schema failure's answer was paid for
-            return ItemResult(
+            failed = ItemResult(
                 item_id=item.id,
                 error=message,
                 error_kind=_error_kind(exc),
@@ -89,10 +94,11 @@ class ItemRunner:
                 taxonomy=tags,
                 counts=self.counts(scored, schema_failure=_error_kind(exc) == "schema"),
             )
+            return failed, scored
         latency = (time.perf_counter() - started) * 1000
         scored = self.score(item, out.extraction)
         tags = taxonomy_tags(scored)
-        return ItemResult(
+        result = ItemResult(
             item_id=item.id,
             output=out.extraction,
             raw_output=out.raw,
@@ -108,6 +114,7 @@ class ItemRunner:
             taxonomy=tags,
             counts=self.counts(scored),
         )
+        return result, scored
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
         return rescore(item, pred, self.scoring, self.context_texts, self.min_gold_confidence)
@@ -331,16 +338,19 @@ def finalize(
     *,
     status: str = "finished",
     batch_size: int = 500,
+    folded: SummaryAccumulator | None = None,
 ) -> RunSummary:
-    """Re-score every stored result (cheap, pure) and record the run-level scores.
+    """Fold the stored results of ``items`` into the run summary and record the run-level
+    scores.
 
-    Reading back from the store, not from memory, makes resumed runs aggregate over all items,
-    including those finished by an earlier invocation. ``items`` is read once, in dataset
-    order, ``batch_size`` at a time, each batch with its stored results, and folded into the
-    summary: neither the items nor the results are ever all in memory.
+    ``folded`` holds results already folded as they finished (the run's own, scored once);
+    ``items`` are then the rest (e.g. those an earlier invocation finished), re-scored from
+    the store (cheap, pure): a resumed run aggregates over all its items. ``items`` is read
+    once, in dataset order, ``batch_size`` at a time, each batch with its stored results:
+    neither the items nor the results are ever all in memory.
     """
-    acc = SummaryAccumulator(runner.scoring)
-    source, expected = iter(items), 0
+    acc = folded or SummaryAccumulator(runner.scoring)
+    source, expected = iter(items), acc.items
     while batch := list(islice(source, batch_size)):
         expected += len(batch)
         by_id = {item.id: item for item in batch}

@@ -8,6 +8,7 @@ counts. Each rate is kept with what it is computed over (``score_counts``, the r
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -75,8 +76,10 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 class SummaryAccumulator:
     """The run summary folded one result (and its :class:`ItemScore`) at a time, so
-    summarising a 100,000-item run keeps counts, sums and 8 bytes per latency and cost, never
-    the results. Sums are taken in the order results are added (as ``summarize`` always did)."""
+    summarising a 100,000-item run keeps counts and 8 bytes per latency, cost and numeric
+    score, never the results. Every figure is independent of the order results are added in
+    (float sums are ``math.fsum``, correctly rounded): a run folded as its items finish equals
+    the same results folded in dataset order."""
 
     def __init__(self, scoring: ScoringConfig) -> None:
         self.report = ReportAccumulator(scoring)
@@ -89,8 +92,7 @@ class SummaryAccumulator:
         self.tokens_out = 0
         self.latencies: array[float] = array("d")
         self.costs: array[float] = array("d")
-        self.sums: dict[str, float] = defaultdict(float)
-        self.counts: dict[str, int] = defaultdict(int)
+        self.score_values: dict[str, array[float]] = defaultdict(lambda: array("d"))
 
     def add(self, result: ItemResult, score: ItemScore) -> None:
         self.add_result(result)
@@ -111,12 +113,11 @@ class SummaryAccumulator:
         self.tokens_out += r.usage.tokens_out or 0
         for s in r.scores:
             if isinstance(s.value, (bool, int, float)):
-                self.sums[s.name] += float(s.value)
-                self.counts[s.name] += 1
+                self.score_values[s.name].append(float(s.value))
 
     def summary(self, *, expected_items: int | None = None) -> RunSummary:
         report = self.report.report()
-        sums, counts, n = self.sums, self.counts, self.items
+        scored, n = self.score_values, self.items
         values = run_values(report)
         values["error_rate"] = _ratio(self.errors, n)
         values["schema_failure_rate"] = _ratio(self.schema_failures, n)
@@ -130,10 +131,10 @@ class SummaryAccumulator:
             latency_p95_ms=_percentile(self.latencies, 95),
             tokens_in=self.tokens_in,
             tokens_out=self.tokens_out,
-            cost_usd=round(sum(self.costs), 6) if self.costs else None,
+            cost_usd=round(math.fsum(self.costs), 6) if self.costs else None,
             report=report,
-            score_means={name: sums[name] / counts[name] for name in sorted(sums)},
-            score_counts={name: counts[name] for name in sorted(sums)},
+            score_means={name: math.fsum(xs) / len(xs) for name, xs in sorted(scored.items())},
+            score_counts={name: len(scored[name]) for name in sorted(scored)},
             values=values,
             unpriced_items=self.unpriced,
         )
