@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
@@ -122,8 +123,11 @@ class ItemRunner:
     def counts(self, scored: ItemScore, *, schema_failure: bool = False) -> str:
         """The item's paired-comparison counts, stored with its result so ``compare`` reads
         them instead of re-scoring (tagged with what they were scored with)."""
-        key = counts_key(self.scoring, self.min_gold_confidence)
-        return encode_counts(scored, key=key, schema_failure=schema_failure)
+        return encode_counts(scored, key=self._counts_key, schema_failure=schema_failure)
+
+    @cached_property
+    def _counts_key(self) -> str:  # a hash of the scoring settings: once per run, not per item
+        return counts_key(self.scoring, self.min_gold_confidence)
 
 
 def rescore(

@@ -418,6 +418,29 @@ def test_record_result_upserts_row_and_replaces_item_scores(store: LocalStore) -
         assert conn.execute("SELECT COUNT(*) FROM scores WHERE item_id='a'").fetchone()[0] == 3
 
 
+def test_a_result_for_a_missing_run_is_refused_by_name_and_nothing_is_written(
+    store: LocalStore,
+) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    with pytest.raises(NotFoundError, match=f"run id {run.id + 7} not found"):
+        store.record_result(run.id + 7, _result("a"))
+    with sqlite3.connect(store.path) as conn:
+        for table in ("results", "scores", "result_taxonomy"):
+            assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0
+
+
+def test_a_retried_result_without_failure_categories_drops_the_earlier_ones(
+    store: LocalStore,
+) -> None:
+    run = store.create_run(name="r", dataset="d", dataset_version=1, config={})
+    tag = TaxonomyTag(category="missed", kind="entity", side="gold", index=0, label="Ada")
+    store.record_result(run.id, _result("a").model_copy(update={"taxonomy": [tag]}))
+    store.record_result(run.id, _result("a").model_copy(update={"taxonomy": []}))
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM result_taxonomy").fetchone()[0] == 0
+    assert store.results(run.id)[0].taxonomy == []
+
+
 def test_iter_item_results_follows_the_given_ids_and_skips_those_without_a_result(
     store: LocalStore,
 ) -> None:

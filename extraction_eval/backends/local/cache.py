@@ -14,7 +14,7 @@ class CacheTables(StoreConnection):
         return SQLiteResponseCache(self)
 
     def _cache_get(self, key: str) -> Completion | None:
-        with self._tx(write=False) as conn:
+        with self._statement() as conn:
             row = conn.execute(
                 "SELECT text, model, usage FROM response_cache WHERE key = ?", (key,)
             ).fetchone()
@@ -25,7 +25,7 @@ class CacheTables(StoreConnection):
         )
 
     def _cache_put(self, key: str, completion: Completion) -> None:
-        with self._tx(write=True) as conn:
+        with self._statement() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO response_cache (key, text, model, usage, created_at)"
                 " VALUES (?, ?, ?, ?, ?)",

@@ -93,6 +93,21 @@ class StoreConnection:
                 self._conn = None
 
     @contextmanager
+    def _statement(self) -> Iterator[sqlite3.Connection]:
+        """One statement in SQLite's autocommit mode, under the lock: it is its own
+        transaction, committed when it completes. For the hot single-statement paths (the
+        response cache): an explicit BEGIN/COMMIT around one statement adds two round trips
+        into SQLite (and two releases of the GIL) per model call."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise BackendError(f"local store {self._path} is closed")
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise BackendError(f"local store {self._path}: {exc}") from exc
+
+    @contextmanager
     def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         """One transaction under the lock; writes take the write lock up front (IMMEDIATE)."""
         with self._lock:

@@ -140,8 +140,12 @@ class RunTables(StoreConnection):
         """Upsert the item's row and replace its item-level scores and failure taxonomy, all
         in one transaction, then commit at once."""
         with self._tx(write=True) as conn:
-            _require_run(conn, run_id)
-            _write_result(conn, run_id, result)
+            try:
+                _write_result(conn, run_id, result)
+            except sqlite3.IntegrityError as exc:  # results.run_id references runs(id)
+                if "FOREIGN KEY" in str(exc):
+                    raise NotFoundError(f"run id {run_id} not found in the local store") from exc
+                raise
 
     def result_ids(self, run_id: int) -> list[str]:
         """The ids of the items the run has a result for, in the order first recorded."""
@@ -465,6 +469,8 @@ def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> 
     conn.execute(
         "DELETE FROM result_taxonomy WHERE run_id = ? AND item_id = ?", (run_id, result.item_id)
     )
+    if not result.taxonomy:
+        return
     conn.executemany(
         "INSERT INTO result_taxonomy (run_id, item_id, position, category, kind, side,"
         " idx, label, related, source_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -481,7 +487,7 @@ def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> 
                 _dumps(t.related),
                 t.source_id,
             )
-            for position, t in enumerate(result.taxonomy or ())
+            for position, t in enumerate(result.taxonomy)
         ],
     )
 
