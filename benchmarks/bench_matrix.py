@@ -9,7 +9,7 @@ Both send the same request shape to the loopback OpenAI-compatible server
 in its own process and answers after ``--latency`` seconds. Model names carry a fresh stamp,
 so the response cache never answers. Each measurement runs in a fresh interpreter (import time
 excluded), one at a time, with its own store; only 127.0.0.1 is used. Wall time includes every
-cell's finalize (re-score, 10,000-resample bootstrap CIs, summary) and, for the matrix, its
+cell's finalize (10,000-resample bootstrap CIs, summary) and, for the matrix, its
 table (per-cell rows, best cells). The script prints figures; it is not a pass/fail test.
 
     .venv/bin/python benchmarks/bench_matrix.py                 # 8 x 500 vs 4,000, C = 32
@@ -87,7 +87,7 @@ def worker(args: argparse.Namespace) -> None:
     from extraction_eval.pipeline.base import PipelineConfig
 
     logging.basicConfig(level=logging.ERROR)
-    finalize = time_calls(driver, "finalize")  # re-score, bootstrap CIs, summary: per run
+    finalize = time_calls(driver, "finalize")  # bootstrap CIs, summary: per run
     prepare = time_calls(matrix_module if args.worker == "matrix" else local_mode, "prepare")
     table = time_calls(matrix_module, "matrix_table")  # the matrix's table (paired CIs)
     store = LocalStore(seed=False)

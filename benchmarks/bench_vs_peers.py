@@ -457,7 +457,7 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
     ideal = n * latency / c
     extra = ""
     if "finalize" in f:
-        extra = f"  of which finalize (re-score, bootstrap CIs, summary) {f['finalize']:.2f}s"
+        extra = f"  of which finalize (bootstrap CIs, summary) {f['finalize']:.2f}s"
     if "wall_no_readback" in f:
         extra = (
             f"  without read-back {f['wall_no_readback']:.2f}s"

@@ -49,7 +49,7 @@ from extraction_eval.experiments.budget import (
     sum_estimates,
 )
 from extraction_eval.experiments.config import RunConfig, git_state, package_versions
-from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline
+from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline, gc_frozen
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
 from extraction_eval.experiments.run import uses_langfuse
 from extraction_eval.experiments.runner import rescore, run_bounded
@@ -662,6 +662,11 @@ async def _run_cells(drivers: Sequence[Driver], concurrency: int) -> None:
     """Every cell's items through one pool of ``concurrency`` workers. Each cell is closed
     (finalized) when its own last item is recorded; on an interruption the cells still open
     are finalized as interrupted (or deleted when they recorded nothing) and it goes on."""
+    with gc_frozen():  # once for all cells: a cell that closes early must not thaw the rest
+        await _run_cell_pool(drivers, concurrency)
+
+
+async def _run_cell_pool(drivers: Sequence[Driver], concurrency: int) -> None:
     remaining = [len(d.prep.todo_ids) for d in drivers]
     open_cells = {i: d.running() for i, d in enumerate(drivers)}
     for cm in open_cells.values():

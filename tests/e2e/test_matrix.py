@@ -579,3 +579,35 @@ def test_shards_of_a_matrix_split_every_cell_s_items(
         store=LocalStore(),
     )
     assert [c.skipped for c in again.cells] == [True, True]
+
+
+def test_the_whole_matrix_runs_with_the_collector_kept_off_earlier_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cells close one by one as their last item finishes: the first to close must not hand
+    the objects alive before the matrix back to the collector while other cells still run."""
+    import gc
+
+    from extraction_eval.experiments.runner import ItemRunner
+
+    store = _setup()
+    register_fake("a", _script())
+    frozen: list[int] = []
+    run_scored = ItemRunner.run_scored
+
+    async def watching(self: ItemRunner, item: Any) -> Any:
+        frozen.append(gc.get_freeze_count())
+        return await run_scored(self, item)
+
+    monkeypatch.setattr(ItemRunner, "run_scored", watching)
+    run_matrix(
+        MatrixConfig(
+            models=("fake:a",),
+            prompt_labels=("x", "y"),
+            name="gc",
+            base=RunConfig(dataset=DATASET, concurrency=1, backend="local"),
+        ),
+        store=store,
+    )
+    assert len(frozen) == 6 and min(frozen) > 1000  # 2 cells x 3 items, the last ones too
+    assert gc.get_freeze_count() == 0
