@@ -304,7 +304,12 @@ class _Runs:
 
 
 def _load_items(config: GoldConfig, backend: DatasetBackend) -> list[DatasetItem]:
-    items = backend.get_items(config.dataset, version=config.dataset_version)
+    try:
+        items = backend.get_items(config.dataset, version=config.dataset_version)
+    except InvalidValue as exc:  # the backend's ``version`` is this config's dataset_version
+        if exc.field != "version":
+            raise
+        raise InvalidValue("dataset_version", exc.problem) from None
     if not items:
         raise UsageError(f"dataset {config.dataset!r} has no items")
     return items

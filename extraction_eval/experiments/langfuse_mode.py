@@ -359,7 +359,7 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         nonlocal unfinished
         try:
             if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
-                raise ItemFailed("not run: the --max-cost budget was reached")
+                raise ItemFailed("not run: the run's cost ceiling was reached")
             result = await driver.run_item(by_raw_id[str(item.id)])
             driver.record(result)
         finally:

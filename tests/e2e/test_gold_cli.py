@@ -159,6 +159,19 @@ def test_override_file_reports_bad_lines(ids: list[str], tmp_path: Path) -> None
             "--field 'colour' cannot be set on entity",
         ),
         (["gold", "review", "small", "--item", "nope"], "no built gold for item 'nope'"),
+        (  # the store's ``version`` is this command's --dataset-version
+            [
+                "gold",
+                "build",
+                "--dataset",
+                "small",
+                "--models",
+                "fake:m1",
+                "--dataset-version",
+                "x",
+            ],
+            "--dataset-version must be a number for a local dataset, got 'x'",
+        ),
     ],
 )
 def test_bad_gold_options(ids: list[str], args: list[str], message: str) -> None:
