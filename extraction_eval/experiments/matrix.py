@@ -735,7 +735,7 @@ def run_matrix_langfuse(
     cells = matrix.cells()
     _check_names(store, matrix, cells)
     timeout_s = lfm.verify_timeout_s() if base.verify else 0.0
-    lfm._install_log_filter()
+    lfm.install_log_filter()
     lf = connect()  # checks the keys and the server before anything is spent
     try:
         dataset = LangfuseDatasetBackend(lf).load_for_run(
