@@ -577,7 +577,8 @@ def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[s
     """An overrides file (JSONL: item_id, action, kind, target, field, value, reason, author).
 
     A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form (the
-    file by its name, as every JSONL reader) and the rest is read; ``value`` of an ``add`` may be the object itself (it is stored as JSON)."""
+    file by its name, as every JSONL reader) and the rest is read; ``value`` of an ``add``
+    may be the object itself (it is stored as JSON)."""
     from extraction_eval.datasets.lines import warning
     from extraction_eval.evaluators.vote import check_override
 
