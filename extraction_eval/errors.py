@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -66,12 +67,25 @@ class SchemaFailure(ExtractionEvalError):
 
 class InvalidValue(UsageError, ValueError):
     """A configuration field has a value that cannot work (``field`` names it; the CLI shows
-    the matching ``--flag``). A ``ValueError`` too, so ``except ValueError`` callers still work."""
+    the matching ``--flag``). A ``ValueError`` too, so ``except ValueError`` callers still work.
 
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field} {problem}")
+    A problem that points at other fields writes each as ``{field}`` and lists it in
+    ``mentions``: the message names it as the API does (``price_in``), the CLI as its flag
+    (``problem_as(flag)``), so the library never spells a CLI flag."""
+
+    def __init__(self, field: str, problem: str, *, mentions: Sequence[str] = ()) -> None:
         self.field = field
-        self.problem = problem
+        self.mentions = tuple(mentions)
+        self._template = problem
+        self.problem = self.problem_as(str)
+        super().__init__(f"{field} {self.problem}")
+
+    def problem_as(self, name: Callable[[str], str]) -> str:
+        """The problem with each mentioned field spelled by ``name`` (the CLI: its flag)."""
+        text = self._template
+        for mentioned in self.mentions:
+            text = text.replace("{" + mentioned + "}", name(mentioned))
+        return text
 
 
 def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str:

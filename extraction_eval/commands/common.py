@@ -38,7 +38,7 @@ def flag(field: str) -> str:
 def error_line(exc: ExtractionEvalError) -> str:
     """The one line a user sees; a config field is shown as the flag they typed."""
     if isinstance(exc, InvalidValue):
-        return f"{flag(exc.field)} {exc.problem}"
+        return f"{flag(exc.field)} {exc.problem_as(flag)}"
     return one_line(exc)
 
 

@@ -197,7 +197,8 @@ def check_estimate(max_cost: float | None, estimate: CostEstimate, spent: float 
         raise InvalidValue(
             "max_cost",
             f"cannot be checked: the run's cost cannot be estimated ({why});"
-            " give prices with --price-in/--price-out",
+            " give prices with {price_in}/{price_out}",
+            mentions=("price_in", "price_out"),
         )
     total = spent + estimate.usd
     if total > max_cost:

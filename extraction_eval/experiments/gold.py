@@ -304,7 +304,12 @@ class _Runs:
 
 
 def _load_items(config: GoldConfig, backend: DatasetBackend) -> list[DatasetItem]:
-    items = backend.get_items(config.dataset, version=config.dataset_version)
+    try:
+        items = backend.get_items(config.dataset, version=config.dataset_version)
+    except InvalidValue as exc:  # the backend's ``version`` is this config's dataset_version
+        if exc.field != "version":
+            raise
+        raise InvalidValue("dataset_version", exc.problem) from None
     if not items:
         raise UsageError(f"dataset {config.dataset!r} has no items")
     return items
@@ -571,8 +576,9 @@ def review_items(
 def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[str]]:
     """An overrides file (JSONL: item_id, action, kind, target, field, value, reason, author).
 
-    A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form and the
-    rest is read; ``value`` of an ``add`` may be the object itself (it is stored as JSON)."""
+    A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form (the
+    file by its name, as every JSONL reader) and the rest is read; ``value`` of an ``add``
+    may be the object itself (it is stored as JSON)."""
     from extraction_eval.datasets.lines import warning
     from extraction_eval.evaluators.vote import check_override
 
@@ -596,7 +602,7 @@ def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[s
             override = GoldOverride.model_validate({**raw, "dataset": dataset})
             check_override(override)
         except (ValueError, TypeError) as exc:
-            problems.append(warning(str(path), number, item_id, one_line(exc)))
+            problems.append(warning(path.name, number, item_id, one_line(exc)))
             continue
         found.append(override)
     return found, problems

@@ -121,7 +121,8 @@ class _DropHandledItemFailures(logging.Filter):
 _item_failure_filter = _DropHandledItemFailures()
 
 
-def _install_log_filter() -> None:
+def install_log_filter() -> None:
+    """Hide the SDK's log line for items we recorded as failed (a matrix calls it too)."""
     logger = logging.getLogger("langfuse")
     if _item_failure_filter not in logger.filters:
         logger.addFilter(_item_failure_filter)
@@ -232,7 +233,7 @@ def run_langfuse(
     After the run: ``VerificationError`` when LangFuse lacks data (unless ``verify=False``).
     """
     timeout_s = verify_timeout_s() if config.verify else 0.0
-    _install_log_filter()
+    install_log_filter()
     # checks the keys and the server before anything is spent
     lf = connect(flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT)
     try:
@@ -244,7 +245,7 @@ def run_langfuse(
 def plan_langfuse(config: RunConfig, *, store: LocalStore) -> RunPlan:
     """What a LangFuse-mode run would do (its dataset and prompt from LangFuse), without
     running or creating anything: ``--dry-run``'s estimate."""
-    _install_log_filter()
+    install_log_filter()
     lf = connect()
     try:
         dataset = LangfuseDatasetBackend(lf).load_for_run(
@@ -359,7 +360,7 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         nonlocal unfinished
         try:
             if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
-                raise ItemFailed("not run: the --max-cost budget was reached")
+                raise ItemFailed("not run: the run's cost ceiling was reached")
             result = await driver.run_item(by_raw_id[str(item.id)])
             driver.record(result)
         finally:

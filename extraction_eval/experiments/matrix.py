@@ -138,7 +138,9 @@ class MatrixConfig:
         if self.base.retry_errors:
             raise InvalidValue("retry_errors", "is not supported by a matrix (use resume)")
         if self.base.resume and self.name is None:
-            raise InvalidValue("resume", "needs the matrix's --name (the prefix of its runs)")
+            raise InvalidValue(
+                "resume", "needs the matrix's {name} (the prefix of its runs)", mentions=("name",)
+            )
         _distinct_names(self.models, self.prompt_labels)
 
     def named(self) -> MatrixConfig:
@@ -476,7 +478,8 @@ def _check_names(store: LocalStore, matrix: MatrixConfig, cells: Sequence[Cell])
             raise InvalidValue(
                 "resume",
                 f"is needed to continue matrix {matrix.name!r}: run {cell.name!r} on dataset"
-                f" {matrix.base.dataset!r} exists already (or choose another --name)",
+                f" {matrix.base.dataset!r} exists already (or choose another {{name}})",
+                mentions=("name",),
             )
 
 
@@ -583,7 +586,7 @@ def _not_started(cell: Cell, prep: PreparedRun) -> CellOutcome:
     was deleted (as any run that recorded nothing); ``--resume`` with a higher ceiling runs
     it."""
     run = replace(prep.run, status=NOT_STARTED, summary=None)
-    return CellOutcome(cell, run, warnings=[f"{NOT_STARTED}; --resume with a higher ceiling"])
+    return CellOutcome(cell, run, warnings=[f"{NOT_STARTED}; resume it with a higher ceiling"])
 
 
 def share_budget(max_cost: float | None, preps: Sequence[PreparedRun]) -> Budget | None:
@@ -737,7 +740,7 @@ def run_matrix_langfuse(
     cells = matrix.cells()
     _check_names(store, matrix, cells)
     timeout_s = lfm.verify_timeout_s() if base.verify else 0.0
-    lfm._install_log_filter()
+    lfm.install_log_filter()
     lf = connect()  # checks the keys and the server before anything is spent
     try:
         dataset = LangfuseDatasetBackend(lf).load_for_run(

@@ -43,6 +43,8 @@ from extraction_eval.validation import check_int
 # item id -> the item (text, gold, schema) of a run's dataset version
 GoldLoader = Callable[[RunRecord], Mapping[str, DatasetItem]]
 _SHOWN_IDS = 20
+# how a forced comparison's warning starts (the HTML report shortens it to this)
+RUNS_DIFFER = "the runs differ"
 
 
 def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
@@ -530,9 +532,7 @@ def _epilogue(
                 + (f" (only in B: {_shown(only_in_b)})" if only_in_b else ""),
             )
     if differences:
-        warnings.insert(
-            0, "compared with --force although the runs differ: " + "; ".join(differences)
-        )
+        warnings.insert(0, f"{RUNS_DIFFER} (compared anyway, forced): " + "; ".join(differences))
     if not_in_gold:
         warnings.append(
             f"{len(not_in_gold)} items are not in {a.name!r}'s dataset version and were left "

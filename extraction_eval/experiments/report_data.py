@@ -28,7 +28,7 @@ from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import scoring_config
-from extraction_eval.experiments.paired import RunComparison, compare_stored_runs
+from extraction_eval.experiments.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
@@ -486,9 +486,7 @@ def comparison_view(result: RunComparison) -> dict[str, Any]:
         f" two-sided p = {mc.p_value:.4g}.",
     ]
     for warning in result.warnings:  # e.g. B scored differently, items in one run only
-        extras.append(
-            warning.replace("compared with --force although the runs differ", "the runs differ")
-        )
+        extras.append(warning.replace(f"{RUNS_DIFFER} (compared anyway, forced)", RUNS_DIFFER))
     types = [
         {
             "kind": t.kind,

@@ -268,6 +268,29 @@ def test_bad_value_is_one_error_line_exit_2_and_nothing_persisted(
     assert not Path(files["NODIR"]).parent.exists()
 
 
+# The library names API fields (in its problem text too); the CLI shows each as its flag.
+FLAGGED: list[tuple[list[str], tuple[str, ...]]] = [
+    (
+        ["run", "--pipeline", PIPE, "--max-cost", "1"],
+        ("error: --max-cost cannot be checked", "give prices with --price-in/--price-out"),
+    ),
+    (["matrix", "--model", "fake:a", "--resume"], ("error: --resume needs the matrix's --name",)),
+    (
+        ["datasets", "show", "extraction-eval", "--version", "abc"],
+        ("error: --version must be a number for a local dataset, got 'abc'",),
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "parts"), FLAGGED, ids=[" ".join(a) for a, _ in FLAGGED])
+def test_the_cli_names_the_flags_the_library_names_as_fields(
+    argv: list[str], parts: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _call(main, argv, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(parts[0]) and all(p in err for p in parts), err
+
+
 def test_help_still_works(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _call(main, ["run", "--help"], capsys)
     assert code == 0 and "--max-attempts" in out

@@ -134,7 +134,8 @@ def test_override_file_reports_bad_lines(ids: list[str], tmp_path: Path) -> None
     code, out, err = cli("gold", "override", "small", "--file", str(f))
     assert code == 0, err
     assert "stored 1 overrides" in out
-    assert f"overrides.jsonl:2 (id {ids[1]}): target" in err
+    # the one line-warning format, the file by its name as in `score` and `datasets upload`
+    assert f"warning: overrides.jsonl:2 (id {ids[1]}): target" in " ".join(err.split()), err
     code, out, err = cli("gold", "build", "--dataset", "small", "--models", MODELS)
     assert code == 0, err
     names = [e.name for e in LocalStore().get_items("small")[0].expected.entities]
@@ -159,6 +160,19 @@ def test_override_file_reports_bad_lines(ids: list[str], tmp_path: Path) -> None
             "--field 'colour' cannot be set on entity",
         ),
         (["gold", "review", "small", "--item", "nope"], "no built gold for item 'nope'"),
+        (  # the store's ``version`` is this command's --dataset-version
+            [
+                "gold",
+                "build",
+                "--dataset",
+                "small",
+                "--models",
+                "fake:m1",
+                "--dataset-version",
+                "x",
+            ],
+            "--dataset-version must be a number for a local dataset, got 'x'",
+        ),
     ],
 )
 def test_bad_gold_options(ids: list[str], args: list[str], message: str) -> None:

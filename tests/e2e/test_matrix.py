@@ -310,7 +310,9 @@ def test_repeats_report_per_item_agreement_equal_to_a_hand_count() -> None:
     assert spread.std == pytest.approx(statistics.stdev(per_run))
 
 
-def test_resume_continues_only_the_unfinished_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_continues_only_the_unfinished_cells(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The first invocation is interrupted after cells 0 and 1 finished and cell 2 did one
     item (cell 3 none); ``resume`` then calls the model only for what is left, and leaves
     the finished cells' runs as they were."""
@@ -341,8 +343,15 @@ def test_resume_continues_only_the_unfinished_cells(monkeypatch: pytest.MonkeyPa
     assert len(a.calls) == 6 and len(b.calls) == 1
 
     monkeypatch.setattr(matrix_module, "run_bounded", real)
-    with pytest.raises(InvalidValue, match="exists already"):  # the name is taken
+    with pytest.raises(InvalidValue, match="exists already") as taken:  # the name is taken
         run_matrix(matrix, store=store)
+    # the library names the field, the CLI its flag
+    assert taken.value.field == "resume" and str(taken.value).endswith("choose another name)")
+    argv = ["matrix", "--dataset", DATASET, "--name", "res", "--model", "fake:a", "--model"]
+    assert _cli([*argv, "fake:b", "--temperature", "0", "--temperature", "0.7"], monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --resume is needed to continue matrix 'res'"), err
+    assert "(or choose another --name)" in " ".join(err.split()), err
     resumed = run_matrix(
         MatrixConfig(
             models=matrix.models,
@@ -532,6 +541,11 @@ def test_max_cost_is_one_ceiling_for_the_whole_matrix_and_resume_finishes(
     assert len(a.calls) + len(b.calls) == 1  # one item, then the ceiling
     [stopped] = [c for c in first.cells if c.ran]
     assert stopped.run.status == "stopped: budget"
+    not_started = [w for w in first.warnings if "not started: budget" in w]
+    assert len(not_started) == 3  # the other three cells
+    assert all(
+        w.endswith("not started: budget; resume it with a higher ceiling") for w in not_started
+    )
     assert sum(c.run.summary["items"] for c in first.cells if c.run.summary) == 1
 
     second = run_matrix(matrix(10.0, resume=True), store=store)

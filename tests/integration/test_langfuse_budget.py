@@ -50,6 +50,14 @@ def test_langfuse_run_stops_at_the_ceiling_and_resumes_into_the_same_experiment(
     scored = {s["traceId"] for s in server.scores if s["name"] == "entity_f1" and s.get("traceId")}
     ran_traces = {r.trace_id for r in store.results(run.id)}
     assert ran_traces <= scored and len(scored) == 2
+    # the two items held back at the ceiling: ERROR traces whose message names no CLI flag
+    held = [
+        s["status"]["message"]
+        for s in server.spans_named("experiment-item-task")
+        if s["status"]["code"] == "ERROR"
+    ]
+    assert len(held) == 2 and all("not run: the run's cost ceiling was reached" in m for m in held)
+    assert not any("--" in m for m in held), held
 
     resumed = run_cli(*args, "--resume", "--max-cost", "1")
     assert resumed.exit_code == 0, resumed.stderr

@@ -13,7 +13,7 @@ from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     langfuse_item_id,
 )
-from extraction_eval.errors import BackendError, NotFoundError, UsageError
+from extraction_eval.errors import BackendError, InvalidValue, NotFoundError, UsageError
 from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship, Schema
 from tests.support.langfuse_server import FakeLangfuse
 
@@ -120,8 +120,9 @@ def test_version_timestamp_reads_the_items_as_they_were(server: FakeLangfuse, lf
     assert len(backend.get_items("versioned")) == 3
     assert [i.id for i in backend.get_items("versioned", version=v1)] == ["doc-1", "doc-2"]
     assert server.requests_to("/api/public/dataset-items", "GET")[-1].param("version")
-    with pytest.raises(UsageError, match="timestamps"):
+    with pytest.raises(UsageError, match="must be a timestamp for a LangFuse dataset") as info:
         backend.get_items("versioned", version=1)
+    assert isinstance(info.value, InvalidValue) and info.value.field == "version"
 
 
 def test_archived_items_are_not_served(lf: Any) -> None:

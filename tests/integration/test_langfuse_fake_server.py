@@ -6,6 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pydantic
+import pytest
+
 from tests.support.langfuse_server import FakeLangfuse
 
 
@@ -86,6 +89,50 @@ def test_score_read_back_shapes_follow_the_data_type(server: FakeLangfuse, lf: A
     values = {s.name: s.value for s in page.data}
     assert values == {"n": 0.25, "b": True, "c": "good"}
     assert {s.subject.id for s in page.data} == {trace.trace_id}
+
+
+def test_score_reads_have_the_v3_shape_the_sdk_parses(server: FakeLangfuse, lf: Any) -> None:
+    """Every score read (``GET /v3/scores``, experiment items' ``scores``) is a ScoreV3: the
+    value itself is typed by ``dataType`` (a CATEGORICAL score's category is its ``value``, a
+    BOOLEAN's is true/false) and there is no ``stringValue``. That is the v1/v2 shape
+    (``GET /v2/scores``: numeric ``value`` plus ``stringValue``), which neither the product
+    nor the fake reads; a v1-shaped row here would fail the SDK's own parsing."""
+    import httpx
+    from langfuse.api.core.pydantic_utilities import parse_obj_as
+    from langfuse.api.scores.types.get_scores_v3response import GetScoresV3Response
+
+    trace = server.seed_trace(input="x", output="{}")
+    posted = {"n": (0.25, "NUMERIC"), "b": (1, "BOOLEAN"), "c": ("good", "CATEGORICAL")}
+    posted["t"] = ("free text", "TEXT")
+    for name, (value, data_type) in posted.items():
+        lf.create_score(name=name, value=value, trace_id=trace.trace_id, data_type=data_type)
+    lf.flush()
+    public, secret = server.new_keys("raw-read")
+    raw = httpx.get(
+        f"{server.base_url}/api/public/v3/scores",
+        params={"traceId": trace.trace_id},
+        auth=(public, secret),
+    ).json()
+    rows = {row["name"]: row for row in raw["data"]}
+    assert {n: (r["value"], r["dataType"]) for n, r in rows.items()} == {
+        "n": (0.25, "NUMERIC"),
+        "b": (True, "BOOLEAN"),
+        "c": ("good", "CATEGORICAL"),
+        "t": ("free text", "TEXT"),
+    }
+    assert not any("stringValue" in r for r in rows.values())
+    parsed = parse_obj_as(GetScoresV3Response, raw)  # what lf.api.scores.get_many does
+    assert {s.name: s.value for s in parsed.data} == {
+        "n": 0.25,
+        "b": True,
+        "c": "good",
+        "t": "free text",
+    }
+    with pytest.raises(pydantic.ValidationError):  # the v1 shape is not a v3 score
+        parse_obj_as(
+            GetScoresV3Response,
+            {"data": [{**rows["c"], "value": 0, "stringValue": "good"}], "meta": raw["meta"]},
+        )
 
 
 def test_server_errors_on_score_batches_are_retried_by_the_sdk(

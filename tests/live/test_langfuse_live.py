@@ -143,6 +143,11 @@ def test_run_experiment_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
         assert result.trace_url.endswith(result.trace_id)
     # failure categories are CATEGORICAL scores the server stored as such
     tagged = next(r for r in outcome.results if r.categories)
+    # v3 (what the product and the loopback fake read): the category is the value itself
+    v3 = _get("v3/scores", traceId=tagged.trace_id, name="failure_category")["data"]
+    assert {s["value"] for s in v3} == set(tagged.categories)
+    assert {s["dataType"] for s in v3} == {"CATEGORICAL"}
+    # v1/v2 shape (deprecated GET /v2/scores): a numeric value plus stringValue
     stored = _get("v2/scores", traceId=tagged.trace_id, name="failure_category")["data"]
     assert {s["stringValue"] for s in stored} == set(tagged.categories)  # value is numeric
     assert {s["dataType"] for s in stored} == {"CATEGORICAL"}

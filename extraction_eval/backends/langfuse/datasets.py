@@ -26,7 +26,7 @@ from extraction_eval.backends.base import (
 )
 from extraction_eval.backends.langfuse.client import close_client, connect
 from extraction_eval.backends.langfuse.errors import api_errors
-from extraction_eval.errors import NotFoundError, UsageError
+from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
 from extraction_eval.types import DatasetItem
 
 if TYPE_CHECKING:
@@ -62,14 +62,15 @@ def _parse_version(version: int | str | datetime | None) -> datetime | None:
     if isinstance(version, datetime):
         return version if version.tzinfo else version.replace(tzinfo=UTC)
     if isinstance(version, int) or not str(version).strip():
-        raise UsageError(
-            "LangFuse dataset versions are timestamps (as `datasets show` prints them,"
-            f" e.g. 2026-01-31T12:00:00.000Z), got {version!r}"
+        raise InvalidValue(
+            "version",
+            "must be a timestamp for a LangFuse dataset (as `datasets show` prints them,"
+            f" e.g. 2026-01-31T12:00:00.000Z), got {version!r}",
         )
     try:
         ts = datetime.fromisoformat(str(version).strip().replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(f"not an ISO timestamp: {version!r}") from None
+        raise InvalidValue("version", f"is not an ISO timestamp: {version!r}") from None
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 

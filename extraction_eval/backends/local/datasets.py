@@ -17,7 +17,7 @@ from extraction_eval.backends.base import (
     payload_text,
 )
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
-from extraction_eval.errors import NotFoundError, UsageError
+from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
 from extraction_eval.types import DatasetItem
 
 
@@ -244,7 +244,7 @@ def _resolve_version(
     """(dataset id, version number) of ``name`` at ``version`` (default: the latest)."""
     if isinstance(version, str):
         if not version.isdigit():
-            raise UsageError(f"--version: local dataset versions are numbers, got {version!r}")
+            raise InvalidValue("version", f"must be a number for a local dataset, got {version!r}")
         version = int(version)
     row = _require_dataset(conn, name)
     current = int(row["version"])
