@@ -206,7 +206,12 @@ def plan(
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
     read_all, read_texts = _item_sources(config, store, items, dataset_version)
-    texts = dict(read_texts())  # id -> text, dataset order: the context index's input
+    try:
+        texts = dict(read_texts())  # id -> text, dataset order: the context index's input
+    except InvalidValue as exc:  # the store's ``version`` is this config's dataset_version
+        if exc.field != "version":
+            raise
+        raise InvalidValue("dataset_version", exc.problem) from None
     item_ids = list(texts)
     if not item_ids:
         raise UsageError(f"dataset {config.dataset!r} has no items to run")

@@ -54,6 +54,17 @@ def test_a_local_dataset_version_that_is_not_a_number() -> None:
     assert error_line(info.value) == "--version must be a number for a local dataset, got 'abc'"
 
 
+def test_a_run_names_its_own_dataset_version_field() -> None:
+    from extraction_eval.experiments.run import run_experiment
+
+    store = LocalStore()
+    config = RunConfig(dataset=SAMPLE_DATASET, dataset_version="abc", backend="local")
+    with pytest.raises(InvalidValue) as info:
+        run_experiment(config, store=store)
+    assert info.value.field == "dataset_version" and "--" not in str(info.value)
+    assert store.list_runs() == []  # refused before the run existed
+
+
 def test_a_gold_build_names_its_own_dataset_version_field() -> None:
     config = GoldConfig(
         dataset=SAMPLE_DATASET, models=parse_models(["fake:m1"]), dataset_version="abc"
