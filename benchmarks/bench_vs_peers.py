@@ -141,15 +141,26 @@ def mode_a(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.experiments import driver  # where finalize is called
     from extraction_eval.experiments.run import run_experiment
 
+    from extraction_eval.experiments import local_mode
+
     store = LocalStore(seed=False)
     config = _our_config(args, "local")
     finalize = time_calls(driver, "finalize")
+    started: list[float] = []
+    schedule = local_mode.run_bounded
+
+    def first_item(*a: Any, **k: Any) -> Any:  # when the setup is over and items start
+        started.append(time.perf_counter())
+        return schedule(*a, **k)
+
+    local_mode.run_bounded = first_item  # type: ignore[assignment]
     with Timed() as t:
         outcome = run_experiment(config, store=store)
     return {
         "wall": t.wall,
         "cpu": t.cpu,
         "finalize": finalize[0],
+        "setup": started[0] - t.wall0 if started else None,
         "results": len(outcome.results),
         "cache_hits": sum(r.cache_hit for r in outcome.results),
         "errors": outcome.summary.errors,
@@ -458,6 +469,8 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
     extra = ""
     if "finalize" in f:
         extra = f"  of which finalize (bootstrap CIs, summary) {f['finalize']:.2f}s"
+        if f.get("setup") is not None:
+            extra += f", setup (store, items, prompt, estimate) {f['setup']:.2f}s"
     if "wall_no_readback" in f:
         extra = (
             f"  without read-back {f['wall_no_readback']:.2f}s"

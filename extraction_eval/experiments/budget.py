@@ -103,22 +103,53 @@ def item_tokens(
     prompt: PromptTemplate,
     *,
     count: TokenCounter = chars_per_token,
-    contracts: dict[str, int] | None = None,
+    contracts: dict[Any, Any] | None = None,
 ) -> tuple[int, int]:
-    """(input, output) tokens of one item's call; ``contracts`` memoises the schema's size."""
-    tokens_in = sum(
-        count(m.content) + MESSAGE_OVERHEAD_TOKENS for m in prompt.compile(item.text, item.schema_)
-    )
-    tokens_in += _contract_tokens(item.schema_, count, contracts if contracts is not None else {})
+    """(input, output) tokens of one item's call; ``contracts`` memoises what depends on the
+    schema only (the output contract's size; at the default rate, each message's length
+    without the text and how often the text appears in it)."""
+    memo: dict[Any, Any] = contracts if contracts is not None else {}
+    key = json.dumps(item.schema_.model_dump(mode="json"), sort_keys=True) if item.schema_ else ""
+    if count is chars_per_token:  # a message's length is linear in the text's: no rendering
+        tokens_in = sum(
+            math.ceil((bare + times * len(item.text)) / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+            for bare, times in _message_shapes(prompt, item.schema_, key, memo)
+        )
+    else:
+        tokens_in = sum(
+            count(m.content) + MESSAGE_OVERHEAD_TOKENS
+            for m in prompt.compile(item.text, item.schema_)
+        )
+    tokens_in += _contract_tokens(item.schema_, key, count, memo)
     answer = json.dumps(extraction_payload(item.expected), ensure_ascii=False)
     return tokens_in, count(answer)
 
 
-def _contract_tokens(schema: Schema | None, count: TokenCounter, memo: dict[str, int]) -> int:
-    key = json.dumps(schema.model_dump(mode="json"), sort_keys=True) if schema else ""
+def _message_shapes(
+    prompt: PromptTemplate, schema: Schema | None, key: str, memo: dict[Any, Any]
+) -> list[tuple[int, int]]:
+    """Per message: (length rendered with an empty text, times the text is inserted). The
+    template is filled in one pass, so a rendered message is exactly that long plus the
+    text's length for each insertion."""
+    memo_key = ("shapes", id(prompt), key)
+    if memo_key not in memo:
+        empty = prompt.compile("", schema)
+        one = prompt.compile("x", schema)
+        memo[memo_key] = [
+            (len(a.content), len(b.content) - len(a.content))
+            for a, b in zip(empty, one, strict=True)
+        ]
+    shapes: list[tuple[int, int]] = memo[memo_key]
+    return shapes
+
+
+def _contract_tokens(
+    schema: Schema | None, key: str, count: TokenCounter, memo: dict[Any, Any]
+) -> int:
     if key not in memo:
         memo[key] = count(json.dumps(extraction_json_schema(schema), separators=(",", ":")))
-    return memo[key]
+    tokens: int = memo[key]
+    return tokens
 
 
 def estimate_cost(
@@ -151,7 +182,7 @@ def estimate_cost(
     tokens_in = tokens_out = 0
     usd: float | None = 0.0
     reasons: list[str] = []
-    contracts: dict[str, int] = {}
+    contracts: dict[Any, Any] = {}
     rates = pricer.flat_rates()
     seen = 0
     for item in items:  # one pass, counting as it goes: the items are never all held

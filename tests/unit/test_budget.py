@@ -162,3 +162,31 @@ def test_run_bounded_starts_no_item_after_the_ceiling_and_finishes_those_in_flig
     assert started == ["i0", "i1", "i2", "i3"]
     assert recorded == started
     assert budget.spent_usd == pytest.approx(0.04)
+
+
+def test_the_default_rate_counts_without_rendering_exactly_as_rendering_does() -> None:
+    """At the default rate a message's length is computed from its shape (length without the
+    text, times the text is inserted); it must equal counting the rendered prompt."""
+    from extraction_eval.experiments.budget import chars_per_token, item_tokens
+    from extraction_eval.prompts.template import load_local_prompt
+    from extraction_eval.types import Schema
+
+    twice = PromptTemplate(
+        name="t2",
+        messages=[
+            {"role": "system", "content": "types: {{entity_types}}"},
+            {"role": "user", "content": "{{text}} / again: {{text}} {{unknown}}"},
+        ],
+    )
+    schema = Schema(entity_types=["person", "place"], relationship_types=["born_in"])
+    texts = ["", "abc", "ünïcödé 🙂 " * 7, "a {{text}} inside {{entity_types}}", "x" * 1001]
+    rendering = lambda text: chars_per_token(text)  # noqa: E731  (another counter: renders)
+    for prompt in (PROMPT, twice, load_local_prompt()):
+        memo: dict[object, object] = {}  # shared across items, as estimate_cost shares it
+        for n, text in enumerate(texts):
+            for item_schema in (None, schema):
+                item = DatasetItem(
+                    id=f"i{n}", text=text, expected=ITEMS[0].expected, schema_=item_schema
+                )
+                fast = item_tokens(item, prompt, contracts=memo)
+                assert fast == item_tokens(item, prompt, count=rendering), (prompt.name, text)
