@@ -602,18 +602,11 @@ def test_the_whole_matrix_runs_with_the_collector_kept_off_earlier_objects(
     the objects alive before the matrix back to the collector while other cells still run."""
     import gc
 
-    from extraction_eval.experiments.runner import ItemRunner
+    from tests.support.gc_watch import watch_freeze
 
     store = _setup()
     register_fake("a", _script())
-    frozen: list[int] = []
-    run_scored = ItemRunner.run_scored
-
-    async def watching(self: ItemRunner, item: Any) -> Any:
-        frozen.append(gc.get_freeze_count())
-        return await run_scored(self, item)
-
-    monkeypatch.setattr(ItemRunner, "run_scored", watching)
+    frozen = watch_freeze(monkeypatch)
     run_matrix(
         MatrixConfig(
             models=("fake:a",),

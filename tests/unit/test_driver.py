@@ -155,14 +155,9 @@ def test_objects_alive_before_a_run_are_kept_out_of_the_collector_during_it(
     about a fifth of the loop's CPU at concurrency 64); they go back afterwards."""
     import gc
 
-    frozen: list[int] = []
-    run_scored = ItemRunner.run_scored
+    from tests.support.gc_watch import watch_freeze
 
-    async def watching(self: ItemRunner, item: Any) -> Any:
-        frozen.append(gc.get_freeze_count())
-        return await run_scored(self, item)
-
-    monkeypatch.setattr(ItemRunner, "run_scored", watching)
+    frozen = watch_freeze(monkeypatch)
     assert gc.get_freeze_count() == 0
     asyncio.run(arun_local(_config("frozen"), store=LocalStore()))
     assert len(frozen) == 5 and min(frozen) > 1000
