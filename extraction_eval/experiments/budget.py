@@ -131,7 +131,7 @@ def _message_shapes(
     """Per message: (length rendered with an empty text, times the text is inserted). The
     template is filled in one pass, so a rendered message is exactly that long plus the
     text's length for each insertion."""
-    memo_key = ("shapes", id(prompt), key)
+    memo_key = ("shapes", prompt.content_hash, key)
     if memo_key not in memo:
         empty = prompt.compile("", schema)
         one = prompt.compile("x", schema)

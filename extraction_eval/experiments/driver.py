@@ -13,6 +13,7 @@ import asyncio
 import gc
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -106,6 +107,14 @@ async def answer_by_batch(prep: PreparedRun, store: LocalStore) -> None:
     prep.warnings.append(summary_line(results, asked))
 
 
+class _Freeze:
+    """How many runs of this process are inside ``gc_frozen``, and whether we froze."""
+
+    lock = threading.Lock()
+    depth = 0
+    ours = False
+
+
 @contextmanager
 def gc_frozen() -> Iterator[None]:
     """Keep the collector's full passes off everything alive before the run.
@@ -113,17 +122,24 @@ def gc_frozen() -> Iterator[None]:
     Imports (the SDKs, pydantic's schemas) leave about a million tracked objects that are
     never garbage; every full collection during the run walked them all again, which cost
     about a fifth of the loop's CPU at high concurrency (``benchmarks/bench_vs_peers.py``).
-    Frozen, they are skipped; they go back to the collector when the run ends. Nested runs
-    (a matrix, gold build) freeze once.
+    Frozen, they are skipped; they go back to the collector when the last run of the process
+    ends (runs side by side, or a matrix's cells, share one freeze). A freeze made by someone
+    else is left as it is.
     """
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+    with _Freeze.lock:
+        if _Freeze.depth == 0:
+            _Freeze.ours = gc.get_freeze_count() == 0
+            if _Freeze.ours:
+                gc.freeze()
+        _Freeze.depth += 1
     try:
         yield
     finally:
-        gc.unfreeze()
+        with _Freeze.lock:
+            _Freeze.depth -= 1
+            if _Freeze.depth == 0 and _Freeze.ours:
+                gc.unfreeze()
+                _Freeze.ours = False
 
 
 class Driver:
@@ -146,6 +162,9 @@ class Driver:
         # (scored once, in ``run_item``): finalize re-scores only what earlier ones stored
         self.folded = SummaryAccumulator(prep.runner.scoring)
         self._folded_ids: set[str] = set()
+        # the fold cannot be trusted (an item recorded twice, or a fold cut short): finalize
+        # then re-scores every stored result, as it did before results were folded
+        self._refold = False
         self._scored: dict[str, ItemScore] = {}  # between an item's run and its record
         self.write_errors: list[str] = []
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
@@ -158,8 +177,9 @@ class Driver:
         """The pipeline call, scored (never raises for the item's own failure)."""
         self._size_thread_pool()
         result, scored = await self.prep.runner.run_scored(item)
+        bound = self.scores.bind(result)  # may raise (LangFuse): then nothing is kept here
         self._scored[item.id] = scored
-        return self.scores.bind(result)
+        return bound
 
     def record(self, result: ItemResult) -> None:
         """The result sink: the mirror first (never lose an item), then progress and scores.
@@ -175,9 +195,7 @@ class Driver:
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
-            if scored is not None and result.item_id not in self._folded_ids:
-                self.folded.add(result, scored)
-                self._folded_ids.add(result.item_id)
+            self._fold(result, scored)
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
@@ -198,6 +216,15 @@ class Driver:
     def stopped_by_budget(self) -> bool:
         budget = self.prep.budget
         return budget is not None and budget.held_back > 0 and self._not_run() > 0
+
+    def _fold(self, result: ItemResult, scored: ItemScore | None) -> None:
+        if scored is None or result.item_id in self._folded_ids:
+            self._refold = True  # recorded twice, or not run through ``run_item``
+            return
+        unfinished, self._refold = self._refold, True  # stays set if the fold is cut short
+        self.folded.add(result, scored)
+        self._folded_ids.add(result.item_id)
+        self._refold = unfinished
 
     def _unfolded(self) -> Iterator[DatasetItem]:
         """The run's items whose results are not folded yet (none, unless resumed)."""
@@ -244,10 +271,16 @@ class Driver:
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
             if not (status != "finished" and discard_if_empty(self.store, prep)):
-                summary = finalize(
-                    self.store, prep.run, self._unfolded(), prep.runner, status=status,
-                    folded=self.folded,
-                )  # fmt: skip
+                if self._refold or status == "interrupted":  # an exception may have cut a
+                    # fold short (a Ctrl-C lands anywhere): re-score everything stored
+                    summary = finalize(
+                        self.store, prep.run, prep.iter_items(), prep.runner, status=status
+                    )
+                else:
+                    summary = finalize(
+                        self.store, prep.run, self._unfolded(), prep.runner, status=status,
+                        folded=self.folded,
+                    )  # fmt: skip
                 self._closed = summary
                 self.scores.post_run(summary)
 

@@ -347,13 +347,14 @@ def finalize(
     """Fold the stored results of ``items`` into the run summary and record the run-level
     scores.
 
-    ``folded`` holds results already folded as they finished (the run's own, scored once);
-    ``items`` are then the rest (e.g. those an earlier invocation finished), re-scored from
-    the store (cheap, pure): a resumed run aggregates over all its items. ``items`` is read
+    ``folded`` holds results already folded as they finished (the run's own, scored once;
+    it is added to, not copied); ``items`` are then the rest (e.g. those an earlier
+    invocation finished), re-scored from the store (cheap, pure): a resumed run aggregates
+    over all its items. ``items`` is read
     once, in dataset order, ``batch_size`` at a time, each batch with its stored results:
     neither the items nor the results are ever all in memory.
     """
-    acc = folded or SummaryAccumulator(runner.scoring)
+    acc = folded if folded is not None else SummaryAccumulator(runner.scoring)
     source, expected = iter(items), acc.items
     while batch := list(islice(source, batch_size)):
         expected += len(batch)

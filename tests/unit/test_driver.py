@@ -5,6 +5,8 @@ as items finish, and the collector kept off what was alive before the run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -125,6 +127,80 @@ def test_the_summary_is_folded_as_items_finish_and_only_earlier_results_are_resc
     assert again.summary.values == one_shot.summary.values
     stored = store.get_run("fold", DATASET)
     assert stored is not None and stored.summary == again.summary.to_json()
+    # and both equal re-scoring every stored result, as finalize did before the fold
+    assert _rescored(store, "fold", items) == again.summary.to_json()
+    assert _rescored(store, "one-shot", items) == one_shot.summary.to_json()
+
+
+def _rescored(store: LocalStore, name: str, items: list[Any]) -> dict[str, Any]:
+    from extraction_eval.evaluators import ContextIndex
+    from extraction_eval.experiments.runner import Rescorer, finalize
+
+    run = store.get_run(name, DATASET)
+    assert run is not None
+    scorer = Rescorer(ScoringConfig(), ContextIndex({i.id: i.text for i in items}))
+    return finalize(store, run, items, scorer, status=run.status).to_json()
+
+
+def test_a_fold_cut_short_falls_back_to_rescoring_every_stored_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C (or any error) in the middle of folding one result must not count it twice:
+    the run is summarised from what the store holds."""
+    from extraction_eval.evaluators.report import ReportAccumulator
+
+    store = LocalStore()
+    add, seen = ReportAccumulator.add, []
+
+    def interrupted_third(self: ReportAccumulator, score: Any) -> None:
+        seen.append(score.item_id)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        add(self, score)
+
+    monkeypatch.setattr(ReportAccumulator, "add", interrupted_third)
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(arun_local(_config("cut", concurrency=1), store=store))
+    monkeypatch.setattr(ReportAccumulator, "add", add)
+    run = store.get_run("cut", DATASET)
+    assert run is not None and run.status == "interrupted" and run.summary is not None
+    stored = store.results(run.id)
+    assert len(stored) == 3  # the third item's row was written before its fold
+    assert run.summary["items"] == 3 and run.summary["report"]["items"] == 3
+
+
+def test_an_error_swallowed_by_the_scheduler_mid_fold_still_counts_each_item_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LangFuse's ``run_experiment`` catches a task's exception and goes on: a fold cut short
+    there leaves a finished run whose summary must still come from the store."""
+    from extraction_eval.evaluators.report import ReportAccumulator
+    from extraction_eval.experiments.driver import Driver
+    from extraction_eval.experiments.prepare import prepare
+
+    store = LocalStore()
+    add, calls = ReportAccumulator.add, []
+
+    def broken_second(self: ReportAccumulator, score: Any) -> None:
+        calls.append(score.item_id)
+        if len(calls) == 2:  # once: half of the second item is folded, then it fails
+            raise RuntimeError("fold failed")
+        add(self, score)
+
+    monkeypatch.setattr(ReportAccumulator, "add", broken_second)
+    prep = prepare(_config("swallowed"), store)
+    driver = Driver(prep, store)
+
+    async def schedule() -> None:
+        for item in prep.iter_todo():
+            result = await driver.run_item(item)
+            with contextlib.suppress(RuntimeError):  # what the SDK does with a task's error
+                driver.record(result)
+
+    with driver.running():
+        asyncio.run(schedule())
+    summary = driver.outcome().summary
+    assert summary.items == 5 and summary.report["items"] == 5
 
 
 def test_summary_figures_do_not_depend_on_the_order_items_finish_in() -> None:
@@ -162,3 +238,32 @@ def test_objects_alive_before_a_run_are_kept_out_of_the_collector_during_it(
     asyncio.run(arun_local(_config("frozen"), store=LocalStore()))
     assert len(frozen) == 5 and min(frozen) > 1000
     assert gc.get_freeze_count() == 0
+
+
+def test_runs_side_by_side_share_one_freeze_and_leave_someone_elses_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from tests.support.gc_watch import watch_freeze
+
+    frozen = watch_freeze(monkeypatch)
+    store = LocalStore()
+
+    async def both() -> None:  # the short run ends first: the long one must stay frozen
+        await asyncio.gather(
+            arun_local(replace(_config("short", concurrency=1), limit=1), store=store),
+            arun_local(replace(_config("long", concurrency=1), limit=6), store=store),
+        )
+
+    asyncio.run(both())
+    assert len(frozen) == 7 and min(frozen) > 1000
+    assert gc.get_freeze_count() == 0
+
+    gc.freeze()  # a freeze the process made itself stays after our run
+    try:
+        before = gc.get_freeze_count()
+        asyncio.run(arun_local(_config("theirs"), store=store))
+        assert before > 1000 and gc.get_freeze_count() > before // 2  # not thawed (0)
+    finally:
+        gc.unfreeze()
