@@ -138,10 +138,11 @@ def _our_config(args: argparse.Namespace, backend: str) -> Any:
 
 def mode_a(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments import driver  # where finalize is called
+    from extraction_eval.experiments import (
+        driver,  # where finalize is called
+        local_mode,
+    )
     from extraction_eval.experiments.run import run_experiment
-
-    from extraction_eval.experiments import local_mode
 
     store = LocalStore(seed=False)
     config = _our_config(args, "local")
@@ -259,6 +260,12 @@ def worker(args: argparse.Namespace) -> None:
     import openai  # noqa: F401  (imported before timing in every mode: import time is not compared)
 
     logging_quiet()
+    if args.no_gc_freeze:  # our modes as before the run froze the objects alive before it
+        from contextlib import nullcontext
+
+        from extraction_eval.experiments import driver
+
+        driver.gc_frozen = nullcontext  # type: ignore[assignment]
     run = {
         "a": mode_a,
         "b": mode_b,
@@ -355,6 +362,7 @@ def _measure(mode: str, concurrency: int, run: int, ctx: dict[str, Any]) -> dict
         *(["--profile", ctx["profile"]] if ctx["profile"] else []),
         "--transport",
         ctx["transport"],
+        *(["--no-gc-freeze"] if ctx["no_gc_freeze"] else []),
     ]
     env = {**os.environ, "EXTRACTION_EVAL_HOME": ctx["home"], "OPENAI_API_KEY": "bench"}
     env["LANGFUSE_PUBLIC_KEY"], env["LANGFUSE_SECRET_KEY"] = public, secret
@@ -435,6 +443,7 @@ def orchestrate(args: argparse.Namespace) -> None:
             "langfuse_url": langfuse_url,
             "profile": args.profile,
             "transport": args.transport,
+            "no_gc_freeze": args.no_gc_freeze,
             "server_pids": {"openai": openai_proc.pid, "langfuse": lf_proc.pid},
         }
         print(
@@ -444,7 +453,8 @@ def orchestrate(args: argparse.Namespace) -> None:
         )
         print(
             f"items={n} latency={args.latency}s concurrency={','.join(map(str, concurrencies))}"
-            f" repeat={args.repeat} our transport={args.transport};"
+            f" repeat={args.repeat} our transport={args.transport}"
+            f"{' gc freeze OFF' if args.no_gc_freeze else ''};"
             " servers in their own processes, one fresh process per run"
         )
         table: dict[tuple[int, str], list[dict[str, Any]]] = {}
@@ -554,6 +564,11 @@ def main() -> None:
         choices=["aiohttp", "httpx"],
         default="aiohttp",
         help="our modes' OpenAI client transport (http_transport; default aiohttp)",
+    )
+    parser.add_argument(
+        "--no-gc-freeze",
+        action="store_true",
+        help="our modes without freezing the objects alive before the run (to show its effect)",
     )
     # worker-only arguments (the orchestrator passes them)
     parser.add_argument("--worker", choices=sorted(MODES), help=argparse.SUPPRESS)
