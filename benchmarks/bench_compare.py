@@ -68,7 +68,7 @@ def _noisy(row: dict[str, object], rng: random.Random, drop: float, retype: floa
 def build(store_dir: Path, n: int, changed: float) -> None:
     os.environ["EXTRACTION_EVAL_HOME"] = str(store_dir)
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.evaluators import ScoringConfig, score_item
+    from extraction_eval.evaluators import ScoringConfig, score_dataset_item
     from extraction_eval.evaluators.paired import counts_key, encode_counts
     from extraction_eval.types import DatasetItem, Extraction, ItemResult
 
@@ -77,15 +77,7 @@ def build(store_dir: Path, n: int, changed: float) -> None:
 
     def counts(item: DatasetItem, pred: Extraction | None) -> str:
         """What the runner stores with the result (ItemRunner.counts)."""
-        score = score_item(
-            item_id=item.id,
-            text=item.text,
-            gold=item.expected,
-            pred=pred,
-            config=scoring,
-            schema=item.schema_,
-        )
-        return encode_counts(score, key=key)
+        return encode_counts(score_dataset_item(item, pred, scoring), key=key)
 
     sentences = _sentences()
     items = []

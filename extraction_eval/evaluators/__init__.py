@@ -20,6 +20,7 @@ from extraction_eval.evaluators.item import (
     Grounding,
     ItemScore,
     TypeCount,
+    score_dataset_item,
     score_item,
 )
 from extraction_eval.evaluators.matching import (
@@ -67,5 +68,6 @@ __all__ = [
     "item_scores",
     "precision",
     "recall",
+    "score_dataset_item",
     "score_item",
 ]

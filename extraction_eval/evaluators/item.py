@@ -44,7 +44,7 @@ from extraction_eval.evaluators.taxonomy import (
     classify_entities,
     classify_relationships,
 )
-from extraction_eval.types import Entity, Extraction, Relationship, Schema
+from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship, Schema
 
 Kind = Literal["entity", "relationship"]
 
@@ -366,6 +366,27 @@ def _attribute_counts(
             if pred_attrs.get(key) == value:
                 agree[key] = agree.get(key, 0) + 1
     return [AttributeCount(kind, k, agree.get(k, 0), total[k]) for k in sorted(total)]
+
+
+def score_dataset_item(
+    item: DatasetItem,
+    pred: Extraction | None,
+    config: ScoringConfig,
+    *,
+    gold: Extraction | None = None,
+    context_texts: Mapping[str, str] | None = None,
+) -> ItemScore:
+    """:func:`score_item` for a dataset item: its id, text and schema, against its own gold
+    (or ``gold``, e.g. only the objects an ensemble trusts)."""
+    return score_item(
+        item_id=item.id,
+        text=item.text,
+        gold=item.expected if gold is None else gold,
+        pred=pred,
+        config=config,
+        context_texts=context_texts,
+        schema=item.schema_,
+    )
 
 
 def score_item(

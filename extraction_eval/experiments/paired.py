@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, InvalidValue
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
+from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
 from extraction_eval.evaluators.paired import (
     GateFailure,
@@ -223,14 +223,7 @@ def pair_and_score(
 
         def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
             pred = None if output is None else Extraction.model_validate_json(output)
-            return score_item(
-                item_id=item.id,
-                text=item.text,
-                gold=item.expected,
-                pred=pred,
-                config=scoring,
-                schema=item.schema_,
-            )
+            return score_dataset_item(item, pred, scoring)
 
         score_a = scored(x[0])
         # the same stored output (both canonical JSON) scores the same: once is enough
@@ -390,14 +383,7 @@ def _one_pass(
         item: DatasetItem, x: _Row, y: _Row, ca: StoredCounts | None, cb: StoredCounts | None
     ) -> None:
         def scored(pred: Extraction | None, config: ScoringConfig = scoring) -> ItemScore:
-            return score_item(
-                item_id=item.id,
-                text=item.text,
-                gold=item.expected,
-                pred=pred,
-                config=config,
-                schema=item.schema_,
-            )
+            return score_dataset_item(item, pred, config)
 
         same = x.pred == y.pred
         pa = None if x.pred is None else Extraction.model_validate_json(x.pred)

@@ -15,7 +15,7 @@ from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_item
+from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import (
     COUNTER_NAMES,
     DiffCounts,
@@ -193,14 +193,7 @@ def run_entry(
     item: DatasetItem, result: ItemResult, scoring: ScoringConfig
 ) -> tuple[dict[str, Any], ItemScore]:
     """One run's side of an item row (compact keys: the report embeds 10,000 of them)."""
-    scored = score_item(
-        item_id=item.id,
-        text=item.text,
-        gold=item.expected,
-        pred=result.output,
-        config=scoring,
-        schema=item.schema_,
-    )
+    scored = score_dataset_item(item, result.output, scoring)
     index = TextIndex(item.text, scoring.evidence)
     objects, gold_status = _run_objects(result, scored, index, len(item.expected.entities))
     categories = result.categories if result.taxonomy is not None else scored.taxonomy_counts()

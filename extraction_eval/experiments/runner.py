@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
-from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_item
+from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_dataset_item
 from extraction_eval.evaluators.paired import counts_key, encode_counts
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
@@ -139,18 +139,10 @@ def rescore(
 ) -> ItemScore:
     """Score ``pred`` (``None``: a failed item) against the item's gold (only its objects at
     least ``min_gold_confidence`` confident, for ensemble gold)."""
-    gold = item.expected
+    gold = None
     if min_gold_confidence is not None:
-        gold, _ = trusted_gold(gold, item.metadata, min_gold_confidence)
-    return score_item(
-        item_id=item.id,
-        text=item.text,
-        gold=gold,
-        pred=pred,
-        config=scoring,
-        context_texts=context_texts,
-        schema=item.schema_,
-    )
+        gold, _ = trusted_gold(item.expected, item.metadata, min_gold_confidence)
+    return score_dataset_item(item, pred, scoring, gold=gold, context_texts=context_texts)
 
 
 class Scorer(Protocol):
