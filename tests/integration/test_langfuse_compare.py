@@ -9,11 +9,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from extraction_eval.backends.langfuse import LangfuseDatasetBackend, close_client
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
-from extraction_eval.experiments.langfuse_mode import VERIFY_TIMEOUT_ENV
-from tests.support.langfuse_server import FakeLangfuse, client_for
+from tests.support.langfuse_env import upload, use_langfuse
+from tests.support.langfuse_server import FakeLangfuse
 
 DATASET = "lf-only-compare"  # exists in LangFuse only: the local store has no such dataset
 PIPE = "tests.support.pipelines:first_entity"
@@ -24,16 +23,8 @@ def test_compare_two_langfuse_runs_reads_the_gold_from_langfuse(
     server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     items = LocalStore().get_items("extraction-eval")[:8]
-    lf = client_for(server, "upload")
-    try:
-        LangfuseDatasetBackend(lf).upload_items(DATASET, items)
-    finally:
-        close_client(lf)
-    public, secret = server.new_keys("compare")
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", public)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", secret)
-    monkeypatch.setenv("LANGFUSE_BASE_URL", server.base_url)
-    monkeypatch.setenv(VERIFY_TIMEOUT_ENV, "5")
+    upload(server, items, DATASET)
+    use_langfuse(server, monkeypatch, "compare")
     for name, extra in (("lf-first", ["--pipeline", PIPE]), ("lf-base", [])):
         result = cli.invoke(_run_app, ["--dataset", DATASET, "--name", name, *extra])
         assert result.exit_code == 0, result.stderr

@@ -24,7 +24,6 @@ from typer.testing import CliRunner, Result
 
 from extraction_eval import __version__
 from extraction_eval.backends.langfuse import (
-    LangfuseDatasetBackend,
     close_client,
     langfuse_item_id,
     push_prompt,
@@ -39,6 +38,8 @@ from extraction_eval.llm.fake import register_fake, unregister_fake
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.types import DatasetItem
 from tests.support import pipelines
+from tests.support.langfuse_env import upload as upload_to
+from tests.support.langfuse_env import use_langfuse
 from tests.support.langfuse_server import FakeLangfuse, client_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,25 +71,8 @@ def _reset_pipeline_hooks() -> Iterator[None]:
     pipelines.HOOK = None
 
 
-def use_langfuse(
-    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, label: str, verify_timeout: float = 5
-) -> None:
-    """Point the tool at ``server`` with fresh keys (the SDK caches one client per key)."""
-    public, secret = server.new_keys(label)
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", public)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", secret)
-    monkeypatch.setenv("LANGFUSE_BASE_URL", server.base_url)
-    monkeypatch.setenv(VERIFY_TIMEOUT_ENV, str(verify_timeout))
-
-
 def upload(server: FakeLangfuse, items: list[DatasetItem], dataset: str = DATASET) -> str:
-    """Upload ``items`` through our backend (its own client); returns the dataset's id."""
-    lf = client_for(server, "upload")
-    try:
-        LangfuseDatasetBackend(lf).upload_items(dataset, items)
-    finally:
-        close_client(lf)
-    return str(server.datasets[dataset]["id"])
+    return upload_to(server, items, dataset)
 
 
 def expected_experiment_id(server: FakeLangfuse, dataset_id: str, run_name: str) -> str:

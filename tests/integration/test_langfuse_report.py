@@ -4,14 +4,13 @@ not in the local store), the results from the local mirror, with each item's tra
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from extraction_eval.backends.langfuse.client import close_client
-from extraction_eval.backends.langfuse.datasets import LangfuseDatasetBackend
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.datasets.gold import parse_lines
@@ -20,7 +19,8 @@ from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
 from tests.support import report_runs
-from tests.support.langfuse_server import FakeLangfuse, client_for
+from tests.support.langfuse_env import upload, use_langfuse
+from tests.support.langfuse_server import FakeLangfuse
 
 DATASET = "lf-report-set"
 
@@ -31,15 +31,9 @@ def test_report_of_a_langfuse_run_reads_its_items_from_langfuse(
     rows = report_runs.dataset_rows()[:4]
     items, problems = parse_lines(json.dumps(r) for r in rows)
     assert not problems
-    lf = client_for(server, "report-upload")
-    try:
-        LangfuseDatasetBackend(lf).upload_items(DATASET, items)
-    finally:
-        close_client(lf)
-    public, secret = server.new_keys("report")
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", public)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", secret)
-    monkeypatch.setenv("LANGFUSE_BASE_URL", server.base_url)
+    upload(server, items, DATASET)
+    use_langfuse(server, monkeypatch, "report", verify_timeout=None)
+    secret = os.environ["LANGFUSE_SECRET_KEY"]
     pipeline = PipelineConfig(pipeline=f"{Path(report_runs.__file__).resolve()}:run_a")
     run_experiment(RunConfig(dataset=DATASET, name="lf-a", pipeline=pipeline))
     store = LocalStore()

@@ -20,24 +20,15 @@ from extraction_eval.backends.langfuse import (
 )
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.langfuse_mode import VERIFY_TIMEOUT_ENV
 from extraction_eval.experiments.partition import Shard
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.experiments.shards import finalize_run, merge_runs
 from extraction_eval.pipeline.base import PipelineConfig
+from tests.support.langfuse_env import use_langfuse
 from tests.support.langfuse_server import FakeLangfuse, client_for
 
 DATASET = "extraction-eval"
 PIPE = "tests.support.pipelines:neighbour_entity"
-
-
-def use_langfuse(server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, label: str) -> None:
-    """Fresh keys per process-to-be (the SDK keeps one client per public key)."""
-    public, secret = server.new_keys(label)
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", public)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", secret)
-    monkeypatch.setenv("LANGFUSE_BASE_URL", server.base_url)
-    monkeypatch.setenv(VERIFY_TIMEOUT_ENV, "5")
 
 
 def experiment_id_for(server: FakeLangfuse, dataset_id: str, run_name: str) -> str:

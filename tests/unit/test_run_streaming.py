@@ -149,30 +149,44 @@ def test_finalize_reads_a_one_shot_stream_of_items_with_their_results(store: Loc
     assert most_alive <= 501  # one batch (+ the one being pulled), never the whole dataset
 
 
+class _Alive:
+    """How many tracked objects were alive at most at once."""
+
+    def __init__(self) -> None:
+        self.live: set[int] = set()
+        self.most = 0
+
+    def track(self, obj: Any) -> None:
+        key = id(obj)
+        self.live.add(key)
+        weakref.finalize(obj, self.live.discard, key)
+        self.most = max(self.most, len(self.live))
+
+
+def _track_built_items(monkeypatch: pytest.MonkeyPatch) -> _Alive:
+    """Every item the store builds, tracked while it is alive."""
+    alive, built = _Alive(), store_datasets.item_from_payload
+
+    def tracked(**kw: Any) -> DatasetItem:
+        item = built(**kw)
+        alive.track(item)
+        return item
+
+    monkeypatch.setattr(store_datasets, "item_from_payload", tracked)
+    return alive
+
+
 def test_a_local_run_never_holds_its_dataset(
     store: LocalStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     n = 1500
     store.upload_items("big", [_item(i) for i in range(n)])
-    live: set[int] = set()
-    most_alive = 0
-    built = store_datasets.item_from_payload
-
-    def tracked(**kw: Any) -> DatasetItem:  # every item the store builds, while it is alive
-        nonlocal most_alive
-        item = built(**kw)
-        key = id(item)
-        live.add(key)
-        weakref.finalize(item, live.discard, key)
-        most_alive = max(most_alive, len(live))
-        return item
-
-    monkeypatch.setattr(store_datasets, "item_from_payload", tracked)
+    alive = _track_built_items(monkeypatch)
     config = RunConfig(dataset="big", name="r", concurrency=8)  # the offline baseline
     outcome = asyncio.run(arun_local(config, store=store))
     assert (outcome.summary.items, outcome.ran) == (n, n)
     assert [r.item_id for r in outcome.iter_results()] == [f"i{i:04d}" for i in range(n)]
-    assert 0 < most_alive <= n // 2  # a page or two at a time, not all 1,500
+    assert 0 < alive.most <= n // 2  # a page or two at a time, not all 1,500
 
     # resumed: every item finished already, so nothing runs and the summary is the same
     again = asyncio.run(arun_local(RunConfig(dataset="big", name="r", resume=True), store=store))
@@ -240,26 +254,13 @@ def test_plan_streams_the_items_for_the_shard_the_estimate_and_the_gold_count(
     store.upload_items("big", items)
     shard = parse_shard("1/2")
     mine = [i for i in items if shard.holds(i.id)]
-    live: set[int] = set()
-    most_alive = 0
-    built = store_datasets.item_from_payload
-
-    def tracked(**kw: Any) -> DatasetItem:
-        nonlocal most_alive
-        item = built(**kw)
-        key = id(item)
-        live.add(key)
-        weakref.finalize(item, live.discard, key)
-        most_alive = max(most_alive, len(live))
-        return item
-
-    monkeypatch.setattr(store_datasets, "item_from_payload", tracked)
+    alive = _track_built_items(monkeypatch)
     pipeline = PipelineConfig(model="fake:x", price_in=1.0, price_out=1.0)
     config = RunConfig(
         dataset="big", name="r", shard=shard, min_gold_confidence=0.5, pipeline=pipeline
     )
     p = plan(config, store)
-    assert 0 < most_alive <= 20  # built one at a time as they are read, never all 1,200
+    assert 0 < alive.most <= 20  # built one at a time as they are read, never all 1,200
     assert p.item_ids == [i.id for i in mine] and p.todo_ids == p.item_ids
     # the same figures as from the whole list held at once
     rows = [[i.id, item_content_hash(i)] for i in store.get_items("big")]
