@@ -16,7 +16,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.migrations import migrate
 from extraction_eval.cli import _run_app, app
 from extraction_eval.evaluators import diff as evaluators_diff
-from extraction_eval.experiments import paired
+from extraction_eval.evaluators import item as evaluators_item
 from extraction_eval.experiments.diff import diff_runs
 from extraction_eval.experiments.paired import compare_and_diff, compare_stored_runs, run_gold
 
@@ -41,7 +41,7 @@ def _no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(**kwargs: Any) -> Any:
         raise AssertionError(f"item {kwargs.get('item_id')!r} was re-scored")
 
-    monkeypatch.setattr(paired, "score_item", refuse)
+    monkeypatch.setattr(evaluators_item, "score_item", refuse)  # what score_dataset_item calls
     monkeypatch.setattr(evaluators_diff, "score_item", refuse)
 
 
@@ -170,13 +170,13 @@ def test_counts_made_with_other_settings_are_not_used(
     a, b, c = store.get_run("a"), store.get_run("b"), store.get_run("c")
     assert a is not None and b is not None and c is not None
     calls: list[str] = []
-    real = paired.score_item
+    real = evaluators_item.score_item
 
     def counting(**kwargs: Any) -> Any:
         calls.append(kwargs["item_id"])
         return real(**kwargs)
 
-    monkeypatch.setattr(paired, "score_item", counting)
+    monkeypatch.setattr(evaluators_item, "score_item", counting)
     compare_stored_runs(store, a, a, resamples=10)
     assert calls == []  # A's own counts fit A's settings
     for other in (b, c):
