@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
-import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -38,23 +36,31 @@ from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
     RunDataset,
-    VerifyReport,
     close_client,
     connect,
     fetch_prompt,
+    item_score_id,
     post_score,
-    read_back,
     run_score_id,
 )
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import (
     Driver,
     ProgressHook,
-    Recorded,
     answer_by_batch,
     close_pipeline,
+)
+from extraction_eval.experiments.langfuse_verify import (
+    DEFAULT_VERIFY_TIMEOUT_S,
+    VERIFY_TIMEOUT_ENV,
+    VerificationError,
+    check_run,
+    missing_summary,
+    score_delivery_log,
+    unverified_line,
+    verify_run,
+    verify_timeout_s,
 )
 from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
@@ -69,7 +75,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_VERIFY_TIMEOUT_S",
     "VERIFY_TIMEOUT_ENV",
-    "ItemFailed",
     "LangfuseScores",
     "VerificationError",
     "experiment_metadata",
@@ -84,73 +89,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-VERIFY_TIMEOUT_ENV = "EXTRACTION_EVAL_VERIFY_TIMEOUT"
-DEFAULT_VERIFY_TIMEOUT_S = 60.0
 # Span attribute the SDK propagates onto the task span (and everything under it).
 _EXPERIMENT_ID_ATTR = "langfuse.experiment.id"
 _PROBE_TRACE_ID = "0" * 32
 
 
-class ItemFailed(Exception):
-    """Raised from the SDK task for a failed item so LangFuse marks its trace ERROR.
-
-    The item's row and scores are already recorded and posted; the SDK only logs this and
-    moves on."""
-
-
-class VerificationError(BackendError):
-    """The run finished and the local mirror has every result, but LangFuse is missing some
-    traces or scores after the wait. ``outcome`` is the finished run (print its summary),
-    ``report`` says what is missing."""
-
-    def __init__(self, message: str, *, outcome: RunOutcome, report: VerifyReport) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.report = report
-
-
-class _DropHandledItemFailures(logging.Filter):
-    """The SDK logs every raising task as ERROR "Item N failed: ..."; ours are recorded,
-    scored and summarised already, so that line is noise (real task crashes still show)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not any(isinstance(arg, ItemFailed) for arg in args)
-
-
-_item_failure_filter = _DropHandledItemFailures()
-
-
 def install_log_filter() -> None:
-    """Hide the SDK's log line for items we recorded as failed (a matrix calls it too)."""
+    """Take the SDK's "Scores will be dropped" lines out of the log (a matrix calls it too):
+    the read-back says what really is missing, and repairs it (see ``langfuse_verify``)."""
     logger = logging.getLogger("langfuse")
-    if _item_failure_filter not in logger.filters:
-        logger.addFilter(_item_failure_filter)
-
-
-# --- settings -------------------------------------------------------------------------------
-
-
-def verify_timeout_s(env: Mapping[str, str] | None = None) -> float:
-    """``EXTRACTION_EVAL_VERIFY_TIMEOUT`` (seconds, >= 0; default 60): how long the read-back
-    waits for LangFuse to make what the run sent readable (ingestion is asynchronous)."""
-    env = os.environ if env is None else env
-    raw = env.get(VERIFY_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_VERIFY_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{VERIFY_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
-    return value
-
-
-def _poll_interval(timeout_s: float) -> float:
-    """Short enough that a short timeout still polls several times, long enough that a
-    60 s wait on a real server stays well under the API rate limits."""
-    return min(2.0, max(0.05, timeout_s / 30))
+    if score_delivery_log not in logger.filters:
+        logger.addFilter(score_delivery_log)
 
 
 # --- metadata -------------------------------------------------------------------------------
@@ -309,7 +258,7 @@ def prepare_langfuse_run(
         items=dataset.items,
         dataset_version=dataset.version,
         prompt=prompt,
-        tracer=LangfuseTracer(lf),
+        tracer=LangfuseTracer(lf, error_level="WARNING"),  # the task span has the ERROR
         backend="langfuse",
         extra_record={"langfuse_dataset_id": dataset.langfuse_id, **(extra_record or {})},
     )
@@ -336,8 +285,21 @@ def run_prepared(
         if prep.todo_ids:
             _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)
-    if prep.config.verify:
-        _verify(lf, scores.experiment_id, driver.recorded, outcome, started, verify_timeout)
+    if not prep.config.verify:
+        outcome.langfuse_verified = unverified_line(score_delivery_log.take())
+        return outcome
+    recorded = driver.recorded
+    outcome.langfuse_verified = check_run(
+        lf,
+        outcome=outcome,
+        store=store,
+        traces={r.trace_id: r.score_names for r in recorded.values() if r.trace_id},
+        untraced=[item_id for item_id, r in recorded.items() if not r.trace_id],
+        observations=scores.observations,
+        experiment_id=scores.experiment_id,
+        since=started,
+        timeout_s=verify_timeout,
+    )
     return outcome
 
 
@@ -360,16 +322,15 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         nonlocal unfinished
         try:
             if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
-                raise ItemFailed("not run: the run's cost ceiling was reached")
+                lf.update_current_span(level="WARNING", status_message=NOT_RUN)
+                return {"not_run": NOT_RUN}
             result = await driver.run_item(by_raw_id[str(item.id)])
             driver.record(result)
         finally:
             unfinished -= 1
             if unfinished == 0:  # the model client's connections belong to this loop, which
                 await close_pipeline(prep.runner.pipeline)  # the SDK closes on return
-        if not result.ok:
-            raise ItemFailed(result.error or "extraction failed")
-        return result.output.model_dump(mode="json") if result.output else None
+        return item_output(lf, result)
 
     extra: dict[str, Any] = {"_dataset_version": dataset.pinned} if dataset.pinned else {}
     res = lf.run_experiment(
@@ -387,6 +348,23 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     scores.experiment_done(res.experiment_id, res.experiment_url)
 
 
+NOT_RUN = "not run: the run's cost ceiling was reached"
+
+
+def item_output(lf: Langfuse, result: ItemResult) -> Any:
+    """The task's return value: the item trace's output, a JSON object either way.
+
+    A failed item returns too (rather than raising, which the SDK answers by leaving the
+    trace without input or metadata and marking two observations ERROR): its task span, the
+    item's root observation, is marked ERROR here, the one ERROR observation of the item, so
+    LangFuse's error count is ours."""
+    if result.ok:
+        return result.output.model_dump(mode="json") if result.output else {}
+    message = result.error or "extraction failed"
+    lf.update_current_span(level="ERROR", status_message=message)
+    return {"error": message, "error_kind": result.error_kind}
+
+
 class LangfuseScores:
     """The score sink of LangFuse mode: item scores on the item's trace and task observation
     (queued; the SDK batches them), run-level scores on the experiment. Also keeps the
@@ -400,6 +378,7 @@ class LangfuseScores:
         self.experiment_url: str | None = prep.run.config.get("langfuse_experiment_url")
         self._trace_url_prefix = _trace_url_prefix(lf) if prep.todo_ids else None
         self._stored_experiment_id = prep.run.experiment_id
+        self.observations: dict[str, str] = {}  # trace id -> the item's task observation
 
     def bind(self, result: ItemResult) -> ItemResult:
         trace_id = self.lf.get_current_trace_id()
@@ -413,8 +392,16 @@ class LangfuseScores:
 
     def post_item(self, result: ItemResult) -> None:
         observation_id = self.lf.get_current_observation_id()  # the SDK's task span
+        if result.trace_id and observation_id:
+            self.observations[result.trace_id] = observation_id  # for a re-post
         for score in result.scores:
-            post_score(self.lf, score, trace_id=result.trace_id, observation_id=observation_id)
+            post_score(
+                self.lf,
+                score,
+                trace_id=result.trace_id,
+                observation_id=observation_id,
+                score_id=item_score_id(result.trace_id, score) if result.trace_id else None,
+            )
 
     def post_run(self, summary: RunSummary) -> None:
         if self.prep.config.shard is not None:
@@ -454,106 +441,3 @@ def post_run_scores(lf: Langfuse, experiment_id: str, scores: Sequence[Score]) -
             dataset_run_id=experiment_id,
             score_id=run_score_id(experiment_id, score.name),
         )
-
-
-def _verify(
-    lf: Langfuse,
-    experiment_id: str | None,
-    recorded: Mapping[str, Recorded],
-    outcome: RunOutcome,
-    since: datetime,
-    timeout_s: float,
-) -> None:
-    sharded = outcome.run.config.get("shard") is not None  # a shard posts no run scores
-    run_names = [] if sharded or not experiment_id else [s.name for s in outcome.summary.run_scores]
-    traces = {r.trace_id: r.score_names for r in recorded.values() if r.trace_id}
-    untraced = [item_id for item_id, r in recorded.items() if not r.trace_id]
-    report = verify_run(
-        lf,
-        traces=traces,
-        experiment_id=experiment_id,
-        run_score_names=run_names,
-        since=since,
-        timeout_s=timeout_s,
-    )
-    if untraced or not report.ok:
-        run = outcome.run
-        missing = missing_summary(report, run_scores=len(run_names), untraced=len(untraced))
-        raise VerificationError(
-            f"LangFuse is missing data from run {run.name!r}"
-            f" (experiment {experiment_id}): {missing};"
-            f" every result is in the local store (runs show {run.name})",
-            outcome=outcome,
-            report=report,
-        )
-    log.info("%s", report.lines()[0])
-
-
-def missing_summary(report: VerifyReport, *, run_scores: int, untraced: int = 0) -> str:
-    """What ``report`` found missing, in one bounded line (counts and a first example)."""
-    parts: list[str] = []
-    examples: list[str] = []
-    if untraced:
-        parts.append(f"{untraced} items without a trace")
-    if report.missing_traces:
-        parts.append(f"{len(report.missing_traces)} of {report.expected_traces} traces")
-        examples.append(f"trace {report.missing_traces[0]}")
-    if report.missing_scores:
-        parts.append(f"{len(report.missing_scores)} of {report.expected_scores} item scores")
-        trace_id, name = report.missing_scores[0]
-        examples.append(f"{name} on trace {trace_id}")
-    if report.missing_run_scores:
-        parts.append(f"{len(report.missing_run_scores)} of {run_scores} run scores")
-        examples.append(f"run score {report.missing_run_scores[0]}")
-    text = "missing " + ", ".join(parts) if parts else "nothing missing"
-    if examples:
-        text += f" (first: {'; '.join(examples)})"
-    if report.errors:
-        text += f"; last read error: {report.errors[-1]}"
-    return text
-
-
-def verify_run(
-    lf: Langfuse,
-    *,
-    traces: Mapping[str, Collection[str]],
-    experiment_id: str | None,
-    run_score_names: Sequence[str],
-    since: datetime | None,
-    timeout_s: float,
-) -> VerifyReport:
-    """``read_back`` for one run: each trace (``traces``: trace id -> its result's score
-    names) must carry the scores its own result has (they differ between items, e.g.
-    ``zero_fp_pass`` only where the gold is empty), plus the run-level scores on the
-    experiment; one deadline for everything."""
-    deadline = time.monotonic() + timeout_s
-    poll_s = _poll_interval(timeout_s)
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for trace_id, score_names in traces.items():
-        groups.setdefault(tuple(sorted(set(score_names))), []).append(trace_id)
-    if not groups:
-        groups[()] = []
-    reports: list[VerifyReport] = []
-    for index, (names, trace_ids) in enumerate(sorted(groups.items())):
-        first = index == 0
-        reports.append(
-            read_back(
-                lf,
-                trace_ids=sorted(trace_ids),
-                score_names=names,
-                experiment_id=experiment_id if first else None,
-                run_score_names=run_score_names if first else (),
-                since=since,
-                timeout_s=max(deadline - time.monotonic(), 0.0),
-                poll_s=poll_s,
-            )
-        )
-    return VerifyReport(
-        expected_traces=sum(r.expected_traces for r in reports),
-        expected_scores=sum(r.expected_scores for r in reports),
-        missing_traces=tuple(sorted(t for r in reports for t in r.missing_traces)),
-        missing_scores=tuple(sorted(s for r in reports for s in r.missing_scores)),
-        missing_run_scores=reports[0].missing_run_scores,
-        waited_s=round(sum(r.waited_s for r in reports), 3),
-        errors=tuple(e for r in reports for e in r.errors)[-5:],
-    )

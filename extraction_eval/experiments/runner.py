@@ -271,6 +271,7 @@ class RunOutcome:
     read_results: Callable[[], Iterator[ItemResult]]
     warnings: list[str] = field(default_factory=list)
     experiment_url: str | None = None
+    langfuse_verified: str | None = None  # LangFuse mode: what the read-back verified
     estimate: CostEstimate | None = None  # before any call, of the items this invocation ran
     budget: dict[str, Any] | None = None  # --max-cost: ceiling, spent, stopped, not_run
 

@@ -106,6 +106,8 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     print_table(console, means)
     if outcome.experiment_url:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
+    if outcome.langfuse_verified:
+        console.print(outcome.langfuse_verified, highlight=False, soft_wrap=True)
 
 
 def estimate_text(estimate: CostEstimate) -> str:

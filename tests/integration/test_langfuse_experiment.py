@@ -28,6 +28,7 @@ from extraction_eval.backends.langfuse import (
     langfuse_item_id,
     push_prompt,
 )
+from extraction_eval.backends.base import item_input
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from extraction_eval.errors import BackendError
@@ -274,7 +275,15 @@ def test_llm_pipeline_traces_a_generation_linked_to_the_prompt_fetched_by_label(
     for gen in generations:
         attrs = gen["attributes"]
         failed = gen["trace_id"] == broken
-        assert attrs.get("langfuse.observation.level") == ("ERROR" if failed else None)
+        # the failed call is a WARNING: the item's one ERROR is its task span
+        assert attrs.get("langfuse.observation.level") == ("WARNING" if failed else None)
+        levels = [
+            (s["name"], s["attributes"].get("langfuse.observation.level"))
+            for s in server.spans
+            if s["trace_id"] == gen["trace_id"]
+        ]
+        errors = [name for name, level in levels if level == "ERROR"]
+        assert errors == (["experiment-item-task"] if failed else [])
         assert attrs["langfuse.observation.type"] == "generation"
         assert attrs["langfuse.observation.model.name"] == "lf-exp"
         assert json.loads(attrs["langfuse.observation.model.parameters"]) == {"temperature": 0.0}
@@ -354,20 +363,39 @@ def test_failing_items_are_scored_marked_error_counted_and_mirrored(
         }
         error = scores["extraction_error"]
         assert error["dataType"] == "BOOLEAN"
+        # every trace, failed or not, reads like an item: its input as a JSON object, the
+        # dataset item id, the model, the prompt and the run's metadata
+        root = span_in(server, trace_id, "experiment-item-run")["attributes"]
+        assert json.loads(root["langfuse.observation.input"]) == item_input(item)
+        assert json.loads(root["langfuse.observation.metadata.dataset_item_id"]) == (
+            langfuse_item_id(DATASET, item.id)
+        )
+        assert json.loads(root["langfuse.observation.metadata.model"]) == f"pipeline:{PIPE}"
+        assert json.loads(root["langfuse.observation.metadata.prompt_name"]) == "extraction"
+        assert isinstance(json.loads(root["langfuse.observation.output"]), dict)
+        errors = [
+            s["name"]
+            for s in server.spans
+            if s["trace_id"] == trace_id
+            and s["attributes"].get("langfuse.observation.level") == "ERROR"
+        ]
         if item.id in failing:
             message = f"RuntimeError: scripted failure for {item.id}"
             assert error["value"] == 1 and error["comment"] == message
             assert scores["entity_recall"]["value"] == 0  # scored as an empty prediction
-            assert set(levels.values()) == {"ERROR"}
-            task = span_in(server, trace_id, "experiment-item-task")
-            assert task["status"]["code"] == "ERROR" and message in task["status"]["message"]
-            assert error["observationId"] == task["span_id"]
+            assert errors == ["experiment-item-task"]  # exactly one ERROR observation
+            task = span_in(server, trace_id, "experiment-item-task")["attributes"]
+            assert task["langfuse.observation.status_message"] == message
+            assert json.loads(root["langfuse.observation.output"])["error"] == message
+            assert error["observationId"] == span_in(server, trace_id, "experiment-item-task")[
+                "span_id"
+            ]
         else:
             assert error["value"] == 0
-            assert "ERROR" not in levels.values()
-    # LangFuse's own view agrees: two ERROR item traces in the experiment
-    errored = [o for o in server.observations() if o["name"] == "experiment-item-run"]
-    assert sum(o["level"] == "ERROR" for o in errored) == 2
+            assert errors == [] and "ERROR" not in levels.values()
+    # LangFuse's own view agrees: its error count (ERROR observations) is ours
+    experiment = [o for o in server.observations() if o["traceId"] in item_runs(server)]
+    assert sum(o["level"] == "ERROR" for o in experiment) == 2
     on_run = run_scores(server, experiment_id)
     assert on_run["error_count"]["value"] == 2 and on_run["items"]["value"] == len(items)
     assert on_run["error_rate"]["value"] == pytest.approx(2 / len(items))

@@ -35,8 +35,8 @@ from extraction_eval.backends.langfuse.datasets import (
 )
 from extraction_eval.backends.langfuse.errors import api_errors
 from extraction_eval.backends.langfuse.prompts import fetch_prompt, push_prompt
-from extraction_eval.backends.langfuse.readback import VerifyReport, read_back
-from extraction_eval.backends.langfuse.scores import post_score, run_score_id
+from extraction_eval.backends.langfuse.readback import VerifyReport, read_back, read_back_run
+from extraction_eval.backends.langfuse.scores import item_score_id, post_score, run_score_id
 from extraction_eval.backends.langfuse.tracer import LangfuseTracer
 
 __all__ = [
@@ -55,12 +55,14 @@ __all__ = [
     "close_client",
     "connect",
     "fetch_prompt",
+    "item_score_id",
     "langfuse_configured",
     "langfuse_item_id",
     "normalise_item",
     "post_score",
     "push_prompt",
     "read_back",
+    "read_back_run",
     "resolve_base_url",
     "run_score_id",
     "to_dataset_item",

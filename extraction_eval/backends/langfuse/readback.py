@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from extraction_eval.backends.langfuse.errors import api_errors
@@ -134,18 +134,41 @@ def _arrived_traces(lf: Langfuse, wanted: set[str], since: datetime | None) -> s
 
 
 def _arrived_scores(
-    lf: Langfuse, trace_ids: Sequence[str], names: Sequence[str]
+    lf: Langfuse,
+    wanted: set[tuple[str, str]],
+    since: datetime | None,
 ) -> set[tuple[str, str]]:
+    """Which (trace id, score name) pairs of ``wanted`` LangFuse has.
+
+    With ``since``: one windowed query (scores created since the run started, our names
+    only), paged, instead of one request per handful of traces; it stops once everything
+    wanted was seen. Without: the traces' scores, 20 traces per request."""
+    names = sorted({n for _, n in wanted})
     found: set[tuple[str, str]] = set()
-    for chunk in _chunks(sorted(trace_ids), 20):
-        pages = _score_pages(
-            lf, traceId=",".join(chunk), name=",".join(names), fields="subject", limit=100
-        )
+
+    def take(pages: Iterator[list[dict[str, Any]]]) -> bool:
         for page in pages:
             for score in page:
                 trace_id = _score_trace_id(score)
-                if trace_id is not None:
-                    found.add((trace_id, str(score.get("name"))))
+                key = (trace_id or "", str(score.get("name")))
+                if key in wanted:
+                    found.add(key)
+            if found >= wanted:
+                return True
+        return False
+
+    if since is not None:
+        stamp = since.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        take(
+            _score_pages(lf, fromTimestamp=stamp, name=",".join(names), fields="subject", limit=100)
+        )
+        return found
+    for chunk in _chunks(sorted({t for t, _ in wanted}), 20):
+        take(
+            _score_pages(
+                lf, traceId=",".join(chunk), name=",".join(names), fields="subject", limit=100
+            )
+        )
     return found
 
 
@@ -165,18 +188,42 @@ def read_back(
     timeout_s: float = 60.0,
     poll_s: float = 2.0,
 ) -> VerifyReport:
-    """Poll LangFuse (bounded by ``timeout_s``) until every trace (observations v2) and every
-    ``score_names`` score on each trace (scores v3) arrived, plus ``run_score_names`` on the
-    experiment; report what is still missing. Call after ``lf.flush()``.
+    """``read_back_run`` with the same ``score_names`` on every trace."""
+    return read_back_run(
+        lf,
+        traces={t: score_names for t in trace_ids},
+        experiment_id=experiment_id,
+        run_score_names=run_score_names,
+        since=since,
+        timeout_s=timeout_s,
+        poll_s=poll_s,
+    )
 
-    ``since`` (the run's start) lets traces be found with a few paged window queries instead
-    of one request per trace. Read failures are kept in ``errors`` and polling continues.
+
+def read_back_run(
+    lf: Langfuse,
+    *,
+    traces: Mapping[str, Collection[str]],
+    experiment_id: str | None = None,
+    run_score_names: Sequence[str] = (),
+    since: datetime | None = None,
+    timeout_s: float = 60.0,
+    poll_s: float = 2.0,
+) -> VerifyReport:
+    """Poll LangFuse (bounded by ``timeout_s``) until every trace (observations v2) and each
+    trace's own score names (``traces``: trace id -> names; scores v3) arrived, plus
+    ``run_score_names`` on the experiment; report what is still missing. Call after
+    ``lf.flush()``.
+
+    ``since`` (the run's start) makes each poll a few paged window queries (root observations
+    started since, scores created since) instead of requests per trace. Read failures are
+    kept in ``errors`` and polling continues.
     """
     started = time.monotonic()
     deadline = started + max(timeout_s, 0.0)
-    traces = set(trace_ids)
     missing_traces = set(traces)
-    missing_scores = {(t, n) for t in traces for n in score_names}
+    missing_scores = {(t, n) for t, names in traces.items() for n in set(names)}
+    expected_scores = len(missing_scores)
     missing_run = set(run_score_names) if experiment_id else set()
     errors: list[str] = []
     while True:
@@ -185,8 +232,7 @@ def read_back(
                 if missing_traces:
                     missing_traces -= _arrived_traces(lf, missing_traces, since)
                 if missing_scores:
-                    pending = sorted({t for t, _ in missing_scores})
-                    missing_scores -= _arrived_scores(lf, pending, list(score_names))
+                    missing_scores -= _arrived_scores(lf, missing_scores, since)
                 if missing_run and experiment_id:
                     missing_run -= _arrived_run_scores(lf, experiment_id, sorted(missing_run))
         except ExtractionEvalError as exc:
@@ -197,7 +243,7 @@ def read_back(
         time.sleep(poll_s)
     return VerifyReport(
         expected_traces=len(traces),
-        expected_scores=len(traces) * len(set(score_names)),
+        expected_scores=expected_scores,
         missing_traces=tuple(sorted(missing_traces)),
         missing_scores=tuple(sorted(missing_scores)),
         missing_run_scores=tuple(sorted(missing_run)),

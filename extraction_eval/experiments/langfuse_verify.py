@@ -1,0 +1,344 @@
+"""LangFuse mode's read-back: after a run, check that LangFuse has every trace and score of
+it, re-post any score it lacks, and say in one line what is verified.
+
+Why it exists: the SDK only logs export failures, and its score thread reports a batch that
+timed out as "Scores will be dropped" although a slow server often stored it. Our filter
+(``ScoreDeliveryLog``) takes those lines out of the log and counts them; the read-back then
+says what really is missing, re-posts those scores (deterministic score ids: a second copy
+overwrites the first, so re-posting is idempotent) and reports what it repaired.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from extraction_eval.backends.langfuse import (
+    VerifyReport,
+    item_score_id,
+    post_score,
+    read_back_run,
+)
+from extraction_eval.errors import BackendError, ConfigError
+from extraction_eval.types import Score
+
+if TYPE_CHECKING:
+    from langfuse import Langfuse
+
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.runner import RunOutcome
+
+__all__ = [
+    "DEFAULT_VERIFY_TIMEOUT_S",
+    "VERIFY_TIMEOUT_ENV",
+    "Repair",
+    "ScoreDeliveryLog",
+    "VerificationError",
+    "missing_summary",
+    "score_delivery_log",
+    "verified_line",
+    "verify_run",
+    "verify_timeout_s",
+]
+
+log = logging.getLogger(__name__)
+
+VERIFY_TIMEOUT_ENV = "EXTRACTION_EVAL_VERIFY_TIMEOUT"
+DEFAULT_VERIFY_TIMEOUT_S = 60.0
+
+
+class VerificationError(BackendError):
+    """The run finished and the local mirror has every result, but LangFuse is missing some
+    traces or scores after the wait (and after re-posting the scores). ``outcome`` is the
+    finished run (print its summary), ``report`` says what is missing."""
+
+    def __init__(self, message: str, *, outcome: RunOutcome, report: VerifyReport) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.report = report
+
+
+class ScoreDeliveryLog(logging.Filter):
+    """Takes the SDK's score-delivery error lines out of the ``langfuse`` log and counts them.
+
+    "Failed to send N scores ... Scores will be dropped" is logged for a batch whose request
+    timed out, and a slow server has often stored it all the same; the read-back checks and
+    repairs, and our own line says what is true. Other SDK lines pass through."""
+
+    _MARKERS = ("Scores will be dropped", "Rejected scores are not retried")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self.unconfirmed = 0
+        self.last_error: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if not any(marker in message for marker in self._MARKERS):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        count = 0
+        if "Rejected" in message and len(args) >= 2 and isinstance(args[1], int):
+            count = args[1]  # accepted, rejected, batch size, errors
+        elif args and isinstance(args[0], int):
+            count = args[0]  # batch size, error
+        with self._lock:
+            self.unconfirmed += count
+            self.last_error = str(args[-1])[:200] if args else None
+        return False
+
+    def take(self) -> tuple[int, str | None]:
+        """Scores the SDK could not confirm since the last call, and its last error."""
+        with self._lock:
+            out = (self.unconfirmed, self.last_error)
+            self.unconfirmed, self.last_error = 0, None
+        return out
+
+
+score_delivery_log = ScoreDeliveryLog()
+
+
+def verify_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``EXTRACTION_EVAL_VERIFY_TIMEOUT`` (seconds, >= 0; default 60): how long the read-back
+    waits for LangFuse to make what the run sent readable (ingestion is asynchronous)."""
+    env = os.environ if env is None else env
+    raw = env.get(VERIFY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_VERIFY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{VERIFY_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def _poll_interval(timeout_s: float) -> float:
+    """Short enough that a short timeout still polls several times, long enough that a
+    60 s wait on a real server stays well under the API rate limits."""
+    return min(2.0, max(0.05, timeout_s / 30))
+
+
+def verify_run(
+    lf: Langfuse,
+    *,
+    traces: Mapping[str, Collection[str]],
+    experiment_id: str | None,
+    run_score_names: Sequence[str],
+    since: datetime | None,
+    timeout_s: float,
+) -> VerifyReport:
+    """The read-back for one run: each trace (``traces``: trace id -> its result's score
+    names) must carry the scores its own result has (they differ between items, e.g.
+    ``zero_fp_pass`` only where the gold is empty), plus the run-level scores on the
+    experiment; one deadline, and one windowed pass per poll for all of them."""
+    return read_back_run(
+        lf,
+        traces=traces,
+        experiment_id=experiment_id,
+        run_score_names=run_score_names,
+        since=since,
+        timeout_s=timeout_s,
+        poll_s=_poll_interval(timeout_s),
+    )
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Scores the read-back found missing and posted again (same ids), by kind."""
+
+    item_scores: int = 0
+    run_scores: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.item_scores + self.run_scores
+
+
+def repost_missing(
+    lf: Langfuse,
+    report: VerifyReport,
+    *,
+    store: LocalStore,
+    run_id: int,
+    observations: Mapping[str, str],
+    experiment_id: str | None,
+    run_scores: Sequence[Score],
+) -> Repair:
+    """Post again, with the ids they were first sent with, the scores ``report`` lists as
+    missing: item scores from the local mirror (on the trace and its task observation),
+    run scores from the finished summary. LangFuse upserts by id, so a score that was only
+    slow to arrive is not doubled."""
+    from extraction_eval.backends.langfuse import run_score_id
+
+    wanted = set(report.missing_scores)
+    traces = {t for t, _ in wanted}
+    item_scores = 0
+    if wanted:
+        for result in store.results(run_id):
+            if result.trace_id not in traces:
+                continue
+            for score in result.scores:
+                if (result.trace_id, score.name) in wanted:
+                    post_score(
+                        lf,
+                        score,
+                        trace_id=result.trace_id,
+                        observation_id=observations.get(result.trace_id),
+                        score_id=item_score_id(result.trace_id, score),
+                    )
+                    item_scores += 1
+    run_posted = 0
+    if experiment_id and report.missing_run_scores:
+        missing_run = set(report.missing_run_scores)
+        for score in run_scores:
+            if score.name in missing_run:
+                post_score(
+                    lf,
+                    score,
+                    dataset_run_id=experiment_id,
+                    score_id=run_score_id(experiment_id, score.name),
+                )
+                run_posted += 1
+    lf.flush()
+    return Repair(item_scores=item_scores, run_scores=run_posted)
+
+
+def missing_summary(report: VerifyReport, *, run_scores: int, untraced: int = 0) -> str:
+    """What ``report`` found missing, in one bounded line (counts and a first example)."""
+    parts: list[str] = []
+    examples: list[str] = []
+    if untraced:
+        parts.append(f"{untraced} items without a trace")
+    if report.missing_traces:
+        parts.append(f"{len(report.missing_traces)} of {report.expected_traces} traces")
+        examples.append(f"trace {report.missing_traces[0]}")
+    if report.missing_scores:
+        parts.append(f"{len(report.missing_scores)} of {report.expected_scores} item scores")
+        trace_id, name = report.missing_scores[0]
+        examples.append(f"{name} on trace {trace_id}")
+    if report.missing_run_scores:
+        parts.append(f"{len(report.missing_run_scores)} of {run_scores} run scores")
+        examples.append(f"run score {report.missing_run_scores[0]}")
+    text = "missing " + ", ".join(parts) if parts else "nothing missing"
+    if examples:
+        text += f" (first: {'; '.join(examples)})"
+    if report.errors:
+        text += f"; last read error: {report.errors[-1]}"
+    return text
+
+
+def verified_line(
+    report: VerifyReport,
+    *,
+    run_scores: int,
+    repair: Repair,
+    unconfirmed: tuple[int, str | None],
+) -> str:
+    """The run's last word on LangFuse: what is verified there, what was repaired, and
+    whether the SDK's delivery complaints turned out true."""
+    line = (
+        f"verified in LangFuse: {report.expected_traces} traces,"
+        f" {report.expected_scores} item scores, {run_scores} run scores"
+        f" ({report.waited_s:.1f}s)"
+    )
+    count, error = unconfirmed
+    if count:
+        line += f"; the SDK could not confirm {count} scores{f' ({error})' if error else ''}"
+    if repair.total:
+        line += f"; re-posted {repair.total} scores LangFuse lacked"
+    elif count:
+        line += ", all of them had arrived"
+    return line
+
+
+def check_run(
+    lf: Langfuse,
+    *,
+    outcome: RunOutcome,
+    store: LocalStore,
+    traces: Mapping[str, Collection[str]],
+    untraced: Sequence[str],
+    observations: Mapping[str, str],
+    experiment_id: str | None,
+    since: datetime,
+    timeout_s: float,
+) -> str:
+    """Read the run back, re-post what is missing, read again; the verified line, or
+    ``VerificationError`` naming what LangFuse still lacks."""
+    sharded = outcome.run.config.get("shard") is not None  # a shard posts no run scores
+    run_scores = [] if sharded or not experiment_id else list(outcome.summary.run_scores)
+    names = [s.name for s in run_scores]
+    started = time.monotonic()
+    report = verify_run(
+        lf,
+        traces=traces,
+        experiment_id=experiment_id,
+        run_score_names=names,
+        since=since,
+        timeout_s=timeout_s,
+    )
+    repair = Repair()
+    if report.missing_scores or report.missing_run_scores:
+        repair = repost_missing(
+            lf,
+            report,
+            store=store,
+            run_id=outcome.run.id,
+            observations=observations,
+            experiment_id=experiment_id,
+            run_scores=run_scores,
+        )
+        if repair.total:
+            log.info("re-posted %d scores LangFuse lacked; reading them back", repair.total)
+            lacking: dict[str, list[str]] = {}
+            for trace_id, name in report.missing_scores:
+                lacking.setdefault(trace_id, []).append(name)
+            again = verify_run(
+                lf,
+                traces=lacking,
+                experiment_id=experiment_id,
+                run_score_names=list(report.missing_run_scores),
+                since=since,
+                timeout_s=max(timeout_s, 5.0),
+            )
+            report = VerifyReport(
+                expected_traces=report.expected_traces,
+                expected_scores=report.expected_scores,
+                missing_traces=report.missing_traces,
+                missing_scores=again.missing_scores,
+                missing_run_scores=again.missing_run_scores,
+                waited_s=round(time.monotonic() - started, 3),
+                errors=(*report.errors, *again.errors)[-5:],
+            )
+    unconfirmed = score_delivery_log.take()
+    if untraced or not report.ok:
+        run = outcome.run
+        missing = missing_summary(report, run_scores=len(names), untraced=len(untraced))
+        repaired = f"; re-posted {repair.total} scores" if repair.total else ""
+        raise VerificationError(
+            f"LangFuse is missing data from run {run.name!r}"
+            f" (experiment {experiment_id}): {missing}{repaired};"
+            f" every result is in the local store (runs show {run.name})",
+            outcome=outcome,
+            report=report,
+        )
+    return verified_line(report, run_scores=len(names), repair=repair, unconfirmed=unconfirmed)
+
+
+def unverified_line(unconfirmed: tuple[int, str | None]) -> str:
+    """The last word when the read-back was skipped."""
+    count, error = unconfirmed
+    line = "not verified in LangFuse (read-back off)"
+    if count:
+        line += f"; the SDK could not confirm {count} scores{f' ({error})' if error else ''}"
+    return line
