@@ -23,12 +23,12 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from extraction_eval import __version__
+from extraction_eval.backends.base import item_input
 from extraction_eval.backends.langfuse import (
     close_client,
     langfuse_item_id,
     push_prompt,
 )
-from extraction_eval.backends.base import item_input
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from extraction_eval.errors import BackendError
@@ -387,9 +387,10 @@ def test_failing_items_are_scored_marked_error_counted_and_mirrored(
             task = span_in(server, trace_id, "experiment-item-task")["attributes"]
             assert task["langfuse.observation.status_message"] == message
             assert json.loads(root["langfuse.observation.output"])["error"] == message
-            assert error["observationId"] == span_in(server, trace_id, "experiment-item-task")[
-                "span_id"
-            ]
+            assert (
+                error["observationId"]
+                == span_in(server, trace_id, "experiment-item-task")["span_id"]
+            )
         else:
             assert error["value"] == 0
             assert errors == [] and "ERROR" not in levels.values()
