@@ -175,7 +175,7 @@ def run_cmd(
         fail(str(exc), exc.exit_code)
     render_run_summary(outcome, console)
     for warning in outcome.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if outcome.stopped_by_budget and outcome.budget is not None:
         err_console.print(
             f"[red]stopped: budget[/] --max-cost {outcome.budget['max_cost_usd']:g} reached;"

@@ -36,6 +36,7 @@ from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
     RunDataset,
+    check_server_version,
     close_client,
     connect,
     fetch_prompt,
@@ -97,9 +98,7 @@ _PROBE_TRACE_ID = "0" * 32
 def install_log_filter() -> None:
     """Take the SDK's "Scores will be dropped" lines out of the log (a matrix calls it too):
     the read-back says what really is missing, and repairs it (see ``langfuse_verify``)."""
-    logger = logging.getLogger("langfuse")
-    if score_delivery_log not in logger.filters:
-        logger.addFilter(score_delivery_log)
+    score_delivery_log.install(logging.getLogger("langfuse"))
 
 
 # --- metadata -------------------------------------------------------------------------------
@@ -165,8 +164,15 @@ def _trace_url_prefix(lf: Langfuse) -> str | None:
 # about their default batch of 512). A run posts a dozen scores per item, each batch from the
 # SDK's background thread on the same GIL as the run's event loop: 15 a batch cost ~0.9 ms of
 # CPU per item more (benchmarks/bench_vs_peers.py, mode b), with 13 times as many requests.
-RUN_FLUSH_AT = 500
+#
+# A batch must also be stored within the request timeout: a slow self-hosted server took
+# 5-12 s per 500-score batch, past the SDK's 5 s default, so the SDK reported batches as
+# "dropped" that had arrived. Smaller batches and a longer timeout: see docs/langfuse.md for
+# the measurement.
+RUN_FLUSH_AT = 100
+RUN_TIMEOUT_S = 30
 FLUSH_AT_ENV = "LANGFUSE_FLUSH_AT"
+TIMEOUT_ENV = "LANGFUSE_TIMEOUT"
 
 
 def run_langfuse(
@@ -182,13 +188,29 @@ def run_langfuse(
     After the run: ``VerificationError`` when LangFuse lacks data (unless ``verify=False``).
     """
     timeout_s = verify_timeout_s() if config.verify else 0.0
-    install_log_filter()
-    # checks the keys and the server before anything is spent
-    lf = connect(flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT)
+    lf, warnings = connect_for_run()  # keys, server and its version before anything is spent
     try:
-        return _run(lf, config, store, progress, timeout_s)
+        return _run(lf, config, store, progress, timeout_s, warnings)
     finally:
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
+
+
+def connect_for_run() -> tuple[Langfuse, list[str]]:
+    """The run's client, checked before anything is spent: keys, server reachable, server
+    version (``check_server_version``: refused below v4.59.0 unless allowed, then a warning).
+    Score batches and the request timeout are sized for a slow server (``RUN_FLUSH_AT``,
+    ``RUN_TIMEOUT_S``); ``LANGFUSE_FLUSH_AT`` / ``LANGFUSE_TIMEOUT`` win when set."""
+    install_log_filter()
+    lf = connect(
+        flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT,
+        timeout_s=None if os.environ.get(TIMEOUT_ENV) else RUN_TIMEOUT_S,
+    )
+    try:
+        warning = check_server_version(lf)
+    except BaseException:
+        close_client(lf)
+        raise
+    return lf, [warning] if warning else []
 
 
 def plan_langfuse(config: RunConfig, *, store: LocalStore) -> RunPlan:
@@ -232,11 +254,12 @@ def _run(
     store: LocalStore,
     progress: ProgressHook | None,
     verify_timeout: float,
+    warnings: Sequence[str] = (),
 ) -> RunOutcome:
     dataset = LangfuseDatasetBackend(lf).load_for_run(
         config.dataset, version=config.dataset_version
     )
-    prep = prepare_langfuse_run(lf, config, store, dataset)
+    prep = prepare_langfuse_run(lf, config, store, dataset, warnings=warnings)
     return run_prepared(lf, prep, store, dataset, progress, verify_timeout)
 
 
@@ -247,10 +270,11 @@ def prepare_langfuse_run(
     dataset: RunDataset,
     *,
     extra_record: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> PreparedRun:
     """The run's prompt, pipeline and record on a loaded dataset (a matrix loads it once for
-    all its cells); nothing is sent to the model yet."""
-    warnings: list[str] = []
+    all its cells); nothing is sent to the model yet. ``warnings`` go into its summary."""
+    warnings = list(warnings)
     prompt = _prompt(lf, config, warnings)
     prep = prepare(
         config,

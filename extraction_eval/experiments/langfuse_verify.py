@@ -79,11 +79,22 @@ class ScoreDeliveryLog(logging.Filter):
         self._lock = threading.Lock()
         self.unconfirmed = 0
         self.last_error: str | None = None
+        self.pass_level = logging.NOTSET  # other SDK lines below this stay quiet
+
+    def install(self, logger: logging.Logger) -> None:
+        """Filter ``logger`` (the SDK's), seeing its score errors even where the CLI turned
+        it down to CRITICAL: its other lines keep the level they had."""
+        if self in logger.filters:
+            return
+        self.pass_level = logger.getEffectiveLevel()
+        if self.pass_level > logging.ERROR:
+            logger.setLevel(logging.ERROR)
+        logger.addFilter(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = str(record.msg)
         if not any(marker in message for marker in self._MARKERS):
-            return True
+            return record.levelno >= self.pass_level
         args = record.args if isinstance(record.args, tuple) else ()
         count = 0
         if "Rejected" in message and len(args) >= 2 and isinstance(args[1], int):
@@ -255,7 +266,10 @@ def verified_line(
     if count:
         line += f"; the SDK could not confirm {count} scores{f' ({error})' if error else ''}"
     if repair.total:
-        line += f"; re-posted {repair.total} scores LangFuse lacked"
+        line += (
+            f"; re-posted {repair.total} scores LangFuse did not show after the wait"
+            " (same ids: never doubled), all now there"
+        )
     elif count:
         line += ", all of them had arrived"
     return line
@@ -299,7 +313,7 @@ def check_run(
             run_scores=run_scores,
         )
         if repair.total:
-            log.info("re-posted %d scores LangFuse lacked; reading them back", repair.total)
+            log.info("re-posted %d scores LangFuse did not show; reading back", repair.total)
             lacking: dict[str, list[str]] = {}
             for trace_id, name in report.missing_scores:
                 lacking.setdefault(trace_id, []).append(name)

@@ -730,7 +730,7 @@ def run_matrix_langfuse(
     run record) before the first one runs, so a refused cell costs nothing; then the cells
     run one after another. A cell whose read-back misses data is reported in ``problems``
     and the next cell goes on."""
-    from extraction_eval.backends.langfuse import LangfuseDatasetBackend, close_client, connect
+    from extraction_eval.backends.langfuse import LangfuseDatasetBackend, close_client
     from extraction_eval.experiments import langfuse_mode as lfm
     from extraction_eval.experiments.driver import NoProgress
 
@@ -740,8 +740,7 @@ def run_matrix_langfuse(
     cells = matrix.cells()
     _check_names(store, matrix, cells)
     timeout_s = lfm.verify_timeout_s() if base.verify else 0.0
-    lfm.install_log_filter()
-    lf = connect()  # checks the keys and the server before anything is spent
+    lf, server_warnings = lfm.connect_for_run()  # keys, server, version; before any spend
     try:
         dataset = LangfuseDatasetBackend(lf).load_for_run(
             base.dataset, version=base.dataset_version
@@ -762,6 +761,7 @@ def run_matrix_langfuse(
                     store,
                     dataset,
                     extra_record=_matrix_record(matrix, cell, shared),
+                    warnings=server_warnings,
                 )
                 preps.append((cell, prep))
             share_budget(base.max_cost, [prep for _, prep in preps])

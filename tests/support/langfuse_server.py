@@ -8,6 +8,7 @@ assert on what *arrived* rather than on mocks of our own code.
 Endpoints (all under ``/api/public``)::
 
     GET    /projects                                   auth check, project id
+    GET    /health                                     {status, version} (``server_version``)
     POST   /v2/datasets            GET /v2/datasets    upsert by name / list (page, limit)
     GET    /v2/datasets/{name}                         404 when missing; name is url-decoded
     POST   /dataset-items                              upsert by id (ids are project-wide)
@@ -426,8 +427,10 @@ class FakeLangfuse:
         keys: Mapping[str, str] | None = None,
         project_id: str = "proj-fake",
         project_name: str = "extraction-eval-fake",
+        server_version: str = "4.59.0",
     ) -> None:
         self.project_id = project_id
+        self.server_version = server_version  # what GET /health reports
         self.project_name = project_name
         self._keys: dict[str, str] = dict(keys or {})
         self._lock = threading.RLock()
@@ -747,6 +750,7 @@ class FakeLangfuse:
         seg = r"([^/]+)"
         table: list[tuple[str, str, Handler]] = [
             ("GET", "/api/public/projects", self._projects),
+            ("GET", "/api/public/health", self._health),
             ("POST", "/api/public/v2/datasets", self._create_dataset),
             ("GET", "/api/public/v2/datasets", self._list_datasets),
             ("GET", f"/api/public/v2/datasets/{seg}", self._get_dataset),
@@ -768,6 +772,9 @@ class FakeLangfuse:
         return [(m, re.compile(p), h) for m, p, h in table]
 
     # projects
+
+    def _health(self, req: _Request) -> tuple[int, Any]:
+        return 200, {"status": "OK", "version": self.server_version}
 
     def _projects(self, req: _Request) -> tuple[int, Any]:
         return 200, {

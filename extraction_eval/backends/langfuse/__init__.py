@@ -14,12 +14,15 @@ Secrets never appear in messages: errors name the server URL and the status, not
 """
 
 from extraction_eval.backends.langfuse.client import (
+    ALLOW_OLD_ENV,
     ENV_BASE_URL,
     ENV_HOST,
     ENV_PUBLIC_KEY,
     ENV_SECRET_KEY,
+    MIN_SERVER_VERSION,
     base_url_of,
     check_auth,
+    check_server_version,
     close_client,
     connect,
     langfuse_configured,
@@ -40,11 +43,13 @@ from extraction_eval.backends.langfuse.scores import item_score_id, post_score, 
 from extraction_eval.backends.langfuse.tracer import LangfuseTracer
 
 __all__ = [
+    "ALLOW_OLD_ENV",
     "ENV_BASE_URL",
     "ENV_HOST",
     "ENV_PUBLIC_KEY",
     "ENV_SECRET_KEY",
     "META_KEY",
+    "MIN_SERVER_VERSION",
     "LangfuseDatasetBackend",
     "LangfuseTracer",
     "RunDataset",
@@ -52,6 +57,7 @@ __all__ = [
     "api_errors",
     "base_url_of",
     "check_auth",
+    "check_server_version",
     "close_client",
     "connect",
     "fetch_prompt",
