@@ -21,7 +21,6 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
@@ -79,16 +78,18 @@ PRUNE_SLACK = 1000
 
 
 def _gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
-    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
-    items = store.get_items(run.dataset, version=run.dataset_version)
-    return {i.id: with_trusted_gold(i, floor) for i in items}
+    """The run's gold at its dataset version: the local store's, or for a LangFuse-mode run
+    the LangFuse dataset's (its versions are timestamps)."""
+    from extraction_eval.experiments.paired import run_gold  # paired imports this module
+
+    return run_gold(store, run)
 
 
 def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetItem], str | None]:
     try:
         return _gold(store, run), None
     except ExtractionEvalError as exc:
-        return {}, f"no gold for run A's dataset in the local store: {one_line(exc)}"
+        return {}, f"no gold for run A's dataset: {one_line(exc)}"
 
 
 def _diff(item: DatasetItem, ra: ItemResult, rb: ItemResult, config: ScoringConfig) -> ItemDiff:

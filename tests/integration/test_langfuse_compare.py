@@ -53,6 +53,11 @@ def test_compare_two_langfuse_runs_reads_the_gold_from_langfuse(
             run.summary["values"]["entity_f1"]
         )
     assert data["metrics"]["entity_recall"]["delta"] > 0  # first entity only -> baseline
+    # the item diff too: its gold is the LangFuse dataset at the run's version (a timestamp)
+    diff = data["diff"]
+    assert not diff.get("gold_missing"), diff
+    assert diff["counts"]["items"] == 8 and diff["counts"]["changed_items"] > 0
+    assert diff["items"] and not diff["no_gold"]
 
     # without keys: one line naming what is needed, exit 2, nothing else done
     for var in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_BASE_URL"):
