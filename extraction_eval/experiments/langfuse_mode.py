@@ -44,7 +44,9 @@ from extraction_eval.backends.langfuse import (
     post_score,
     run_score_id,
 )
+from extraction_eval.backends.langfuse.score_configs import ensure_score_configs
 from extraction_eval.backends.local import LocalStore
+from extraction_eval.errors import ExtractionEvalError, one_line
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import (
     Driver,
@@ -320,6 +322,7 @@ def run_prepared(
         traces={r.trace_id: r.score_names for r in recorded.values() if r.trace_id},
         untraced=[item_id for item_id, r in recorded.items() if not r.trace_id],
         observations=scores.observations,
+        config_ids=scores.config_ids,
         experiment_id=scores.experiment_id,
         since=started,
         timeout_s=verify_timeout,
@@ -389,6 +392,16 @@ def item_output(lf: Langfuse, result: ItemResult) -> Any:
     return {"error": message, "error_kind": result.error_kind}
 
 
+def _score_configs(lf: Langfuse, prep: PreparedRun) -> Mapping[str, str]:
+    """Our score configs in the project (created once); a server that refuses them costs
+    the UI its score shapes, not the run: a warning, and scores without a config."""
+    try:
+        return ensure_score_configs(lf)
+    except ExtractionEvalError as exc:
+        prep.warnings.append(f"scores sent without LangFuse score configs: {one_line(exc)}")
+        return {}
+
+
 class LangfuseScores:
     """The score sink of LangFuse mode: item scores on the item's trace and task observation
     (queued; the SDK batches them), run-level scores on the experiment. Also keeps the
@@ -403,6 +416,7 @@ class LangfuseScores:
         self._trace_url_prefix = _trace_url_prefix(lf) if prep.todo_ids else None
         self._stored_experiment_id = prep.run.experiment_id
         self.observations: dict[str, str] = {}  # trace id -> the item's task observation
+        self.config_ids: Mapping[str, str] = _score_configs(lf, prep) if prep.todo_ids else {}
 
     def bind(self, result: ItemResult) -> ItemResult:
         trace_id = self.lf.get_current_trace_id()
@@ -425,6 +439,7 @@ class LangfuseScores:
                 trace_id=result.trace_id,
                 observation_id=observation_id,
                 score_id=item_score_id(result.trace_id, score) if result.trace_id else None,
+                config_id=self.config_ids.get(score.name),
             )
 
     def post_run(self, summary: RunSummary) -> None:

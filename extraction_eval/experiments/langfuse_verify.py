@@ -184,6 +184,7 @@ def repost_missing(
     observations: Mapping[str, str],
     experiment_id: str | None,
     run_scores: Sequence[Score],
+    config_ids: Mapping[str, str],
 ) -> Repair:
     """Post again, with the ids they were first sent with, the scores ``report`` lists as
     missing: item scores from the local mirror (on the trace and its task observation),
@@ -206,6 +207,7 @@ def repost_missing(
                         trace_id=result.trace_id,
                         observation_id=observations.get(result.trace_id),
                         score_id=item_score_id(result.trace_id, score),
+                        config_id=config_ids.get(score.name),
                     )
                     item_scores += 1
     run_posted = 0
@@ -286,6 +288,7 @@ def check_run(
     experiment_id: str | None,
     since: datetime,
     timeout_s: float,
+    config_ids: Mapping[str, str],
 ) -> str:
     """Read the run back, re-post what is missing, read again; the verified line, or
     ``VerificationError`` naming what LangFuse still lacks."""
@@ -311,6 +314,7 @@ def check_run(
             observations=observations,
             experiment_id=experiment_id,
             run_scores=run_scores,
+            config_ids=config_ids,
         )
         if repair.total:
             log.info("re-posted %d scores LangFuse did not show; reading back", repair.total)

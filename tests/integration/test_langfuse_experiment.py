@@ -185,6 +185,13 @@ def test_cli_run_links_every_item_scores_every_trace_and_prints_the_url(
             assert score["observationId"] == task_span["span_id"], name
             assert score["dataType"] == local_types[name], name
         assert {scores[n]["dataType"] for n in HEADLINE} == {"NUMERIC"}
+        # each score with its LangFuse score config (created for the project)
+        configs = server.score_configs
+        for name in (*HEADLINE, "type_accuracy", "extraction_error"):
+            config = configs[scores[name]["configId"]]
+            assert config["name"] == name, name
+        assert configs[scores["entity_f1"]["configId"]]["maxValue"] == 1
+        assert configs[scores["extraction_error"]["configId"]]["dataType"] == "BOOLEAN"
         assert scores["extraction_error"]["dataType"] == "BOOLEAN"
         assert scores["extraction_error"]["value"] == 0
         local = {s.name: s.value for s in by_item[item.id].scores}
@@ -197,6 +204,18 @@ def test_cli_run_links_every_item_scores_every_trace_and_prints_the_url(
     for name in on_run:
         assert on_run[name]["value"] == pytest.approx(stored[name]), name
     assert on_run["error_count"]["value"] == 0 and on_run["items"]["value"] == len(items)
+
+    # score configs: a 0-1 ratio per ratio, extraction_error boolean, failure_category
+    # categorical; created once: a second run finds them and creates none
+    configs = {c["name"]: c for c in server.score_configs.values()}
+    assert (configs["entity_recall"]["minValue"], configs["entity_recall"]["maxValue"]) == (0, 1)
+    assert configs["failure_category"]["dataType"] == "CATEGORICAL"
+    assert {"missed", "spurious"} <= {c["label"] for c in configs["failure_category"]["categories"]}
+    count = len(server.score_configs)
+    again = run_cli("--dataset", DATASET, "--name", "baseline-v2", "--model", "offline:baseline")
+    assert again.exit_code == 0, again.stderr
+    assert len(server.score_configs) == count
+    assert len(server.requests_to("/api/public/score-configs", "POST")) == count
 
     # parameters recorded on the experiment
     meta = json.loads(next(iter(roots.values()))["attributes"]["langfuse.experiment.metadata"])

@@ -9,6 +9,7 @@ Endpoints (all under ``/api/public``)::
 
     GET    /projects                                   auth check, project id
     GET    /health                                     {status, version} (``server_version``)
+    POST   /score-configs          GET /score-configs  create / list (page, limit)
     POST   /v2/datasets            GET /v2/datasets    upsert by name / list (page, limit)
     GET    /v2/datasets/{name}                         404 when missing; name is url-decoded
     POST   /dataset-items                              upsert by id (ids are project-wide)
@@ -396,6 +397,7 @@ class _State:
     prompts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> versions
     observations: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     spans: list[dict[str, Any]] = field(default_factory=list)
+    score_configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by id
 
 
 Handler = Callable[["_Request"], tuple[int, Any]]
@@ -751,6 +753,8 @@ class FakeLangfuse:
         table: list[tuple[str, str, Handler]] = [
             ("GET", "/api/public/projects", self._projects),
             ("GET", "/api/public/health", self._health),
+            ("POST", "/api/public/score-configs", self._create_score_config),
+            ("GET", "/api/public/score-configs", self._list_score_configs),
             ("POST", "/api/public/v2/datasets", self._create_dataset),
             ("GET", "/api/public/v2/datasets", self._list_datasets),
             ("GET", f"/api/public/v2/datasets/{seg}", self._get_dataset),
@@ -775,6 +779,69 @@ class FakeLangfuse:
 
     def _health(self, req: _Request) -> tuple[int, Any]:
         return 200, {"status": "OK", "version": self.server_version}
+
+    # score configs
+
+    def _create_score_config(self, req: _Request) -> tuple[int, Any]:
+        body = req.body if isinstance(req.body, dict) else {}
+        name, data_type = body.get("name"), body.get("dataType")
+        if not isinstance(name, str) or not name:
+            return 400, {"message": "name is required"}
+        if data_type not in ("NUMERIC", "BOOLEAN", "CATEGORICAL", "TEXT"):
+            return 400, {"message": f"invalid dataType {data_type!r}"}
+        if data_type == "CATEGORICAL" and not body.get("categories"):
+            return 400, {"message": "categorical configs need categories"}
+        categories = body.get("categories")
+        if data_type == "BOOLEAN":
+            categories = [{"label": "True", "value": 1}, {"label": "False", "value": 0}]
+        now = iso(_now())
+        config = {
+            "id": str(uuid.uuid4()),
+            "name": name,
+            "dataType": data_type,
+            "isArchived": False,
+            "minValue": body.get("minValue"),
+            "maxValue": body.get("maxValue"),
+            "categories": categories,
+            "description": body.get("description"),
+            "projectId": self.project_id,
+            "createdAt": now,
+            "updatedAt": now,
+        }
+        self._state.score_configs[config["id"]] = config
+        return 200, dict(config)
+
+    def _list_score_configs(self, req: _Request) -> tuple[int, Any]:
+        rows = sorted(self._state.score_configs.values(), key=lambda c: c["createdAt"])
+        page, meta = _paginate([dict(c) for c in rows], req.query)
+        return 200, {"data": page, "meta": meta}
+
+    @property
+    def score_configs(self) -> dict[str, dict[str, Any]]:
+        """Stored score configs by id."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._state.score_configs.items()}
+
+    def _check_config(self, score: Mapping[str, Any]) -> str | None:
+        """LangFuse validates a score against its config: name, type, range, categories."""
+        config = self._state.score_configs.get(str(score.get("configId")))
+        if config is None:
+            return f"score {score['name']}: no score config {score.get('configId')!r}"
+        if config["name"] != score["name"]:
+            return f"score {score['name']}: config {config['id']} is for {config['name']!r}"
+        data_type = score.get("dataType") or config["dataType"]
+        if data_type != config["dataType"]:
+            return f"score {score['name']}: config wants {config['dataType']}"
+        value = score["value"]
+        if config["dataType"] == "NUMERIC":
+            low, high = config.get("minValue"), config.get("maxValue")
+            if (low is not None and value < low) or (high is not None and value > high):
+                return f"score {score['name']}: {value} outside [{low}, {high}]"
+        if config["dataType"] == "CATEGORICAL":
+            labels = {c["label"] for c in config["categories"] or []}
+            if value not in labels:
+                return f"score {score['name']}: {value!r} is not a category of its config"
+        return None
 
     def _projects(self, req: _Request) -> tuple[int, Any]:
         return 200, {
@@ -973,6 +1040,8 @@ class FakeLangfuse:
         accepted = 0
         for score in req.body:
             error = self._validate_score(score)
+            if error is None and score.get("configId"):
+                error = self._check_config(score)
             if error is None and score.get("name") in self._reject_score_names:
                 error = f"score {score['name']}: rejected (fake)"
             if error is not None:
