@@ -25,6 +25,7 @@ What it does not do, we add:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -130,6 +131,8 @@ def experiment_metadata(record: Mapping[str, Any]) -> dict[str, str]:
         "price_model": pricing.get("model_id") or pricing.get("model_ref"),
         "price_input_per_mtok": pricing.get("input_per_mtok"),
         "price_output_per_mtok": pricing.get("output_per_mtok"),
+        # how items were scored, so `runs pull` elsewhere re-folds the summary the same way
+        "scoring": json.dumps(record["scoring"]) if record.get("scoring") else None,
     }
     matrix = record.get("matrix") or {}
     if matrix:  # a matrix cell: the matrix's prefix and the cell's repeat index
