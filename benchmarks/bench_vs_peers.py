@@ -174,7 +174,7 @@ def mode_b(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.experiments.run import run_experiment
 
     config = _our_config(args, "langfuse")
-    verify = time_calls(langfuse_mode, "verify_run")
+    verify = time_calls(langfuse_mode, "check_run")  # the read-back, with any re-post
     with Timed() as t:
         outcome = run_experiment(config, store=LocalStore(seed=False))
     return {

@@ -106,6 +106,13 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     print_table(console, means)
     if outcome.experiment_url:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
+        run = outcome.run
+        console.print(
+            f"  in the LangFuse UI: Datasets > {run.dataset} > Experiments > {run.name}; a v4 UI"
+            ' with a "V4 Preview" switch (sidebar, bottom) needs it on for this link',
+            highlight=False,
+            soft_wrap=True,
+        )
     if outcome.langfuse_verified:
         console.print(outcome.langfuse_verified, highlight=False, soft_wrap=True)
 

@@ -46,6 +46,7 @@ import json
 import re
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -441,6 +442,9 @@ class FakeLangfuse:
         self._faults: list[_Fault] = []
         self._reject_scores_status: int | None = None
         self._reject_score_names: set[str] = set()
+        self._lose_score_names: set[str] = set()
+        self._lost: set[str] = set()
+        self._score_delay_s = 0.0
         self._drop_connections = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -530,6 +534,17 @@ class FakeLangfuse:
         with self._lock:
             self._reject_scores_status = status
             self._reject_score_names = set(names)
+
+    def lose_scores(self, names: Iterable[str]) -> None:
+        """Answer 202 but store nothing of the scores with these names, once per score id
+        (a server that lost them): a second post of the same id is stored."""
+        with self._lock:
+            self._lose_score_names = set(names)
+
+    def slow_scores(self, seconds: float) -> None:
+        """Store each score batch, then wait ``seconds`` before answering (a slow server:
+        past the client's timeout the batch has arrived all the same)."""
+        self._score_delay_s = seconds
 
     def down(self, mode: Literal["refuse", "drop"] = "refuse") -> None:
         """``refuse``: stop listening (connection refused); ``drop``: accept connections and
@@ -1047,8 +1062,11 @@ class FakeLangfuse:
             if error is not None:
                 errors.append({"message": error})
                 continue
-            self._store_score(score)
             accepted += 1
+            if score.get("name") in self._lose_score_names and score.get("id") not in self._lost:
+                self._lost.add(str(score.get("id")))
+                continue
+            self._store_score(score)
         if errors:
             return 207, {"accepted": accepted, "rejected": len(errors), "errors": errors}
         return 202, {"message": "Accepted"}
@@ -1672,6 +1690,8 @@ def _make_handler(server: FakeLangfuse) -> type[BaseHTTPRequestHandler]:
                         status, response = server._dispatch(
                             self.command, path, raw_path, query, body
                         )
+                        if path == "/api/public/scores" and server._score_delay_s:
+                            time.sleep(server._score_delay_s)  # stored; the answer is late
                     except _HttpError as exc:
                         status, response = exc.status, {"message": exc.message}
                     except Exception as exc:  # a fake bug must show up as a 500, not a hang
