@@ -160,6 +160,7 @@ def verify_run(
         since=since,
         timeout_s=timeout_s,
         poll_s=_poll_interval(timeout_s),
+        linked=True,
     )
 
 

@@ -55,3 +55,19 @@ def test_the_read_back_re_posts_lost_scores_with_their_ids_and_says_so(
     stored = [s for s in server.scores if s["name"] == "entity_f1" and s.get("traceId")]
     assert len(stored) == 3  # never doubled
     assert {s["name"] for s in server.scores if s.get("datasetRunId")} >= {"error_count"}
+
+
+def test_the_read_back_walks_the_experiments_items_a_page_at_a_time(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upload(server, LocalStore().get_items(DATASET)[:6])
+    use_langfuse(server, monkeypatch, "walk")
+    result = cli.invoke(_run_app, ["--name", "walk-1", "--pipeline", PIPE])
+    assert result.exit_code == 0, result.stderr
+    walks = server.requests_to("/api/public/experiment-items", "GET")
+    assert len(walks) == 1  # 6 items with their scores: one page
+    assert walks[0].param("fields") == "core,scores" and walks[0].param("limit") == "100"
+    by_trace = [r for r in server.requests_to("/api/public/v3/scores") if r.param("traceId")]
+    assert by_trace == []  # no per-trace score lookups
+    assert server.requests_to("/api/public/v2/observations") == []
+    assert result.stdout.strip().splitlines()[-1].startswith("verified in LangFuse: 6 traces, ")

@@ -1442,6 +1442,11 @@ class FakeLangfuse:
             "langfuse.experiment.item.id": _csv(q, "experimentItemId"),
             "langfuse.experiment.dataset.id": _csv(q, "datasetId"),
         }
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        if "scores" in groups:  # one pass over the scores, not one per item
+            for s in self._state.scores.values():
+                if s.get("traceId"):
+                    by_trace.setdefault(s["traceId"], []).append(s)
         rows = []
         for obs in self._experiment_rows():
             attrs = obs["_attributes"]
@@ -1480,10 +1485,10 @@ class FakeLangfuse:
                 )
                 record["experimentDescription"] = attrs.get("langfuse.experiment.description")
             if "scores" in groups:
+                limit = _int_param(q, "scoreLimit", 50)
                 record["scores"] = [
-                    self._score_v3(s, {"details"})
-                    for s in self._state.scores.values()
-                    if s.get("traceId") == obs["traceId"]
+                    self._score_v3(s, {"details", "subject"})
+                    for s in by_trace.get(obs["traceId"], [])[:limit]
                 ]
             rows.append(record)
         rows.sort(key=lambda r: (r["startTime"], r["id"]), reverse=True)
