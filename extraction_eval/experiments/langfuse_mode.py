@@ -367,7 +367,7 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         name=prep.run.name,
         run_name=prep.run.name,
         description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
-        f" ({prep.config.pipeline.model})",
+        f" ({prep.run.config.get('model') or prep.config.pipeline.model})",
         data=[dataset.raw_by_id[i.id] for i in todo],
         task=task,
         max_concurrency=prep.config.concurrency,

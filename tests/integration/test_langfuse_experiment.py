@@ -390,6 +390,7 @@ def test_failing_items_are_scored_marked_error_counted_and_mirrored(
             langfuse_item_id(DATASET, item.id)
         )
         assert json.loads(root["langfuse.observation.metadata.model"]) == f"pipeline:{PIPE}"
+        assert f"(pipeline:{PIPE})" in root["langfuse.experiment.description"]
         assert json.loads(root["langfuse.observation.metadata.prompt_name"]) == "extraction"
         assert isinstance(json.loads(root["langfuse.observation.output"]), dict)
         errors = [
