@@ -51,7 +51,11 @@ OUTPUT = {"entities": [{"name": "Ada Lovelace", "type": "person"}], "relationshi
 
 @pytest.fixture(scope="module")
 def lf() -> Iterator[Any]:
-    client = connect(public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL)
+    # a self-hosted server can be slow (first requests compile routes in dev mode): the SDK
+    # keeps this client (and its timeout) for every later connect with these keys
+    client = connect(
+        public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL, timeout_s=60
+    )
     yield client
     client.shutdown()
 
