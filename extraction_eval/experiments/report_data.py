@@ -10,7 +10,6 @@ exactly what was scored as grounded.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
