@@ -60,10 +60,8 @@ from extraction_eval.experiments.langfuse_verify import (
     VERIFY_TIMEOUT_ENV,
     VerificationError,
     check_run,
-    missing_summary,
     score_delivery_log,
     unverified_line,
-    verify_run,
     verify_timeout_s,
 )
 from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
@@ -82,13 +80,10 @@ __all__ = [
     "LangfuseScores",
     "VerificationError",
     "experiment_metadata",
-    "missing_summary",
     "post_run_scores",
     "prepare_langfuse_run",
     "run_langfuse",
     "run_prepared",
-    "verify_run",
-    "verify_timeout_s",
 ]
 
 log = logging.getLogger(__name__)

@@ -278,8 +278,8 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
 def get_or_pull(store: LocalStore, name: str, dataset: str | None = None) -> RunRecord:
     """The stored run ``name``; when the mirror has none and LangFuse is configured, the
     experiment of that name pulled from LangFuse first (``compare`` and ``report``)."""
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.langfuse import langfuse_configured
-    from extraction_eval.experiments.reporting import get_run
 
     try:
         return get_run(store, name, dataset)
