@@ -71,6 +71,13 @@ def test_pull_brings_another_machines_experiment_into_the_mirror(
     assert data["items"] == 6 and data["diff"]["counts"]["items"] == 6
     assert LocalStore().get_run("ci-base", DATASET) is not None
 
+    # report pulls too (a third machine, an empty store)
+    monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(tmp_path / "reviewer"))
+    out = tmp_path / "report.html"
+    reported = cli.invoke(app, ["report", "ci-run", "--out", str(out)])
+    assert reported.exit_code == 0, reported.stderr
+    assert out.exists() and LocalStore().get_run("ci-run", DATASET) is not None
+
     # a name LangFuse does not know: one line, exit 2
     missing = cli.invoke(app, ["runs", "pull", "no-such-run"])
     assert missing.exit_code == 2
