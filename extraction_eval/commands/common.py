@@ -42,6 +42,17 @@ def error_line(exc: ExtractionEvalError) -> str:
     return one_line(exc)
 
 
+NO_CACHE_HELP = "Neither read nor write the response cache (every item calls the model)."
+REFRESH_CACHE_HELP = "Call the model for every item and store the answers (no cache reads)."
+
+
+def cache_mode(no_cache: bool, refresh_cache: bool) -> str:
+    """``--no-cache`` / ``--refresh-cache`` as ``PipelineConfig.cache``."""
+    if no_cache and refresh_cache:
+        raise UsageError("--no-cache and --refresh-cache exclude each other; give one")
+    return "off" if no_cache else "refresh" if refresh_cache else "use"
+
+
 def check_writable(option: str, path: Path) -> None:
     """Refuse an output path before any work is done, so a typo costs nothing."""
     parent = path.parent if str(path.parent) else Path(".")

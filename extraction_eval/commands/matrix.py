@@ -10,6 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from extraction_eval.commands.common import (
+    NO_CACHE_HELP,
+    REFRESH_CACHE_HELP,
+    cache_mode,
     check_readable,
     console,
     err_console,
@@ -136,6 +139,10 @@ def matrix_cmd(
         str | None,
         typer.Option(help="I/N: every cell runs only shard I of N of the items (by id hash)."),
     ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+    refresh_cache: Annotated[
+        bool, typer.Option("--refresh-cache", help=REFRESH_CACHE_HELP)
+    ] = False,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
@@ -162,6 +169,7 @@ def matrix_cmd(
     }
     opts = {**_DEFAULTS, **(read_matrix_toml(config) if config else {})}
     opts.update({k: v for k, v in given.items() if v is not None})
+    opts["cache"] = cache_mode(no_cache, refresh_cache)
     matrix = _matrix_config(opts, resume=resume, verify=verify)
 
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
@@ -211,6 +219,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
             max_attempts=opts["max_attempts"],
             price_in=opts.get("price_in"),
             price_out=opts.get("price_out"),
+            cache=opts["cache"],
         ),
         scoring=ScoringConfig(match=opts["match"], threshold=opts["threshold"]),
         concurrency=opts["concurrency"],

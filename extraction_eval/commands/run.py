@@ -10,7 +10,15 @@ from typing import Annotated, Any
 
 import typer
 
-from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.commands.common import (
+    NO_CACHE_HELP,
+    REFRESH_CACHE_HELP,
+    cache_mode,
+    console,
+    err_console,
+    fail,
+    handle_errors,
+)
 
 
 @handle_errors
@@ -105,6 +113,10 @@ def run_cmd(
             " then runs merge + runs finalize."
         ),
     ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+    refresh_cache: Annotated[
+        bool, typer.Option("--refresh-cache", help=REFRESH_CACHE_HELP)
+    ] = False,
     baseline: Annotated[
         str | None,
         typer.Option(help="A stored run to compare this run with when it ends (paired)."),
@@ -144,6 +156,7 @@ def run_cmd(
             max_attempts=max_attempts,
             price_in=price_in,
             price_out=price_out,
+            cache=cache_mode(no_cache, refresh_cache),
         ),
         scoring=scoring,
         concurrency=concurrency,

@@ -183,6 +183,12 @@ class OpenAIProvider:
     def client(self) -> AsyncOpenAI:
         return self._client
 
+    @property
+    def endpoint(self) -> str:
+        """Where the answers come from: the client's base URL (``base_url``, else
+        ``OPENAI_BASE_URL``, else OpenAI's), as the SDK resolved it."""
+        return str(self._client.base_url).rstrip("/")
+
     def request_body(self, request: CompletionRequest) -> dict[str, Any]:
         """The chat-completions body of ``request``: what ``complete`` sends, and what a
         Batch API line carries (in ``create``'s order, so even the bytes are the same)."""
