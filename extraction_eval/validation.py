@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from extraction_eval.errors import InvalidValue
+from extraction_eval.redact import safe_url
 
 
 def check_int(field: str, value: object, *, minimum: int) -> int:
@@ -59,8 +60,26 @@ def check_text(field: str, value: object) -> str:
 
 
 def check_url(field: str, value: str) -> str:
-    """An http(s) URL with a host (a typo here would fail every item, not the run)."""
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InvalidValue(field, f"must be an http:// or https:// URL, got {value!r}")
+    """An http(s) URL with a host and no credentials (a typo here would fail every item, not
+    the run). Refusals show the URL with ``***`` for what may be a secret.
+
+    A ``user:password@`` or a query string (``?api_key=``) is refused rather than half
+    supported: the OpenAI client sends neither (it drops the user info and mangles the query
+    into the path), so every call would fail after its retries, and the query-string key
+    would be logged with each request. Keys belong in the provider's variable."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+    except ValueError:
+        raise InvalidValue(field, f"is not a valid URL: {safe_url(value)!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidValue(
+            field, f"must be an http:// or https:// URL, got {safe_url(value)!r}"
+        )
+    if "@" in parts.netloc or parts.query:
+        raise InvalidValue(
+            field,
+            f"must not carry credentials or a query string, got {safe_url(value)!r}:"
+            " give the key in the provider's variable (OPENAI_API_KEY), not in the URL",
+        )
     return value

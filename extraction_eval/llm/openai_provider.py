@@ -116,6 +116,17 @@ def map_openai_error(exc: BaseException) -> ProviderError:
     return ProviderError(f"OpenAI client error: {type(exc).__name__}: {exc}")
 
 
+def _check_env_url(url: str) -> None:
+    """``OPENAI_BASE_URL`` (read by the SDK) held to the same rule as ``base_url``."""
+    from extraction_eval.errors import InvalidValue
+    from extraction_eval.validation import check_url
+
+    try:
+        check_url("OPENAI_BASE_URL", url)
+    except InvalidValue as exc:
+        raise ConfigError(str(exc)) from None
+
+
 class OpenAIProvider:
     """Chat completions with structured outputs (strict JSON schema) where the server has them.
 
@@ -156,6 +167,9 @@ class OpenAIProvider:
     ) -> AsyncOpenAI:
         from openai import AsyncOpenAI, DefaultAioHttpClient
 
+        env_url = os.environ.get("OPENAI_BASE_URL", "").strip()
+        if base_url is None and env_url:
+            _check_env_url(env_url)
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):

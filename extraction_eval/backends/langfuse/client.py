@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from extraction_eval.errors import ConfigError
+from extraction_eval.redact import safe_url
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -45,6 +46,26 @@ def resolve_base_url(base_url: str | None = None) -> str:
     return url.rstrip("/")
 
 
+def check_base_url(url: str) -> None:
+    """An http(s) URL with no credentials in it, refused in one line that shows no secret:
+    the SDK authenticates with the keys (HTTP basic auth), so a ``user:password@`` in the
+    URL is never what the server expects, and a query string would be sent in every call."""
+    from urllib.parse import urlsplit
+
+    shown = safe_url(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ConfigError(f"LangFuse base URL is not a valid URL: {shown!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"LangFuse base URL must start with http:// or https://, got {shown!r}")
+    if "@" in parts.netloc or parts.query:
+        raise ConfigError(
+            f"LangFuse base URL must not carry a user name, password or query string,"
+            f" got {shown!r}: the keys go in {ENV_PUBLIC_KEY} and {ENV_SECRET_KEY}"
+        )
+
+
 def connect(
     *,
     public_key: str | None = None,
@@ -72,8 +93,7 @@ def connect(
     if missing:
         raise ConfigError(f"LangFuse keys missing: set {' and '.join(missing)}")
     url = resolve_base_url(base_url)
-    if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"LangFuse base URL must start with http:// or https://, got {url!r}")
+    check_base_url(url)
 
     from langfuse import Langfuse  # deferred: keeps `--help` and local mode fast
 
@@ -102,7 +122,7 @@ def close_client(lf: Langfuse) -> None:
 
 
 def base_url_of(lf: Langfuse) -> str:
-    return str(getattr(lf, "_base_url", None) or "LangFuse").rstrip("/")
+    return safe_url(str(getattr(lf, "_base_url", None) or "LangFuse")).rstrip("/")
 
 
 def check_auth(lf: Langfuse) -> None:
