@@ -73,9 +73,7 @@ def check_url(field: str, value: str) -> str:
     except ValueError:
         raise InvalidValue(field, f"is not a valid URL: {safe_url(value)!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidValue(
-            field, f"must be an http:// or https:// URL, got {safe_url(value)!r}"
-        )
+        raise InvalidValue(field, f"must be an http:// or https:// URL, got {safe_url(value)!r}")
     if "@" in parts.netloc or parts.query:
         raise InvalidValue(
             field,

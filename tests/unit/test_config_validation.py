@@ -106,11 +106,9 @@ def test_delete_empty_run_never_deletes_a_run_with_results() -> None:
 def test_the_run_record_holds_no_credential_of_the_base_url() -> None:
     import json
 
-    from extraction_eval.experiments.config import RunConfig, describe
-    from extraction_eval.pipeline.base import PipelineConfig
-
     from extraction_eval.errors import InvalidValue
-    from extraction_eval.experiments.config import redact_url
+    from extraction_eval.experiments.config import RunConfig, describe, redact_url
+    from extraction_eval.pipeline.base import PipelineConfig
 
     url = "http://user:hunter2@127.0.0.1:9/v1?api-key=hunter3"
     # a URL with credentials is refused (the message shows none of them) ...
