@@ -6,10 +6,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 import typer
-from dotenv import find_dotenv, load_dotenv
+from dotenv import load_dotenv
 from rich.markup import escape
 
 from extraction_eval.commands.common import err_console
@@ -54,8 +55,12 @@ def _error(message: str) -> None:
 
 
 def _startup() -> None:
-    """Read ``.env`` (never overriding the real environment) and keep library logs quiet."""
-    load_dotenv(find_dotenv(usecwd=True), override=False)
+    """Read ``.env`` (never overriding the real environment) and keep library logs quiet.
+
+    Only the current folder's ``.env``: searching the parent folders (python-dotenv's
+    ``find_dotenv``) would let a ``.env`` planted in any ancestor folder send the API key
+    to another server."""
+    load_dotenv(Path.cwd() / ".env", override=False)
     level = os.environ.get("EXTRACTION_EVAL_LOG_LEVEL", "WARNING").strip().upper() or "WARNING"
     if level not in _LOG_LEVELS:
         _error(f"EXTRACTION_EVAL_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
