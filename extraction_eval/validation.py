@@ -81,3 +81,15 @@ def check_url(field: str, value: str) -> str:
             " give the key in the provider's variable (OPENAI_API_KEY), not in the URL",
         )
     return value
+
+
+def web_url(value: object) -> str | None:
+    """``value`` when it is an http(s) URL, else None: what may become a link in a page (a
+    ``javascript:`` or ``data:`` URL from a hostile store would run on click)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        scheme = urlsplit(value.strip()).scheme.lower()
+    except ValueError:
+        return None
+    return value if scheme in ("http", "https") else None

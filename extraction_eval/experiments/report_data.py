@@ -30,6 +30,7 @@ from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import scoring_config
 from extraction_eval.experiments.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
+from extraction_eval.validation import web_url
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
 
@@ -207,7 +208,7 @@ def run_entry(
         "fail": result.error is not None or bool(categories),
         "lat": result.latency_ms,
         "cost": result.usage.cost_usd,
-        "url": result.trace_url,
+        "url": web_url(result.trace_url),  # only http(s) becomes a link
         "pred": objects,
         "gst": gold_status,
     }
