@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError, one_line
+from extraction_eval.views.console import SafeConsole
 
-console = Console()
-err_console = Console(stderr=True)
+# every command prints through these: text from outside cannot drive the terminal
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from extraction_eval.commands.common import check_readable, check_writable, error_line
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
+from extraction_eval.views.console import SafeConsole
 
 if TYPE_CHECKING:
     from extraction_eval.evaluators.config import EvidenceMode, MatchMode
@@ -107,7 +108,7 @@ def _run(
         sys.stdout.flush()
         print_warnings(report["warnings"], err)
     else:
-        render_report(report, Console())
+        render_report(report, SafeConsole())
 
 
 def score(
@@ -157,7 +158,7 @@ def score(
 
     Malformed lines are reported as warnings and skipped; the rest is scored.
     """
-    err = Console(stderr=True)
+    err = SafeConsole(stderr=True)
     try:
         _run(
             gold,
