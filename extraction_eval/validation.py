@@ -13,11 +13,13 @@ from extraction_eval.errors import InvalidValue
 from extraction_eval.redact import safe_url
 
 
-def check_int(field: str, value: object, *, minimum: int) -> int:
+def check_int(field: str, value: object, *, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidValue(field, f"must be a whole number, got {value!r}")
     if value < minimum:
         raise InvalidValue(field, f"must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidValue(field, f"must be at most {maximum:,}, got {value:,}")
     return value
 
 

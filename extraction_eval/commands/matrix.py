@@ -56,13 +56,13 @@ _DEFAULTS: dict[str, Any] = {
 
 def read_matrix_toml(path: Path) -> dict[str, Any]:
     """The file's keys as option names; lists for the axes. An unknown key is refused."""
-    import tomllib
+    from extraction_eval.tomlfile import TomlProblem, read_toml
 
     check_readable("--config", path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"--config {path}: not valid TOML: {exc}") from None
+        data = read_toml(path)
+    except TomlProblem as exc:
+        raise UsageError(f"--config {path}: {exc}") from None
     out: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")

@@ -19,6 +19,7 @@ from extraction_eval.commands.common import (
     fail,
     handle_errors,
 )
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 
 
 @handle_errors
@@ -113,6 +114,13 @@ def run_cmd(
             " then runs merge + runs finalize."
         ),
     ] = None,
+    max_objects: Annotated[
+        int,
+        typer.Option(
+            help="Entities or relationships per item (gold or answer) above which the item is"
+            " an error instead of being scored (matching memory grows with their product)."
+        ),
+    ] = DEFAULT_MAX_OBJECTS,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
     refresh_cache: Annotated[
         bool, typer.Option("--refresh-cache", help=REFRESH_CACHE_HELP)
@@ -140,7 +148,11 @@ def run_cmd(
     from extraction_eval.views.runs import render_run_summary
 
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
-    scoring = ScoringConfig(match=match, threshold=threshold)  # type: ignore[arg-type]
+    scoring = ScoringConfig(
+        match=match,  # type: ignore[arg-type]
+        threshold=threshold,
+        max_objects=max_objects,
+    )
     config = RunConfig(
         dataset=dataset,
         name=name,

@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.partition import Shard
+from extraction_eval.limits import MAX_CONCURRENCY
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.redact import safe_url
@@ -61,7 +62,7 @@ class RunConfig:
         check_text("dataset", self.dataset)
         if self.name is not None:
             check_text("name", self.name)
-        check_int("concurrency", self.concurrency, minimum=1)
+        check_int("concurrency", self.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
         if self.limit is not None:
             check_int("limit", self.limit, minimum=1)
         check_choice("backend", self.backend, get_args(Backend))

@@ -53,6 +53,7 @@ from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipel
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
 from extraction_eval.experiments.run import uses_langfuse
 from extraction_eval.experiments.runner import rescore, run_bounded
+from extraction_eval.limits import MAX_REPEATS
 from extraction_eval.types import DatasetItem, ItemResult
 from extraction_eval.validation import check_int, check_number, check_text
 
@@ -130,7 +131,7 @@ class MatrixConfig:
         _no_duplicates("model", self.models)
         _no_duplicates("prompt_label", self.prompt_labels)
         _no_duplicates("temperature", [float(t) for t in self.temperatures])
-        check_int("repeats", self.repeats, minimum=1)
+        check_int("repeats", self.repeats, minimum=1, maximum=MAX_REPEATS)
         if self.name is not None:
             check_text("name", self.name)
         if self.base.name is not None:

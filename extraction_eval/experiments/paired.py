@@ -37,6 +37,7 @@ from extraction_eval.evaluators.paired import (
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
 from extraction_eval.experiments.reporting import in_both_runs
+from extraction_eval.limits import MAX_RESAMPLES
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
 
@@ -258,7 +259,7 @@ def compare_stored_runs(
     ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
     any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
     a refusal names (``baseline`` when run-experiment compares with its baseline)."""
-    check_int("resamples", resamples, minimum=1)
+    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
     check_int("seed", seed, minimum=0)
     if tolerances:
         check_tolerances(tolerances)
@@ -292,7 +293,7 @@ def compare_and_diff(
     other rows are re-scored. Only items whose outputs differ are diffed, and only their gold
     (and that of re-scored items) is read."""
     check_int("top", top, minimum=0)
-    check_int("resamples", resamples, minimum=1)
+    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
     check_int("seed", seed, minimum=0)
     if tolerances:
         check_tolerances(tolerances)

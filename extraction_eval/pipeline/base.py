@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from extraction_eval.limits import MAX_ATTEMPTS
 from extraction_eval.types import DatasetItem, Extraction, Usage
 from extraction_eval.validation import check_choice, check_int, check_number, check_text, check_url
 
@@ -43,7 +44,7 @@ class PipelineConfig:
         if self.prompt_version is not None:
             check_int("prompt_version", self.prompt_version, minimum=1)
         check_number("timeout_s", self.timeout_s, above=0.0)
-        check_int("max_attempts", self.max_attempts, minimum=1)
+        check_int("max_attempts", self.max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
         check_int("repeat", self.repeat, minimum=0)
         check_choice("cache", self.cache, ("use", "refresh", "off"))
         from extraction_eval.pipeline.pricing import check_prices

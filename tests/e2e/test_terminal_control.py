@@ -17,10 +17,10 @@ ESC_TEXT = "Ada \x1b[31mmet\x1b[0m Bob\x9b2J in Paris \u202eevil"
 
 def _dataset(tmp: Path) -> Path:
     path = tmp / "hostile.jsonl"
-    gold = {"entities": [{"name": "Ada", "type": "person"}], "relationships": []}
+    gold = {"entities": [{"name": "Ada", "type": "person"}]}
     lines = [
-        {"id": ESC_ID, "text": ESC_TEXT, "expected": gold},
-        {"id": "plain", "text": "Bob met Ada.", "expected": gold},
+        {"id": ESC_ID, "text": ESC_TEXT, **gold},
+        {"id": "plain", "text": "Bob met Ada.", **gold},
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path

@@ -46,6 +46,35 @@ def resolve_base_url(base_url: str | None = None) -> str:
     return url.rstrip("/")
 
 
+# Variables the SDK parses itself with a bare int()/float() (a traceback on "abc"): checked
+# first, each with its bounds. name -> (whole number?, minimum, maximum)
+SDK_NUMBER_ENVS: dict[str, tuple[bool, float, float]] = {
+    "LANGFUSE_TIMEOUT": (True, 1, 600),  # seconds per request
+    "LANGFUSE_FLUSH_AT": (True, 1, 100_000),
+    "LANGFUSE_FLUSH_INTERVAL": (False, 0.01, 3600),
+    "LANGFUSE_SAMPLE_RATE": (False, 0, 1),
+    "LANGFUSE_MEDIA_UPLOAD_THREAD_COUNT": (True, 1, 64),
+}
+
+
+def check_sdk_env(env: Mapping[str, str] | None = None) -> None:
+    """Each of :data:`SDK_NUMBER_ENVS` that is set is a number within its bounds, else one
+    ``ConfigError`` line naming it."""
+    env = os.environ if env is None else env
+    for name, (whole, low, high) in SDK_NUMBER_ENVS.items():
+        raw = env.get(name)
+        if raw is None:
+            continue
+        kind = "a whole number" if whole else "a number"
+        try:
+            value = int(raw) if whole else float(raw)
+            ok = low <= value <= high  # NaN compares False
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConfigError(f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
+
+
 def check_base_url(url: str) -> None:
     """An http(s) URL with no credentials in it, refused in one line that shows no secret:
     the SDK authenticates with the keys (HTTP basic auth), so a ``user:password@`` in the
@@ -94,6 +123,7 @@ def connect(
         raise ConfigError(f"LangFuse keys missing: set {' and '.join(missing)}")
     url = resolve_base_url(base_url)
     check_base_url(url)
+    check_sdk_env()
 
     from langfuse import Langfuse  # deferred: keeps `--help` and local mode fast
 
