@@ -47,6 +47,20 @@ _seed_app = typer.Typer(add_completion=False)
 _seed_app.command()(seed)
 
 
+class RedactingFilter(logging.Filter):
+    """Log lines pass the same redaction as error text: at DEBUG the SDKs log request and
+    response details, and a body may echo a key."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from extraction_eval.redact import redact
+
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -66,6 +80,9 @@ def _startup() -> None:
         _error(f"EXTRACTION_EVAL_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
         sys.exit(2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # every library's records pass these
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
     if level != "DEBUG":
         # The SDK logs export failures itself; we report what is missing after a read-back.
         logging.getLogger("langfuse").setLevel(logging.CRITICAL)

@@ -45,3 +45,16 @@ def test_errors_are_redacted_where_they_are_built(monkeypatch: pytest.MonkeyPatc
     assert failure.raw == '{"echo": "***"}'
     # any exception's one line (a user pipeline's, an SDK's) too
     assert one_line(RuntimeError("odd-key-value-42 leaked")) == "*** leaked"
+
+
+def test_log_records_are_redacted_by_the_cli_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from extraction_eval.cli import RedactingFilter
+
+    monkeypatch.setenv("OPENAI_API_KEY", "odd-key-value-43")
+    record = logging.LogRecord(
+        "httpx", logging.DEBUG, __file__, 1, "sent %s with %s", ("odd-key-value-43", "x"), None
+    )
+    assert RedactingFilter().filter(record)
+    assert record.getMessage() == "sent *** with x"
