@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from extraction_eval.experiments.report_data import build_report_data
-from extraction_eval.experiments.reporting import get_run
 from extraction_eval.reports.html import render_report, script_json
 from tests.support.report_runs import FILLERS, HOSTILE, make_runs
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from extraction_eval.analysis.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
+from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
@@ -27,8 +29,6 @@ from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
-from extraction_eval.experiments.diff import scoring_config
-from extraction_eval.experiments.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 from extraction_eval.validation import web_url
 
@@ -280,7 +280,7 @@ def build_report_data(
         if key not in loaded:
             loaded[key] = {item.id: with_trusted_gold(item, floor) for item in get_items(run)}
         by_run.append(loaded[key])
-    scorings = [scoring_config(run) for run in runs]
+    scorings = [run_scoring(run) for run in runs]
     order = list(by_run[0])
     seen = set(order)
     for items in by_run[1:]:
