@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.experiments.report_data import build_report_data
-from extraction_eval.experiments.reporting import get_run
 from extraction_eval.reports.html import write_report
 from extraction_eval.types import DatasetItem, Entity, Extraction
 
