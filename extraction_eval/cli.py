@@ -68,13 +68,17 @@ def _error(message: str) -> None:
     err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
-def _startup() -> None:
-    """Read ``.env`` (never overriding the real environment) and keep library logs quiet.
+def load_env() -> None:
+    """The current folder's ``.env``, never overriding the real environment.
 
-    Only the current folder's ``.env``: searching the parent folders (python-dotenv's
-    ``find_dotenv``) would let a ``.env`` planted in any ancestor folder send the API key
-    to another server."""
+    Only the current folder: searching the parent folders (python-dotenv's ``find_dotenv``)
+    would let a ``.env`` planted in any ancestor folder send the API key to another server."""
     load_dotenv(Path.cwd() / ".env", override=False)
+
+
+def _startup() -> None:
+    """Read ``.env`` (never overriding the real environment) and keep library logs quiet."""
+    load_env()
     level = os.environ.get("EXTRACTION_EVAL_LOG_LEVEL", "WARNING").strip().upper() or "WARNING"
     if level not in _LOG_LEVELS:
         _error(f"EXTRACTION_EVAL_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from extraction_eval.cli import _startup
+from extraction_eval.cli import load_env
 
 MARK = "EXTRACTION_EVAL_TEST_DOTENV_MARK"
 
@@ -21,7 +21,7 @@ def test_a_dotenv_in_a_parent_folder_is_not_read(
     child = tmp_path / "project"
     child.mkdir()
     monkeypatch.chdir(child)
-    _startup()
+    load_env()
     assert MARK not in os.environ and "OPENAI_BASE_URL" not in os.environ
 
 
@@ -29,5 +29,5 @@ def test_the_current_folder_dotenv_is_read(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.delenv(MARK, raising=False)
     (tmp_path / ".env").write_text(f"{MARK}=here\n")
     monkeypatch.chdir(tmp_path)
-    _startup()
+    load_env()
     assert os.environ[MARK] == "here"
