@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from extraction_eval.errors import ConfigError, ProviderError
 from extraction_eval.llm.base import Completion, CompletionRequest
 from extraction_eval.llm.retry import ProviderTimeout, retry_after_from_headers
+from extraction_eval.redact import register_secret
 from extraction_eval.types import Usage
 
 if TYPE_CHECKING:
@@ -170,6 +171,7 @@ class OpenAIProvider:
         env_url = os.environ.get("OPENAI_BASE_URL", "").strip()
         if base_url is None and env_url:
             _check_env_url(env_url)
+        register_secret(api_key)  # a key given as an argument is redacted like the env's
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from extraction_eval.errors import ConfigError
-from extraction_eval.redact import safe_url
+from extraction_eval.redact import register_secret, safe_url
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -121,6 +121,8 @@ def connect(
     ]
     if missing:
         raise ConfigError(f"LangFuse keys missing: set {' and '.join(missing)}")
+    register_secret(public_key)  # keys given as arguments are redacted like the env's
+    register_secret(secret_key)
     url = resolve_base_url(base_url)
     check_base_url(url)
     check_sdk_env()
