@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,3 +87,25 @@ def test_no_cache_and_refresh_cache_together_are_refused() -> None:
     result = runner.invoke(app, ["run", "--no-cache", "--refresh-cache"])
     assert result.exit_code == 2
     assert "--no-cache and --refresh-cache exclude each other" in result.output
+
+
+@pytest.mark.parametrize("how", ["flag", "toml"])
+def test_a_matrix_passes_no_cache_to_every_cell(how: str, tmp_path: Path) -> None:
+    with LoopbackServer(answer=_answer("FromA")) as a:
+        _run("fill", "--base-url", a.url)  # every answer is cached now
+        args = ["matrix", "--model", "openai:m", "--base-url", a.url, "--limit", str(LIMIT)]
+        args += ["--name", "mx", "--temperature", "0", "--temperature", "0.5"]
+        if how == "flag":
+            args.append("--no-cache")
+        else:
+            config = tmp_path / "matrix.toml"
+            config.write_text("no_cache = true\n")
+            args += ["--config", str(config)]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert len(a.chat_requests) == LIMIT * 3  # the fill, then both cells called again
+    cells = [r for r in LocalStore().list_runs() if r.name.startswith("mx")]
+    assert len(cells) == 2
+    for cell in cells:
+        assert cell.config["pipeline"]["cache"] == "off"
+        assert cell.summary is not None and cell.summary["cache_hits"] == 0
