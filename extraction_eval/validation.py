@@ -66,9 +66,11 @@ def check_url(field: str, value: str) -> str:
     the run). Refusals show the URL with ``***`` for what may be a secret.
 
     A ``user:password@`` or a query string (``?api_key=``) is refused rather than half
-    supported: the OpenAI client sends neither (it drops the user info and mangles the query
-    into the path), so every call would fail after its retries, and the query-string key
-    would be logged with each request. Keys belong in the provider's variable."""
+    supported. With user info, the OpenAI client's aiohttp transport fails every call
+    ("cannot combine AUTHORIZATION header with ... credentials encoded in URL") and its httpx
+    transport sends HTTP basic auth in place of the API key; a query string is glued into the
+    path (``/v1/?api_key=...chat/completions``), so every call fails after its retries while
+    the key is logged with each request. Keys belong in the provider's variable."""
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
