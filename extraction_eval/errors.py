@@ -68,7 +68,7 @@ class SchemaFailure(ExtractionEvalError):
         self, message: str, *, raw: str | None = None, attempts: int = 1, usage: Any = None
     ) -> None:
         super().__init__(message)
-        self.raw = redact(raw) if raw else raw  # a failed answer is stored and shown as-is
+        self.raw = redact(raw) if raw else raw  # stored and shown: redacted like error text
         self.attempts = attempts  # model calls made for the answer that failed to parse
         self.usage = usage  # the tokens (and cost) that answer took: a failed call is paid too
 
@@ -93,7 +93,7 @@ class InvalidValue(UsageError, ValueError):
         text = self._template
         for mentioned in self.mentions:
             text = text.replace("{" + mentioned + "}", name(mentioned))
-        return text
+        return redact(text)
 
 
 def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str:
