@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from extraction_eval.errors import ConfigError
 from extraction_eval.redact import register_secret, safe_url
@@ -205,9 +206,12 @@ def check_server_version(lf: Langfuse, env: Mapping[str, str] | None = None) -> 
     server, e.g. the local recipe's) turns the refusal into the returned warning line; so
     does a version that cannot be read."""
     env = os.environ if env is None else env
+    url = base_url_of(lf)
+    host = urlsplit(url).hostname or ""
+    if host == "langfuse.com" or host.endswith(".langfuse.com"):
+        return None  # LangFuse Cloud runs the current server (its own version numbering)
     text = server_version(lf)
     version = parse_server_version(text)
-    url = base_url_of(lf)
     if version is None:
         return f"LangFuse at {url} reports version {text[:40]!r}: not checked"
     if version >= MIN_SERVER_VERSION:
