@@ -83,12 +83,14 @@ class ScoreDeliveryLog(logging.Filter):
     def install(self, logger: logging.Logger) -> None:
         """Filter ``logger`` (the SDK's), seeing its score errors even where the CLI turned
         it down to CRITICAL: its other lines keep the level they had."""
-        if self in logger.filters:
-            return
-        self.pass_level = logger.getEffectiveLevel()
-        if self.pass_level > logging.ERROR:
+        level = logger.getEffectiveLevel()
+        if self not in logger.filters:
+            self.pass_level = level
+            logger.addFilter(self)
+        elif level > logging.ERROR:  # turned down again since (another CLI start)
+            self.pass_level = level
+        if level > logging.ERROR:
             logger.setLevel(logging.ERROR)
-        logger.addFilter(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = str(record.msg)
