@@ -203,21 +203,6 @@ def category_scores(tags: Sequence[TaxonomyTag]) -> list[Score]:
     return out
 
 
-def select_items(
-    items: Sequence[DatasetItem],
-    done: Mapping[str, ItemResult],
-    *,
-    retry_errors: bool,
-) -> list[DatasetItem]:
-    """Items still to run: never finished ones, plus errored ones when asked to retry them."""
-    todo = []
-    for item in items:
-        prev = done.get(item.id)
-        if prev is None or (retry_errors and not prev.ok):
-            todo.append(item)
-    return todo
-
-
 async def run_bounded(
     items: Iterable[T],
     run_item: Callable[[T], Awaitable[R]],
