@@ -37,6 +37,7 @@ _SCALAR_KEYS = (
     "price_out",
     "max_cost",
     "shard",
+    "shard_count",
 )
 _DEFAULTS: dict[str, Any] = {
     "dataset": "extraction-eval",
@@ -134,7 +135,14 @@ def matrix_cmd(
     ] = False,
     shard: Annotated[
         str | None,
-        typer.Option(help="I/N: every cell runs only shard I of N of the items (by id hash)."),
+        typer.Option(
+            help="I/N: every cell runs only shard I of N of the items (by id hash); auto:"
+            " from the orchestrator's environment (see run-experiment --shard)."
+        ),
+    ] = None,
+    shard_count: Annotated[
+        int | None,
+        typer.Option(help="With --shard auto: the number of shards when the environment lacks it."),
     ] = None,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
@@ -159,6 +167,7 @@ def matrix_cmd(
         "price_out": price_out,
         "max_cost": max_cost,
         "shard": shard,
+        "shard_count": shard_count,
     }
     opts = {**_DEFAULTS, **(read_matrix_toml(config) if config else {})}
     opts.update({k: v for k, v in given.items() if v is not None})
@@ -195,7 +204,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.matrix_config import MatrixConfig
-    from extraction_eval.experiments.partition import parse_shard
+    from extraction_eval.experiments.partition import resolve_shard
     from extraction_eval.pipeline.base import PipelineConfig
 
     models = opts.get("model")
@@ -219,7 +228,10 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
         backend=opts["backend"],
         verify=verify,
         max_cost=opts.get("max_cost"),
-        shard=parse_shard(str(opts["shard"])) if opts.get("shard") is not None else None,
+        shard=resolve_shard(
+            None if opts.get("shard") is None else str(opts["shard"]),
+            count=opts.get("shard_count"),
+        ),
     )
     return MatrixConfig(
         models=tuple(models),

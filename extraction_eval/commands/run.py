@@ -102,7 +102,15 @@ def run_cmd(
         str | None,
         typer.Option(
             help="I/N: run only shard I of N (1..N) of the items, by a hash of their id;"
-            " then runs merge + runs finalize."
+            " then runs merge + runs finalize. auto: from the orchestrator's environment"
+            " (Kubernetes Indexed Job, Slurm array, EXTRACTION_EVAL_SHARD_INDEX/_COUNT)."
+        ),
+    ] = None,
+    shard_count: Annotated[
+        int | None,
+        typer.Option(
+            help="With --shard auto: the number of shards when the environment does not say"
+            " it (a Kubernetes Indexed Job's completions)."
         ),
     ] = None,
     baseline: Annotated[
@@ -121,7 +129,7 @@ def run_cmd(
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
     from extraction_eval.experiments.langfuse_mode import VerificationError
-    from extraction_eval.experiments.partition import parse_shard
+    from extraction_eval.experiments.partition import resolve_shard
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
     from extraction_eval.views.progress import RichProgress
@@ -157,7 +165,7 @@ def run_cmd(
         min_gold_confidence=min_gold_confidence,
         batch=batch,
         max_cost=max_cost,
-        shard=parse_shard(shard) if shard is not None else None,
+        shard=resolve_shard(shard, count=shard_count),
     )
     tolerances, base = _baseline(baseline, fail_on_regression or [], config.dataset)
     if dry_run:
