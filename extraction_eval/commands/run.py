@@ -198,7 +198,7 @@ def run_cmd(
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     regressed = False
     if base is not None:
-        from extraction_eval.analysis.paired import compare_stored_runs
+        from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
         from extraction_eval.backends.local import LocalStore
 
         store = LocalStore()
@@ -206,8 +206,7 @@ def run_cmd(
             store,
             base,
             store.get_run_by_id(outcome.run.id),
-            tolerances=tolerances,
-            refuse_as="baseline",
+            options=CompareOptions(tolerances=tolerances, refuse_as="baseline"),
         )
         for warning in result.warnings:
             err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)

@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from extraction_eval import __version__
 from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
@@ -62,6 +61,7 @@ from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 from extraction_eval.prompts.versions import prompt_requested
 from extraction_eval.types import ItemResult, Score
+from extraction_eval.version import __version__
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
