@@ -12,6 +12,7 @@ from itertools import islice
 from typing import Any
 
 from extraction_eval.analysis.score_files import gold_ignored_warning
+from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex
@@ -179,7 +180,7 @@ def _shard_note(config: RunConfig, total: int, held: int) -> str:
     )
 
 
-def discard_if_empty(store: LocalStore, prep: PreparedRun) -> bool:
+def discard_if_empty(store: ResultStore, prep: PreparedRun) -> bool:
     """A run this invocation created that ended before its first item leaves nothing behind:
     it is deleted, so the same ``--name`` works again without ``--resume``."""
     return prep.created and store.delete_empty_run(prep.run.id)

@@ -16,7 +16,8 @@ from functools import cached_property
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
-from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.backends.base import ResultStore
+from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_dataset_item
 from extraction_eval.evaluators.counts import counts_key, encode_counts
@@ -304,7 +305,7 @@ class RunOutcome:
 
 
 def stored_results(
-    store: LocalStore, run_id: int, item_ids: Sequence[str]
+    store: ResultStore, run_id: int, item_ids: Sequence[str]
 ) -> Callable[[], Iterator[ItemResult]]:
     """A reader of the run's stored results in dataset order (what ``RunOutcome`` keeps: the
     item ids, not the results)."""
@@ -312,7 +313,7 @@ def stored_results(
 
 
 def finalize(
-    store: LocalStore,
+    store: ResultStore,
     run: RunRecord,
     items: Iterable[DatasetItem],
     runner: Scorer,
