@@ -33,6 +33,7 @@ from extraction_eval.evaluators.paired import (
     regression_gate,
 )
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.limits import MAX_RESAMPLES
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
 
@@ -204,7 +205,7 @@ class CompareOptions:
     refuse_as: str = "force"
 
     def __post_init__(self) -> None:
-        check_int("resamples", self.resamples, minimum=1)
+        check_int("resamples", self.resamples, minimum=1, maximum=MAX_RESAMPLES)
         check_int("seed", self.seed, minimum=0)
         check_int("top", self.top, minimum=0)
         if self.tolerances:

@@ -46,6 +46,9 @@ def matrix_cmd(
     dry_run: o.DryRun = False,
     shard: o.Shard = None,
     shard_count: o.ShardCount = None,
+    max_objects: o.MaxObjectsOrFile = None,
+    no_cache: o.NoCache = False,
+    refresh_cache: o.RefreshCache = False,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""

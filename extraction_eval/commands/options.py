@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from extraction_eval.commands.common import NO_CACHE_HELP, REFRESH_CACHE_HELP
+
 
 def _option(*decls: str, help: str) -> Any:
     return typer.Option(*decls, help=help)
@@ -72,6 +74,12 @@ _SHARD_COUNT = _option(
     help="With --shard auto: the number of shards when the environment does not say it (a"
     " Kubernetes Indexed Job's completions)."
 )
+_MAX_OBJECTS = _option(
+    help="Entities or relationships per item (gold or answer) above which the item is an error"
+    " instead of being scored (matching memory grows with their product)."
+)
+_NO_CACHE = _option("--no-cache", help=NO_CACHE_HELP)
+_REFRESH_CACHE = _option("--refresh-cache", help=REFRESH_CACHE_HELP)
 _CONFIG = _option(
     "--config", help="A TOML file with these options' settings; options given win over it."
 )
@@ -112,4 +120,8 @@ Batch = Annotated[bool, _BATCH]
 BatchOrFile = Annotated[bool | None, _BATCH]
 Shard = Annotated[str | None, _SHARD]
 ShardCount = Annotated[int | None, _SHARD_COUNT]
+MaxObjects = Annotated[int, _MAX_OBJECTS]
+MaxObjectsOrFile = Annotated[int | None, _MAX_OBJECTS]
+NoCache = Annotated[bool, _NO_CACHE]
+RefreshCache = Annotated[bool, _REFRESH_CACHE]
 ConfigFile = Annotated[Path | None, _CONFIG]

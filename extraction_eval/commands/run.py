@@ -11,7 +11,14 @@ from typing import Annotated
 import typer
 
 from extraction_eval.commands import options as o
-from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.commands.common import (
+    cache_mode,
+    console,
+    err_console,
+    fail,
+    handle_errors,
+)
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 
 
 @handle_errors
@@ -62,6 +69,9 @@ def run_cmd(
     dry_run: o.DryRun = False,
     shard: o.Shard = None,
     shard_count: o.ShardCount = None,
+    max_objects: o.MaxObjects = DEFAULT_MAX_OBJECTS,
+    no_cache: o.NoCache = False,
+    refresh_cache: o.RefreshCache = False,
     baseline: Annotated[
         str | None,
         typer.Option(help="A stored run to compare this run with when it ends (paired)."),
@@ -87,7 +97,11 @@ def run_cmd(
     from extraction_eval.views.runs import render_run_summary
 
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
-    scoring = ScoringConfig(match=match, threshold=threshold)  # type: ignore[arg-type]
+    scoring = ScoringConfig(
+        match=match,  # type: ignore[arg-type]
+        threshold=threshold,
+        max_objects=max_objects,
+    )
     config = RunConfig(
         dataset=dataset,
         name=name,
@@ -103,6 +117,7 @@ def run_cmd(
             max_attempts=max_attempts,
             price_in=price_in,
             price_out=price_out,
+            cache=cache_mode(no_cache, refresh_cache),
         ),
         scoring=scoring,
         concurrency=concurrency,

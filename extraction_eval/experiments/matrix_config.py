@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from extraction_eval.backends.local import RunRecord
-from extraction_eval.errors import InvalidValue, one_line
+from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.partition import resolve_shard
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_REPEATS
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.validation import check_int, check_number, check_text
 
@@ -91,7 +92,7 @@ class MatrixConfig:
         _no_duplicates("model", self.models)
         _no_duplicates("prompt_label", self.prompt_labels)
         _no_duplicates("temperature", [float(t) for t in self.temperatures])
-        check_int("repeats", self.repeats, minimum=1)
+        check_int("repeats", self.repeats, minimum=1, maximum=MAX_REPEATS)
         if self.name is not None:
             check_text("name", self.name)
         if self.base.name is not None:
@@ -167,6 +168,9 @@ FILE_SETTINGS = (
     "max_cost",
     "shard",
     "shard_count",
+    "max_objects",
+    "no_cache",
+    "refresh_cache",
 )
 # Given as options only (not in the file).
 OPTION_ONLY = ("resume", "verify")
@@ -180,6 +184,7 @@ _DEFAULTS: dict[str, Any] = {
     "match": "fuzzy",
     "threshold": 0.85,
     "backend": "auto",
+    "max_objects": DEFAULT_MAX_OBJECTS,
     "resume": False,
     "verify": True,
 }
@@ -188,14 +193,12 @@ _DEFAULTS: dict[str, Any] = {
 def load_matrix_file(path: Path) -> dict[str, Any]:
     """A ``matrix.toml``'s settings by option name (the axes as lists); an unknown key, bad
     TOML or an unreadable file is an ``InvalidValue`` naming ``config``."""
-    import tomllib
+    from extraction_eval.tomlfile import TomlProblem, read_toml
 
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidValue("config", f"{path}: {one_line(exc)}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidValue("config", f"{path}: not valid TOML: {exc}") from None
+    try:  # bounded in size and depth: a config file is outside input
+        data = read_toml(path)
+    except TomlProblem as exc:
+        raise InvalidValue("config", f"{path}: {exc}") from None
     out: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
@@ -214,7 +217,15 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
     if unknown:
         raise TypeError(f"MatrixConfig.resolve: unknown settings {unknown}")
     opts = {**_DEFAULTS, **(load_matrix_file(file) if file is not None else {})}
-    opts.update({k: v for k, v in overrides.items() if v is not None and v != []})
+    flags = ("no_cache", "refresh_cache")  # on in the file or on the command line
+    opts.update(
+        {k: v for k, v in overrides.items() if v is not None and v != [] and k not in flags}
+    )
+    no_cache, refresh = (bool(overrides.get(k) or opts.get(k)) for k in flags)
+    if no_cache and refresh:
+        raise InvalidValue(
+            "no_cache", "and {refresh_cache} exclude each other; give one", mentions=flags[1:]
+        )
     models = opts.get("model")
     if not models:
         raise InvalidValue("model", "is needed at least once (one per model of the matrix)")
@@ -228,8 +239,11 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
             max_attempts=opts["max_attempts"],
             price_in=opts.get("price_in"),
             price_out=opts.get("price_out"),
+            cache="off" if no_cache else "refresh" if refresh else "use",
         ),
-        scoring=ScoringConfig(match=opts["match"], threshold=opts["threshold"]),
+        scoring=ScoringConfig(
+            match=opts["match"], threshold=opts["threshold"], max_objects=opts["max_objects"]
+        ),
         concurrency=opts["concurrency"],
         limit=opts.get("limit"),
         resume=opts["resume"],
