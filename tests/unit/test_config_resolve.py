@@ -148,3 +148,15 @@ def test_run_matrix_and_gold_build_share_each_option_declaration() -> None:
     }
     different = {flag: by for flag, by in shared.items() if len(set(by.values())) > 1}
     assert different == {}
+
+
+def test_a_matrix_files_cache_switches_and_the_options_meet(tmp_path: Path) -> None:
+    path = tmp_path / "matrix.toml"
+    path.write_text('model = "fake:a"\nno_cache = true\nmax_objects = 50\n', encoding="utf-8")
+    matrix = MatrixConfig.resolve(path, {"no_cache": False, "refresh_cache": False})
+    assert matrix.base.pipeline.cache == "off"  # the file's switch holds; False is not given
+    assert matrix.base.scoring.max_objects == 50
+    with pytest.raises(InvalidValue) as info:
+        MatrixConfig.resolve(path, {"refresh_cache": True})
+    assert str(info.value) == "no_cache and refresh_cache exclude each other; give one"
+    assert error_line(info.value) == "--no-cache and --refresh-cache exclude each other; give one"
