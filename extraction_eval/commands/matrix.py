@@ -13,6 +13,7 @@ from extraction_eval.commands.common import (
     check_readable,
     console,
     err_console,
+    error_line,
     fail,
     handle_errors,
 )
@@ -70,14 +71,10 @@ def matrix_cmd(
     render_matrix(outcome, console)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    stopped = [c.cell.name for c in outcome.cells if c.run.status == "stopped: budget"]
-    if stopped:
+    stop = outcome.budget_stop()
+    if stop is not None:
         err_console.print(
-            f"[red]stopped: budget[/] --max-cost {matrix.base.max_cost:g} reached;"
-            f" {len(stopped)} cells have items not run (continue with --resume and a higher"
-            " --max-cost)",
-            highlight=False,
-            soft_wrap=True,
+            f"[red]stopped: budget[/] {error_line(stop)}", highlight=False, soft_wrap=True
         )
     if outcome.problems:
         fail("; ".join(outcome.problems), 3)
