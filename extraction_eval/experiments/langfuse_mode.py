@@ -32,7 +32,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from extraction_eval import __version__
 from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
@@ -64,12 +63,13 @@ from extraction_eval.experiments.langfuse_verify import (
     unverified_line,
     verify_timeout_s,
 )
-from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
+from extraction_eval.experiments.prepare import PreparedRun, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 from extraction_eval.prompts.versions import prompt_requested
 from extraction_eval.types import ItemResult, Score
+from extraction_eval.version import __version__
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -213,7 +213,7 @@ def connect_for_run() -> tuple[Langfuse, list[str]]:
     return lf, [warning] if warning else []
 
 
-def plan_langfuse(config: RunConfig, *, store: LocalStore) -> RunPlan:
+def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
     """What a LangFuse-mode run would do (its dataset and prompt from LangFuse), without
     running or creating anything: ``--dry-run``'s estimate."""
     install_log_filter()
