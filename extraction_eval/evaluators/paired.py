@@ -184,12 +184,26 @@ def encode_counts(score: ItemScore, *, key: str, schema_failure: bool = False) -
     return dumps(counts) + "\t" + dumps(follow(score).to_json())
 
 
-def decode_counts(text: str | None, key: str) -> StoredCounts | None:
+def decode_counts(
+    text: str | None, key: str, memo: dict[str, StoredCounts | None] | None = None
+) -> StoredCounts | None:
     """The stored counts when they were made with ``key``; None when absent, made with other
-    settings, or not readable (the caller re-scores)."""
+    settings, or not readable (the caller re-scores). ``memo`` (count part -> decoded) decodes
+    each distinct count part once: in a large run most items repeat another's counts, and the
+    repeats share one row and one tuple of per-type counts (which the accumulator sums once)."""
     if not text or not text.startswith(f'["{key}",'):
         return None
     head, _, followed = text.partition("\t")
+    if memo is not None and head in memo:
+        found = memo[head]
+        return None if found is None else found._replace(followed=followed)
+    decoded = _decode_head(head, key)
+    if memo is not None:
+        memo[head] = decoded
+    return None if decoded is None else decoded._replace(followed=followed)
+
+
+def _decode_head(head: str, key: str) -> StoredCounts | None:
     try:
         stored_key, row, ents, rels = json.loads(head)
         if stored_key != key or len(row) != WIDTH or not all(type(v) is int for v in row):
@@ -198,7 +212,6 @@ def decode_counts(text: str | None, key: str) -> StoredCounts | None:
             tuple(row),
             tuple(TypeCount(*t) for t in ents),
             tuple(TypeCount(*t) for t in rels),
-            followed,
         )
     except (ValueError, TypeError):  # not ours: re-score
         return None
@@ -448,14 +461,14 @@ class _TypeSums:
         self.labels: dict[str, str] = {}
         self.sums: dict[str, list[int]] = {}
 
-    def add(self, side: int, group: Iterable[TypeCount]) -> None:
+    def add(self, side: int, group: Iterable[TypeCount], times: int = 1) -> None:
         for t in group:
             if t.key not in self.labels or t.label < self.labels[t.key]:
                 self.labels[t.key] = t.label
             acc = self.sums.setdefault(t.key, [0] * 6)
-            acc[3 * side] += t.tp
-            acc[3 * side + 1] += t.fp
-            acc[3 * side + 2] += t.fn
+            acc[3 * side] += t.tp * times
+            acc[3 * side + 1] += t.fp * times
+            acc[3 * side + 2] += t.fn * times
 
     def comparisons(self, kind: Literal["entity", "relationship"]) -> tuple[TypeComparison, ...]:
         rows = [
@@ -474,6 +487,9 @@ class PairedAccumulator:
         self.n = 0
         self.entity_types = _TypeSums()
         self.relationship_types = _TypeSums()
+        # per-type counts of stored items not summed yet: ids -> [(A ents, A rels, B ents,
+        # B rels), how many items had them]
+        self._typed: dict[tuple[int, ...], list[Any]] = {}
 
     def add(
         self,
@@ -493,13 +509,24 @@ class PairedAccumulator:
 
     def add_counts(self, a: StoredCounts, b: StoredCounts) -> None:
         """One item's stored counts in run A and in run B: the same as ``add`` of the scores
-        they were made from."""
+        they were made from. Per-type counts are tallied by value and summed once per distinct
+        value (``_flush``): items repeat each other's per-type counts a lot."""
         self.rows.extend(a.row)
         self.rows.extend(b.row)
         self.n += 1
-        for side, s in ((0, a), (1, b)):
-            self.entity_types.add(side, s.entity_types)
-            self.relationship_types.add(side, s.relationship_types)
+        groups = (a.entity_types, a.relationship_types, b.entity_types, b.relationship_types)
+        # by identity (decode_counts' memo shares the tuples of repeated counts): hashing the
+        # values would cost more than adding them; the entry holds the tuples, so ids stay valid
+        tally = self._typed.setdefault(tuple(map(id, groups)), [groups, 0])
+        tally[1] += 1
+
+    def _flush(self) -> None:
+        for (ents_a, rels_a, ents_b, rels_b), times in self._typed.values():
+            self.entity_types.add(0, ents_a, times)
+            self.relationship_types.add(0, rels_a, times)
+            self.entity_types.add(1, ents_b, times)
+            self.relationship_types.add(1, rels_b, times)
+        self._typed.clear()
 
     def matrices(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(A rows, B rows), each n × :data:`WIDTH`."""
@@ -510,6 +537,7 @@ class PairedAccumulator:
         self, *, resamples: int = 10_000, seed: int = 42, confidence: float = 0.95
     ) -> PairedComparison:
         a, b = self.matrices()
+        self._flush()
         return paired_compare_counts(
             a,
             b,
