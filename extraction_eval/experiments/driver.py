@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import NamedTuple, Protocol
 
-from extraction_eval.backends.local import LocalStore
+from extraction_eval.backends.local import LocalStore, SQLiteResponseCache
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
@@ -170,6 +170,9 @@ class Driver:
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
+        # the run's response cache: an item's writes are committed with its result
+        cache = getattr(prep.runner.pipeline, "cache", None)
+        self._cache = cache if isinstance(cache, SQLiteResponseCache) else None
 
     # per item ---------------------------------------------------------------------------------
 
@@ -190,8 +193,9 @@ class Driver:
         if self.prep.budget is not None:
             self.prep.budget.add(result.usage)
         scored = self._scored.pop(result.item_id, None)
+        cache_rows = self._cache.take(result.item_id) if self._cache is not None else []
         try:
-            self.store.record_result(self.prep.run.id, result)
+            self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
@@ -270,6 +274,8 @@ class Driver:
                 yield
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
+            if self._cache is not None:
+                self._cache.flush()  # writes of items whose result was not stored
             if not (status != "finished" and discard_if_empty(self.store, prep)):
                 if self._refold or status == "interrupted":  # an exception may have cut a
                     # fold short (a Ctrl-C lands anywhere): re-score everything stored

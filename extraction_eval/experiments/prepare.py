@@ -243,7 +243,7 @@ def plan(
     # --pipeline, --max-cost below the estimate) runs before the run record exists: a refused
     # setup leaves nothing behind.
     existing = check_reuse(store, config, record)
-    cache = store.cache()
+    cache = store.cache(defer_writes=True)  # written with each item's result (driver)
     pipeline = make_pipeline(
         config.pipeline, cache=cache, prompt=prompt, tracer=tracer, provider=provider
     )
@@ -267,7 +267,7 @@ def plan(
     key_for = getattr(pipeline, "key_for", None)  # a model pipeline with a response cache
 
     def cached(item: DatasetItem) -> bool:
-        return key_for is not None and cache.get(key_for(item)) is not None
+        return key_for is not None and cache.contains(key_for(item))  # no second read
 
     # one pass over the items: the gold-confidence count over all, the estimate over the todo
     confidence = config.min_gold_confidence

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from extraction_eval.backends.base import RunRecord
+from extraction_eval.backends.local.cache import CacheRow, write_cache_rows
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _loads, _now
 from extraction_eval.datasets.gold import extraction_payload
 from extraction_eval.errors import NotFoundError, UsageError
@@ -137,9 +138,12 @@ class RunTables(StoreConnection):
             cur = conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))  # scores cascade
             return cur.rowcount > 0
 
-    def record_result(self, run_id: int, result: ItemResult) -> None:
+    def record_result(
+        self, run_id: int, result: ItemResult, *, cache_rows: Sequence[CacheRow] = ()
+    ) -> None:
         """Upsert the item's row and replace its item-level scores and failure taxonomy, all
-        in one transaction, then commit at once."""
+        in one transaction, then commit at once; ``cache_rows`` (the item's response-cache
+        writes, ``SQLiteResponseCache.take``) go in the same transaction."""
         with self._tx(write=True) as conn:
             try:
                 _write_result(conn, run_id, result)
@@ -147,6 +151,8 @@ class RunTables(StoreConnection):
                 if "FOREIGN KEY" in str(exc):
                     raise NotFoundError(f"run id {run_id} not found in the local store") from exc
                 raise
+            if cache_rows:
+                write_cache_rows(conn, cache_rows)
 
     def result_ids(self, run_id: int) -> list[str]:
         """The ids of the items the run has a result for, in the order first recorded."""
