@@ -74,9 +74,9 @@ def show_cmd(
     """A run's summary and its first page of items, most severe first (errored, then lowest
     mean of entity and relationship F1, then most wrong objects): scores, failure
     categories, error, trace. --page / --limit for more, --all for every item."""
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.evaluators.taxonomy import CATEGORIES
-    from extraction_eval.experiments.reporting import get_run
     from extraction_eval.validation import check_int
 
     if category is not None and category not in CATEGORIES:  # before the store is opened
@@ -93,7 +93,7 @@ def show_cmd(
     store = LocalStore()
     run = get_run(store, name, dataset)
     if worst:
-        from extraction_eval.experiments.worst import run_worst_by_category, run_worst_items
+        from extraction_eval.analysis.worst import run_worst_by_category, run_worst_items
         from extraction_eval.views.runs import render_worst, render_worst_by_category
 
         if by_category:
@@ -104,14 +104,14 @@ def show_cmd(
             first = (number - 1) * size + 1
             render_worst(run, rows, console, category=category, first=first)
     elif show_all:
-        from extraction_eval.experiments.worst import iter_run_items
+        from extraction_eval.analysis.worst import iter_run_items
         from extraction_eval.views.runs import render_run_items
 
         total = store.count_results(run.id, category=category)
         results = iter_run_items(store, run, category=category)
         render_run_items(run, results, console, category=category, total=total)
     else:
-        from extraction_eval.experiments.worst import PAGE_SIZE, run_items_page
+        from extraction_eval.analysis.worst import PAGE_SIZE, run_items_page
         from extraction_eval.views.runs import render_run_page
 
         shown = run_items_page(
@@ -147,8 +147,9 @@ def export_cmd(
 ) -> None:
     """One line per item: output or error, categories, attempts, latency, trace, scores
     (byte-stable)."""
+    from extraction_eval.analysis.reporting import write_run_export
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.reporting import get_run, write_run_export
 
     if fmt not in ("jsonl", "csv"):
         fail(f"--format must be jsonl or csv, got {fmt!r}")
@@ -289,10 +290,10 @@ def compare_cmd(
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
     gate. With --item: one item's text with gold, A and B objects side by side."""
+    from extraction_eval.analysis.diff import compare_item
+    from extraction_eval.analysis.paired import compare_and_diff, parse_tolerances
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.diff import compare_item
-    from extraction_eval.experiments.paired import compare_and_diff, parse_tolerances
-    from extraction_eval.experiments.reporting import get_run
     from extraction_eval.validation import check_int
     from extraction_eval.views.diff import render_item_comparison, render_run_diff
 

@@ -18,11 +18,11 @@ from extraction_eval.views.score_report import fmt_number, render_report
 from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
+    from extraction_eval.analysis.worst import ItemsPage, WorstItem
     from extraction_eval.backends.local import RunRecord
     from extraction_eval.experiments.budget import CostEstimate
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.runner import RunOutcome
-    from extraction_eval.experiments.worst import ItemsPage, WorstItem
     from extraction_eval.types import ItemResult
 
 
@@ -439,7 +439,7 @@ def render_worst(
     category: str | None = None,
     first: int = 1,
 ) -> None:
-    """``runs show --worst``: failing items, most severe first (``experiments.worst``);
+    """``runs show --worst``: failing items, most severe first (``analysis.worst``);
     ``first`` is the rank of the first row (a later ``--page``)."""
     scope = f" with category {category}" if category else ""
     if not rows:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from extraction_eval.analysis.worst import is_failing, severity
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.backends.migrations import migrate
+from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.evaluators.severity import item_severity
-from extraction_eval.experiments.worst import is_failing, severity
 from extraction_eval.types import ItemResult, Score, TaxonomyTag
 
 # (item id, entity F1, relationship F1, wrong objects, errored)

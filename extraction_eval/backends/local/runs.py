@@ -11,7 +11,7 @@ from typing import Any, Literal
 from extraction_eval.backends.base import RunRecord
 from extraction_eval.backends.local.cache import CacheRow, write_cache_rows
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _loads, _now
-from extraction_eval.datasets.gold import extraction_payload
+from extraction_eval.datasets.jsonl import extraction_payload
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.evaluators.severity import item_severity
 from extraction_eval.types import (
