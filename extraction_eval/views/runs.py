@@ -309,9 +309,9 @@ def render_run_header(run: RunRecord, console: Console, *, failing: int | None =
     if summary:
         cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
         facts.add_row("cost USD", cost)
-    if prompt := prompt_summary(run.config):
-        facts.add_row("prompt", escape(prompt))
     print_table(console, facts)
+    if prompt := prompt_summary(run.config):  # one line of its own: never cut
+        console.print(f"prompt: {prompt}", highlight=False, markup=False, soft_wrap=True)
 
 
 def render_run_page(
