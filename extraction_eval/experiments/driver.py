@@ -195,7 +195,10 @@ class Driver:
         scored = self._scored.pop(result.item_id, None)
         cache_rows = self._cache.take(result.item_id) if self._cache is not None else []
         try:
-            self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
+            if cache_rows:  # the item's cache writes join its result's transaction
+                self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
+            else:
+                self.store.record_result(self.prep.run.id, result)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
