@@ -100,6 +100,10 @@ class SQLiteResponseCache:
         """The item's deferred writes, for its result's transaction (none: ``[]``)."""
         return self._pending.pop(item_id, [])
 
+    def write(self, rows: list[CacheRow]) -> None:
+        """Write ``rows`` now, in one transaction of their own."""
+        self._store._cache_put_many(rows)
+
     def flush(self) -> None:
         """Write the deferred writes no result took (an item whose result was not stored)."""
         rows = [row for rows in self._pending.values() for row in rows]

@@ -4,7 +4,7 @@ model is called."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 from extraction_eval.errors import InvalidValue, one_line
 from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.experiments.config import scoring_record
+from extraction_eval.limits import MAX_CONCURRENCY, MAX_REPEATS
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.validation import check_int, check_number
 
@@ -32,7 +33,7 @@ class GoldModel:
     def __post_init__(self) -> None:
         if ":" not in self.model:
             raise InvalidValue("models", f"{self.model!r}: expected provider:model")
-        check_int("runs", self.runs, minimum=1)
+        check_int("runs", self.runs, minimum=1, maximum=MAX_REPEATS)
         check_number("weight", self.weight, above=0.0)
 
     @classmethod
@@ -86,14 +87,12 @@ def load_gold_config(path: Path) -> dict[str, Any]:
         ]
 
     ``models`` becomes a tuple of :class:`GoldModel`; unknown keys are refused."""
-    import tomllib
+    from extraction_eval.tomlfile import TomlProblem, read_toml
 
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_toml(path)
+    except TomlProblem as exc:
         raise InvalidValue("config", f"{path}: {one_line(exc)}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidValue("config", f"{path}: not valid TOML: {one_line(exc)}") from None
     unknown = sorted(set(raw) - set(CONFIG_KEYS))
     if unknown:
         raise InvalidValue(
@@ -169,7 +168,36 @@ class GoldConfig:
         check_number("review_below", self.review_below, minimum=0.0, maximum=1.0)
         if self.temperature is not None:
             check_number("temperature", self.temperature, minimum=0.0)
-        check_int("concurrency", self.concurrency, minimum=1)
+        check_int("concurrency", self.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+
+    @classmethod
+    def resolve(
+        cls, file: Path | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> GoldConfig:
+        """A build's settings from a TOML file (:func:`load_gold_config`) and options given over
+        it by name (``None``: not given); ``models`` (``provider:model[:runs[:weight]]``
+        specs) add to the file's. ``dataset`` and at least one model are needed."""
+        overrides = dict(overrides or {})
+        unknown = sorted(set(overrides) - set(CONFIG_KEYS))
+        if unknown:
+            raise TypeError(f"GoldConfig.resolve: unknown settings {unknown}")
+        settings = load_gold_config(file) if file is not None else {}
+        specs = overrides.pop("models", None)
+        settings.update({k: v for k, v in overrides.items() if v is not None})
+        if specs:
+            settings["models"] = check_models([*settings.get("models", ()), *parse_models(specs)])
+        if "dataset" not in settings:
+            raise InvalidValue(
+                "dataset", "is required (or dataset in {config})", mentions=("config",)
+            )
+        if not settings.get("models"):
+            raise InvalidValue(
+                "models", "is required (or models in {config})", mentions=("config",)
+            )
+        version = settings.get("dataset_version")
+        if isinstance(version, str) and version.isdigit():
+            settings["dataset_version"] = int(version)
+        return cls(**settings)
 
     def runs(self) -> list[tuple[str, float, PipelineConfig]]:
         """(run label, weight, pipeline config) of every model run, run index in the key."""
