@@ -70,20 +70,34 @@ def upload_cmd(
         ),
     ] = None,
     description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="JSON schema file (entity_types, relationship_types, attributes, labels): the "
+            "dataset's, given to every item without its own.",
+        ),
+    ] = None,
 ) -> None:
     """Upload (or update) items by id; changed content makes a new dataset version."""
     from itertools import chain
 
     from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items, sample_items
     from extraction_eval.datasets.gold import stream_items
+    from extraction_eval.datasets.schema import read_schema
     from extraction_eval.views.datasets import render_upload
 
     if not name.strip():
         raise UsageError("NAME must not be empty")
+    if schema is not None:
+        check_readable("--schema", schema)
+    dataset_schema = None if schema is None else read_schema(schema)
     if file is None:  # the bundled journal example under its own name, else the bundled sample
         with _backend() as backend:
             bundled = journal_items() if name == JOURNAL_DATASET else sample_items()
-            report = backend.upload_items(name, bundled, description=description)
+            report = backend.upload_items(
+                name, bundled, description=description, schema=dataset_schema
+            )
         render_upload(report, 0, console)
         return
     check_readable("FILE", file)
@@ -95,7 +109,9 @@ def upload_cmd(
             if first is None:
                 raise UsageError(f"no valid items in {file}")
             with _backend() as backend:
-                report = backend.upload_items(name, chain([first], items), description=description)
+                report = backend.upload_items(
+                    name, chain([first], items), description=description, schema=dataset_schema
+                )
         finally:
             for warning in lines.warnings:
                 _warn(warning)

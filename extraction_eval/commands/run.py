@@ -6,11 +6,18 @@ none of them (nor numpy, scipy or a provider SDK).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.commands.common import (
+    check_readable,
+    console,
+    err_console,
+    fail,
+    handle_errors,
+)
 
 
 @handle_errors
@@ -75,7 +82,18 @@ def run_cmd(
     ] = None,
     min_gold_confidence: Annotated[
         float | None,
-        typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
+        typer.Option(
+            help="Ensemble gold: gold objects below this confidence are ignore regions (not"
+            " missed; predictions aligned with them not counted)."
+        ),
+    ] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="JSON schema file (types, attributes, labels) for every item of this run,"
+            " replacing the items' and the dataset's.",
+        ),
     ] = None,
     batch: Annotated[
         bool,
@@ -118,6 +136,7 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
+    from extraction_eval.datasets.schema import read_schema
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
     from extraction_eval.experiments.langfuse_mode import VerificationError
@@ -128,6 +147,9 @@ def run_cmd(
     from extraction_eval.views.runs import render_run_summary
 
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
+    if schema is not None:
+        check_readable("--schema", schema)
+    run_schema = None if schema is None else read_schema(schema)
     scoring = ScoringConfig(match=match, threshold=threshold)  # type: ignore[arg-type]
     config = RunConfig(
         dataset=dataset,
@@ -158,6 +180,7 @@ def run_cmd(
         batch=batch,
         max_cost=max_cost,
         shard=parse_shard(shard) if shard is not None else None,
+        schema=run_schema,
     )
     tolerances, base = _baseline(baseline, fail_on_regression or [], config.dataset)
     if dry_run:

@@ -117,14 +117,19 @@ def item_row(score: ItemScore, *, schema_failure: bool = False) -> tuple[int, ..
     )
 
 
-def counts_key(scoring: ScoringConfig, min_gold_confidence: float | None = None) -> str:
+def counts_key(
+    scoring: ScoringConfig, min_gold_confidence: float | None = None, schemas: Any = None
+) -> str:
     """What decides an item's counts (the scoring settings that match and ground objects, and
     the gold confidence floor; not the bootstrap's), as a short stable hash: stored counts are
     used only by a comparison that would score with the same."""
     fields = {
         k: v for k, v in scoring.to_json().items() if k not in ("resamples", "seed", "confidence")
     }
-    blob = json.dumps([fields, min_gold_confidence], sort_keys=True, separators=(",", ":"))
+    parts: list[Any] = [fields, min_gold_confidence]
+    if schemas is not None:  # a run's schema / dataset schema (labels): absent, keys as before
+        parts.append(schemas)
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -53,6 +53,24 @@ class _TypeSums:
     def to_json(self) -> dict[str, dict[str, Any]]:
         return {self.labels[k]: counts_json(Counts(*v)) for k, v in self.sums.items()}
 
+    def sides(self) -> tuple[list[str], list[str]]:
+        """(predicted labels, gold labels): types that predictions / gold objects carry."""
+        pred = sorted(self.labels[k] for k, (tp, fp, _) in self.sums.items() if tp or fp)
+        gold = sorted(self.labels[k] for k, (tp, _, fn) in self.sums.items() if tp or fn)
+        return pred, gold
+
+
+def label_mismatch(types: _TypeSums, typed_tp: int, untyped_tp: int) -> dict[str, list[str]] | None:
+    """The two label sets when they cannot meet: no predicted type ever equals a gold type, or
+    names match (untyped tp > 0) while types never do (typed tp = 0). None when they meet."""
+    pred, gold = types.sides()
+    if not pred or not gold:
+        return None
+    meet = any((tp or fp) and (tp or fn) for tp, fp, fn in types.sums.values())
+    if meet and not (typed_tp == 0 and untyped_tp > 0):
+        return None
+    return {"predicted": pred, "gold": gold}
+
 
 def _int_rows(values: array[int], width: int) -> np.ndarray[Any, np.dtype[np.int64]]:
     return np.frombuffer(values, dtype=np.int64).reshape(-1, width)
@@ -100,6 +118,8 @@ class ReportAccumulator:
         self.violating_objects = 0
         self.violations = 0
         self.violation_ids: list[str] = []
+        self.ignored_gold = 0
+        self.ignored_predictions = 0
 
     def add(self, s: ItemScore) -> None:
         position = self.n
@@ -159,6 +179,8 @@ class ReportAccumulator:
         self.violations += len(s.attribute_violations)
         if s.attribute_violations:
             self.violation_ids.append(s.item_id)
+        self.ignored_gold += s.ignored_gold
+        self.ignored_predictions += s.ignored_predictions
 
     def report(self, *, warnings: Sequence[str] = ()) -> dict[str, Any]:
         """The run report (``score --format json``) of the items added so far."""
@@ -220,6 +242,8 @@ class ReportAccumulator:
             "macro": macro,
             "macro_items": {name: len(xs) for name, xs in macro_values.items()},
             "ci": _ci_json(ci, config),
+            "ignored": {"gold": self.ignored_gold, "predictions": self.ignored_predictions},
+            "label_mismatch": label_mismatch(self.entity_types, t.tp, e.tp),
             "warnings": all_warnings,
         }
 

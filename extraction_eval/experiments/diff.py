@@ -19,9 +19,9 @@ from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
-from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators import GoldView, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
@@ -79,9 +79,9 @@ PRUNE_SLACK = 1000
 
 
 def _gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
-    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+    view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
     items = store.get_items(run.dataset, version=run.dataset_version)
-    return {i.id: with_trusted_gold(i, floor) for i in items}
+    return {i.id: view.item(i) for i in items}
 
 
 def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetItem], str | None]:
@@ -92,14 +92,15 @@ def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetIt
 
 
 def _diff(item: DatasetItem, ra: ItemResult, rb: ItemResult, config: ScoringConfig) -> ItemDiff:
+    pa, pb = _prediction(ra), _prediction(rb)
     return diff_item(
         item_id=item.id,
         text=item.text,
-        gold=item.expected,
-        pred_a=_prediction(ra),
-        pred_b=_prediction(rb),
+        gold=scored_gold(item),
+        pred_a=pa,
+        pred_b=pb,
         config=config,
-        schema=item.schema_,
+        scores=(score_dataset_item(item, pa, config), score_dataset_item(item, pb, config)),
     )
 
 

@@ -21,8 +21,9 @@ from typing import Any, NamedTuple
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, InvalidValue
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
+from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.paired import (
     GateFailure,
     PairedAccumulator,
@@ -34,7 +35,6 @@ from extraction_eval.evaluators.paired import (
     item_row,
     regression_gate,
 )
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
 from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction
@@ -66,8 +66,8 @@ def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
             backend.close()
     else:
         items = store.get_items(run.dataset, version=run.dataset_version)
-    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
-    return {item.id: with_trusted_gold(item, floor) for item in items}
+    view = GoldView.of_run(run.config)  # the run's schema, labels and gold confidence floor
+    return {item.id: view.item(item) for item in items}
 
 
 def run_scoring(run: RunRecord) -> ScoringConfig:
@@ -360,8 +360,8 @@ def _one_pass(
     """Both runs read once by item id: stored counts where valid, re-scoring elsewhere; with
     ``fold``, items whose outputs differ are diffed too (sharing the scores)."""
     in_gold = set(store.item_ids(a.dataset, version=a.dataset_version))
-    floor = gold_floor(a.config)  # A's --min-gold-confidence, as A's other settings
-    key = counts_key(scoring, floor)
+    view = GoldView.of_run(a.config)  # A's schema and gold floor, as A's other settings
+    key = counts_key(scoring, view.floor, view.schemas_key())
     b_same_gold = (b.backend, b.dataset, b.dataset_version) == (
         a.backend,
         a.dataset,
@@ -376,7 +376,7 @@ def _one_pass(
             a.dataset, [p[0] for p in pending], version=a.dataset_version
         )
         for item_id, x, y, ca, cb in pending:
-            _settle(with_trusted_gold(items[item_id], floor), x, y, ca, cb)
+            _settle(view.item(items[item_id]), x, y, ca, cb)
         pending.clear()
 
     def _settle(
@@ -406,7 +406,7 @@ def _one_pass(
             )
             return
         cfg = fold.out.config
-        gold = item.expected
+        gold = scored_gold(item)
         if share:  # the stored views (or the scores just made) were made with cfg
             run_a = ca.followed_run(len(gold.entities), len(gold.relationships))
             run_b = cb.followed_run(len(gold.entities), len(gold.relationships))
@@ -433,7 +433,7 @@ def _one_pass(
                 pred_a=pa,
                 pred_b=pb,
                 config=cfg,
-                schema=item.schema_,
+                scores=(score_dataset_item(item, pa, cfg), score_dataset_item(item, pb, cfg)),
             )
         )
 

@@ -31,7 +31,7 @@ from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.prompts.versions import select_run_prompt
-from extraction_eval.types import DatasetItem
+from extraction_eval.types import DatasetItem, Schema
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
 _RESUME_INVARIANTS = (
@@ -42,6 +42,8 @@ _RESUME_INVARIANTS = (
     "price_override",
     "min_gold_confidence",
     "shard",
+    "schema",
+    "dataset_schema",
 )
 
 
@@ -196,6 +198,7 @@ def plan(
     tracer: Any = None,
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
+    dataset_schema: Schema | None = None,
 ) -> RunPlan:
     """Everything up to the run record: items, prompt, pipeline, what is still to run and its
     cost estimate. Refuses a bad setup; creates and changes nothing.
@@ -205,6 +208,7 @@ def plan(
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
+        dataset_schema = info.schema
     read_all, read_texts = _item_sources(config, store, items, dataset_version)
     try:
         texts = dict(read_texts())  # id -> text, dataset order: the context index's input
@@ -224,6 +228,8 @@ def plan(
     context = ContextIndex(texts)
     del texts  # the index keeps its own copy
     extra = dict(extra_record or {})
+    if dataset_schema is not None:  # items without their own schema run with it
+        extra["dataset_schema"] = dataset_schema.model_dump(mode="json")
     read_items = read_all
     if config.shard is not None:
         shard = config.shard
@@ -254,6 +260,8 @@ def plan(
         context_texts=context,
         pricer=pricer,
         min_gold_confidence=config.min_gold_confidence,
+        schema=config.schema,
+        dataset_schema=dataset_schema,
     )
     spent = 0.0
     if existing is None:
@@ -310,6 +318,7 @@ def prepare(
     backend: str = "local",
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
+    dataset_schema: Schema | None = None,
 ) -> PreparedRun:
     warnings: list[str] = []
     p = plan(
@@ -321,6 +330,7 @@ def prepare(
         tracer=tracer,
         extra_record=extra_record,
         provider=provider,
+        dataset_schema=dataset_schema,
     )
     config, record = p.config, p.record
     warnings.extend(p.notes)

@@ -15,7 +15,7 @@ from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import (
     COUNTER_NAMES,
     DiffCounts,
@@ -24,9 +24,9 @@ from extraction_eval.evaluators.diff import (
     diff_item,
 )
 from extraction_eval.evaluators.evidence import Span, TextIndex
+from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import scoring_config
 from extraction_eval.experiments.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
@@ -271,13 +271,13 @@ def build_report_data(
             " a report compares runs on one dataset",
         )
     get_items = items_for or local_items(store)
-    loaded: dict[tuple[str, Any, float | None], dict[str, DatasetItem]] = {}
+    loaded: dict[tuple[str, Any, str], dict[str, DatasetItem]] = {}
     by_run: list[dict[str, DatasetItem]] = []
     for run in runs:
-        floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
-        key = (run.dataset, run.dataset_version, floor)
+        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
+        key = (run.dataset, run.dataset_version, repr(view))
         if key not in loaded:
-            loaded[key] = {item.id: with_trusted_gold(item, floor) for item in get_items(run)}
+            loaded[key] = {item.id: view.item(item) for item in get_items(run)}
         by_run.append(loaded[key])
     scorings = [scoring_config(run) for run in runs]
     order = list(by_run[0])
@@ -416,14 +416,19 @@ class _Pairing:
             self.unchanged.add(item.id)
             self.counts.add_unchanged(gold_empty=score_a.gold_empty, failed=not result.ok)
             return
+        pa = result_a.output if result_a.ok else None
+        pb = result.output if result.ok else None
         self.diffs[item.id] = diff = diff_item(
             item_id=item.id,
             text=item.text,
-            gold=item.expected,
-            pred_a=result_a.output if result_a.ok else None,
-            pred_b=result.output if result.ok else None,
+            gold=scored_gold(item),
+            pred_a=pa,
+            pred_b=pb,
             config=self.scoring,
-            schema=item.schema_,
+            scores=(
+                score_dataset_item(item, pa, self.scoring),
+                score_dataset_item(item, pb, self.scoring),
+            ),
         )
         self.counts.add(diff)
 

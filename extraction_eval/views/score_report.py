@@ -161,6 +161,8 @@ def _facts(report: dict[str, Any]) -> Table:
     taxonomy = report.get("taxonomy") or {}
     ranked = dict(sorted(taxonomy.items(), key=lambda kv: (-kv[1], kv[0])))
     facts.add_row("failures", _counts_line(ranked))
+    if ignored := ignored_text(report):
+        facts.add_row("ignored gold", ignored)
     macro = report.get("macro") or {}
     macro_n = (report.get("macro_items") or {}).get("entity_f1", report.get("items", "?"))
     facts.add_row(
@@ -171,6 +173,38 @@ def _facts(report: dict[str, Any]) -> Table:
         f" (means over {macro_n} items)",
     )
     return facts
+
+
+def _shown(labels: list[str], limit: int = 12) -> str:
+    more = f", … {len(labels) - limit} more" if len(labels) > limit else ""
+    return ", ".join(labels[:limit]) + more
+
+
+def label_warning(report: dict[str, Any]) -> str | None:
+    """One line when predicted and gold entity types cannot meet (typed F1 is then 0 for a
+    reason no model change fixes), naming both label sets and the fix; None otherwise."""
+    mismatch = report.get("label_mismatch")
+    if not isinstance(mismatch, dict):
+        return None
+    pred, gold = mismatch.get("predicted") or [], mismatch.get("gold") or []
+    return (
+        f"labels never meet: predicted entity types ({_shown(pred)}) never equal the gold's"
+        f" ({_shown(gold)}), so typed scores are 0; map gold labels to the pipeline's with a"
+        ' schema\'s "labels", e.g. --schema schema.json with'
+        f' {{"labels": {{"{gold[0] if gold else "GoldLabel"}": "{pred[0] if pred else "label"}"}}}}'
+    )
+
+
+def ignored_text(report: dict[str, Any]) -> str | None:
+    """The ignore regions' line (gold below the confidence floor), when there were any."""
+    ignored = report.get("ignored") or {}
+    g, p = ignored.get("gold", 0), ignored.get("predictions", 0)
+    if not g and not p:
+        return None
+    return (
+        f"{g} gold objects below the confidence floor ignored, with the {p} predictions"
+        " aligned with them (neither missed nor false positives)"
+    )
 
 
 def print_warnings(warnings: list[str], err: Console) -> None:
@@ -208,7 +242,9 @@ def render_report(report_json: dict[str, Any], console: Console, *, title: str =
     if per_type is not None:
         parts.append(per_type)
     parts.append(_facts(r))
-    warnings = r.get("warnings") or []
+    warnings = list(r.get("warnings") or [])
+    if labels := label_warning(r):
+        warnings.insert(0, labels)
     if warnings:
         lines = [Text(f"{len(warnings)} warning(s):", style="yellow")]
         lines += [Text(f"  {w}", style="yellow") for w in warnings[:_MAX_WARNINGS]]
