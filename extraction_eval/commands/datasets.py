@@ -118,6 +118,68 @@ def upload_cmd(
     render_upload(report, len(lines.warnings), console)
 
 
+@datasets_app.command("import")
+@handle_errors
+def import_cmd(
+    name: Annotated[str, typer.Argument(help="Dataset name (created if new).")],
+    file: Annotated[
+        Path, typer.Argument(help="The tool's export (a folder of .txt + .ann for brat).")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="label-studio | doccano | brat | conll.")
+    ] = "",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write our JSONL to FILE instead of uploading."),
+    ] = None,
+    description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option("--schema", help="JSON schema file: the dataset's (see upload)."),
+    ] = None,
+) -> None:
+    """Import an annotation tool's export: spans keep their offsets (start/end) and their
+    text as name and evidence. A bad record is one warning line; the rest is imported."""
+    from extraction_eval.datasets.gold import write_items
+    from extraction_eval.datasets.importers import FORMATS, import_dataset
+    from extraction_eval.datasets.schema import read_schema
+    from extraction_eval.views.datasets import render_import, render_upload
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if not name.strip():
+        raise UsageError("NAME must not be empty")
+    if not file.exists():
+        raise UsageError(f"FILE {file}: no such file or folder")
+    if out is not None:
+        check_writable("--out", out)
+    if schema is not None:
+        check_readable("--schema", schema)
+    dataset_schema = None if schema is None else read_schema(schema)
+    imported = import_dataset(file, fmt)
+    for warning in imported.warnings:
+        _warn(warning)
+    render_import(imported, fmt, err_console)
+    if not imported.items:
+        raise UsageError(f"no record of {file} could be imported")
+    if out is not None:
+        items = imported.items
+        if dataset_schema is not None:  # a file has no dataset header: each item gets it
+            items = [i.model_copy(update={"schema_": i.schema_ or dataset_schema}) for i in items]
+        try:
+            with out.open("w", encoding="utf-8", newline="\n") as fh:
+                write_items(items, fh)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        console.print(f"wrote {len(items)} items to {escape(str(out))}", highlight=False)
+        return
+    with _backend() as backend:
+        report = backend.upload_items(
+            name, imported.items, description=description, schema=dataset_schema
+        )
+    render_upload(report, len(imported.warnings), console)
+
+
 @datasets_app.command("list")
 @handle_errors
 def list_cmd() -> None:

@@ -14,6 +14,7 @@ from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no backend
     from extraction_eval.backends.base import DatasetInfo, UploadReport
+    from extraction_eval.datasets.importers import Imported
     from extraction_eval.types import DatasetItem, Schema
 
 
@@ -25,6 +26,20 @@ def render_upload(report: UploadReport, skipped_lines: int, out: Console) -> Non
         f"{report.unchanged} unchanged ({version})"
         + (f"; {skipped_lines} line(s) skipped" if skipped_lines else "")
         + ("; dataset schema set" if report.schema_changed else ""),
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def render_import(imported: Imported, fmt: str, out: Console) -> None:
+    """One line: how many records became items, and how many were skipped."""
+    entities = sum(len(i.expected.entities) for i in imported.items)
+    relationships = sum(len(i.expected.relationships) for i in imported.items)
+    skipped = imported.records - len(imported.items)
+    out.print(
+        f"imported {len(imported.items)} of {imported.records} {fmt} records"
+        f" ({entities} entities, {relationships} relationships)"
+        + (f"; {skipped} skipped" if skipped else ""),
         highlight=False,
         soft_wrap=True,
     )

@@ -16,7 +16,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.migrations import migrate
 from extraction_eval.cli import _run_app, app
 from extraction_eval.evaluators import diff as evaluators_diff
-from extraction_eval.evaluators import item as evaluators_item
+from extraction_eval.evaluators import gold_view as evaluators_gold_view
 from extraction_eval.experiments.diff import diff_runs
 from extraction_eval.experiments.paired import compare_and_diff, compare_stored_runs, run_gold
 
@@ -41,7 +41,8 @@ def _no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(**kwargs: Any) -> Any:
         raise AssertionError(f"item {kwargs.get('item_id')!r} was re-scored")
 
-    monkeypatch.setattr(evaluators_item, "score_item", refuse)  # what score_dataset_item calls
+    # what score_dataset_item calls
+    monkeypatch.setattr(evaluators_gold_view, "score_item", refuse)
     monkeypatch.setattr(evaluators_diff, "score_item", refuse)
 
 
