@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extraction_eval.evaluators.config import ScoringConfig
-from extraction_eval.evaluators.item import ItemScore, score_item
+from extraction_eval.evaluators.item import ItemScore, Kind, score_item
 from extraction_eval.evaluators.matching import align_entities, align_relationships
+from extraction_eval.evaluators.taxonomy import Side
 from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship, Schema
 
 __all__ = [
@@ -152,7 +153,13 @@ def score_dataset_item(
         context_texts=context_texts,
         schema=asked,
     )
-    return _remapped(scored, pe, pr, ge, gr, len(ignore), len(drop_pe) + len(drop_pr))
+    ignored: list[tuple[Kind, Side, int]] = [
+        *(("entity", "gold", j) for j in sorted(ignore.entities)),
+        *(("relationship", "gold", j) for j in sorted(ignore.relationships)),
+        *(("entity", "pred", i) for i in sorted(drop_pe)),
+        *(("relationship", "pred", i) for i in sorted(drop_pr)),
+    ]
+    return _remapped(scored, pe, pr, ge, gr, tuple(ignored))
 
 
 def _kept(objects: Sequence[Entity] | Sequence[Relationship], dropped: Any) -> list[int]:
@@ -165,8 +172,7 @@ def _remapped(
     pr: list[int],
     ge: list[int],
     gr: list[int],
-    ignored_gold_objects: int,
-    ignored_predictions: int,
+    ignored: tuple[tuple[Kind, Side, int], ...],
 ) -> ItemScore:
     """``s`` (scored on the kept objects) with every index pointing into the original lists,
     so stored taxonomy, pairs and groundings still name the objects of the stored output."""
@@ -198,8 +204,7 @@ def _remapped(
         attribute_violations=tuple(
             replace(v, index=pred_map(v.kind)[v.index]) for v in s.attribute_violations
         ),
-        ignored_gold=ignored_gold_objects,
-        ignored_predictions=ignored_predictions,
+        ignored=ignored,
     )
 
 

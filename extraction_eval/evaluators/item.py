@@ -129,8 +129,16 @@ class ItemScore:
     attribute_violations: tuple[AttributeViolation, ...] = ()
     # ensemble gold below the run's confidence floor: gold objects left out, and the
     # predictions aligned with them, dropped from every count (``gold_view``)
-    ignored_gold: int = 0
-    ignored_predictions: int = 0
+    # (kind, side, index into the stored lists) of each ignored object
+    ignored: tuple[tuple[Kind, Literal["gold", "pred"], int], ...] = ()
+
+    @property
+    def ignored_gold(self) -> int:
+        return sum(1 for _, side, _ in self.ignored if side == "gold")
+
+    @property
+    def ignored_predictions(self) -> int:
+        return sum(1 for _, side, _ in self.ignored if side == "pred")
 
     # ---- counts -------------------------------------------------------------------------
     @property

@@ -157,6 +157,7 @@ def _run_objects(
     category: dict[tuple[str, int], str] = {
         (t.kind, t.index): t.category for t in scored.taxonomy if t.side == "pred"
     }
+    ignored = set(scored.ignored)
     objects: list[dict[str, Any]] = []
     for kind, objs, gold_of in (("entity", ents, ent_gold), ("relationship", rels, rel_gold)):
         for i, o in enumerate(objs):
@@ -169,7 +170,9 @@ def _run_objects(
                 assert isinstance(o, Relationship)
                 obj = _obj("r", relationship_label(o), o.type, o.evidence, _spans(quote), None)
                 obj["via"] = _via(quote)
-            if g is not None and not g.grounded:
+            if (kind, "pred", i) in ignored:
+                obj["st"] = "ignored"  # aligned with gold below the run's confidence floor
+            elif g is not None and not g.grounded:
                 obj["st"] = "ungrounded"
             else:
                 obj["st"] = "matched" if i in gold_of else "spurious"
@@ -178,7 +181,12 @@ def _run_objects(
             objects.append(obj)
     n_gold = n_gold_entities + scored.n_gold_relationships
     matched = set(ent_gold.values()) | set(rel_gold.values())
-    statuses = ["matched" if j in matched else "missed" for j in range(n_gold)]
+    low = {j for k, side, j in scored.ignored if side == "gold" and k == "entity"} | {
+        j + n_gold_entities for k, side, j in scored.ignored if side == "gold" and k != "entity"
+    }
+    statuses = [
+        "matched" if j in matched else "ignored" if j in low else "missed" for j in range(n_gold)
+    ]
     return objects, statuses
 
 

@@ -171,13 +171,13 @@ def test_counts_made_with_other_settings_are_not_used(
     a, b, c = store.get_run("a"), store.get_run("b"), store.get_run("c")
     assert a is not None and b is not None and c is not None
     calls: list[str] = []
-    real = evaluators_item.score_item
+    real = evaluators_gold_view.score_item
 
     def counting(**kwargs: Any) -> Any:
         calls.append(kwargs["item_id"])
         return real(**kwargs)
 
-    monkeypatch.setattr(evaluators_item, "score_item", counting)
+    monkeypatch.setattr(evaluators_gold_view, "score_item", counting)
     compare_stored_runs(store, a, a, resamples=10)
     assert calls == []  # A's own counts fit A's settings
     for other in (b, c):

@@ -11,6 +11,7 @@ offsets, and reported. ``N`` in a warning is the line of the ``.ann`` file.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,8 +51,10 @@ def import_brat(folder: Path) -> Imported:
 
 
 def _document(out: Imported, txt: Path, ann: Path) -> None:
-    from bratly.annotation_types import EntityAnnotation, RelationAnnotation
-    from bratly.exceptions import ParsingError
+    with warnings.catch_warnings():  # bratly's models use pydantic's older class Config
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from bratly.annotation_types import EntityAnnotation, RelationAnnotation
+        from bratly.exceptions import ParsingError
 
     item_id, source = txt.stem, ann.name
     text = read_text(txt)
