@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import Console, Group
@@ -180,6 +181,25 @@ def _shown(labels: list[str], limit: int = 12) -> str:
     return ", ".join(labels[:limit]) + more
 
 
+def _suggested_labels(gold: list[str], pred: list[str]) -> dict[str, str]:
+    """A guess at the map, for the hint only: each gold label to the predicted label sharing
+    its longest start (at least 2 letters, casefolded: Loc -> location, Peop -> person)."""
+    out: dict[str, str] = {}
+    for g in gold:
+        best, best_len = None, 1
+        for p in pred:
+            a, b = g.casefold(), p.casefold()
+            n = next(
+                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)),
+            )
+            if n > best_len:
+                best, best_len = p, n
+        if best is not None:
+            out[g] = best
+    return out
+
+
 def label_warning(report: dict[str, Any]) -> str | None:
     """One line when predicted and gold entity types cannot meet (typed F1 is then 0 for a
     reason no model change fixes), naming both label sets and the fix; None otherwise."""
@@ -187,11 +207,11 @@ def label_warning(report: dict[str, Any]) -> str | None:
     if not isinstance(mismatch, dict):
         return None
     pred, gold = mismatch.get("predicted") or [], mismatch.get("gold") or []
+    example = _suggested_labels(gold, pred) or {(gold or ["GoldLabel"])[0]: "<predicted label>"}
     return (
         f"labels never meet: predicted entity types ({_shown(pred)}) never equal the gold's"
         f" ({_shown(gold)}), so typed scores are 0; map gold labels to the pipeline's with a"
-        ' schema\'s "labels", e.g. --schema schema.json with'
-        f' {{"labels": {{"{gold[0] if gold else "GoldLabel"}": "{pred[0] if pred else "label"}"}}}}'
+        f' schema\'s "labels": --schema schema.json with {json.dumps({"labels": example})}'
     )
 
 

@@ -185,3 +185,14 @@ def test_the_run_schema_replaces_the_items_and_the_dataset_schema_fills_in() -> 
     assert GoldView(dataset_schema=dataset).item(with_own).schema_ == own
     assert GoldView(schema=run, dataset_schema=dataset).item(with_own).schema_ == run
     assert GoldView().item(ITEM) is ITEM
+
+
+def test_the_prompt_lists_the_asked_labels() -> None:
+    from extraction_eval.experiments.runner import asked_item
+    from extraction_eval.prompts.template import load_local_prompt
+
+    item = DatasetItem(id="p", text=TEXT, schema=CONLL)
+    messages = load_local_prompt().compile(TEXT, asked_item(item).schema_)
+    prompt = "\n".join(m.content for m in messages)
+    assert "person, organization, location, Other" in prompt and "Peop" not in prompt
+    assert "works_for" in prompt and "Work_For" not in prompt
