@@ -177,7 +177,7 @@ def import_cmd(
         report = backend.upload_items(
             name, imported.items, description=description, schema=dataset_schema
         )
-    render_upload(report, len(imported.warnings), console)
+    render_upload(report, imported.records - len(imported.items), console, unit="record(s)")
 
 
 @datasets_app.command("list")

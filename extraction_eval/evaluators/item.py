@@ -140,6 +140,17 @@ class ItemScore:
     def ignored_predictions(self) -> int:
         return sum(1 for _, side, _ in self.ignored if side == "pred")
 
+    def listed(self, kind: Kind, side: Literal["gold", "pred"]) -> int:
+        """How many objects of ``kind`` the item's stored gold / prediction lists hold (the
+        counted ones and the ignored ones): the range of every index here."""
+        counted = {
+            ("entity", "gold"): self.n_gold_entities,
+            ("entity", "pred"): self.n_pred_entities,
+            ("relationship", "gold"): self.n_gold_relationships,
+            ("relationship", "pred"): self.n_pred_relationships,
+        }[(kind, side)]
+        return counted + sum(1 for k, s, _ in self.ignored if (k, s) == (kind, side))
+
     # ---- counts -------------------------------------------------------------------------
     @property
     def entities(self) -> Counts:

@@ -179,7 +179,7 @@ def _run_objects(
             obj["g"] = gold_of.get(i)
             obj["cat"] = category.get((kind, i))
             objects.append(obj)
-    n_gold = n_gold_entities + scored.n_gold_relationships
+    n_gold = n_gold_entities + scored.listed("relationship", "gold")
     matched = set(ent_gold.values()) | set(rel_gold.values())
     low = {j for k, side, j in scored.ignored if side == "gold" and k == "entity"} | {
         j + n_gold_entities for k, side, j in scored.ignored if side == "gold" and k != "entity"

@@ -18,13 +18,15 @@ if TYPE_CHECKING:  # annotations only: importing a view loads no backend
     from extraction_eval.types import DatasetItem, Schema
 
 
-def render_upload(report: UploadReport, skipped_lines: int, out: Console) -> None:
+def render_upload(
+    report: UploadReport, skipped_lines: int, out: Console, *, unit: str = "line(s)"
+) -> None:
     """One line: what the upload created, updated and left alone, and the version it made."""
     version = "unchanged" if not report.new_version else f"now version {report.version}"
     out.print(
         f"{escape(report.dataset)}: {report.created} created, {report.updated} updated, "
         f"{report.unchanged} unchanged ({version})"
-        + (f"; {skipped_lines} line(s) skipped" if skipped_lines else "")
+        + (f"; {skipped_lines} {unit} skipped" if skipped_lines else "")
         + ("; dataset schema set" if report.schema_changed else ""),
         highlight=False,
         soft_wrap=True,

@@ -196,3 +196,18 @@ def test_the_prompt_lists_the_asked_labels() -> None:
     prompt = "\n".join(m.content for m in messages)
     assert "person, organization, location, Other" in prompt and "Peop" not in prompt
     assert "works_for" in prompt and "Work_For" not in prompt
+
+
+def test_the_diff_follows_the_stored_lists_and_ignored_predictions_are_not_fp() -> None:
+    from extraction_eval.evaluators.diff import follow
+
+    pred = Extraction(
+        entities=[_ent("Ann Lee", "person"), _ent("Oslo", "location"), _ent("Bo Ek", "person")],
+        relationships=[Relationship(source="Acme", type="located_in", target="Oslo")],
+    )
+    s = score_dataset_item(ITEM, pred, CFG, floor=0.9)
+    run = follow(s)
+    assert len(run.entity_state) == 4 and len(run.relationship_state) == 2
+    assert run.entity_state[0] == ("right", 0)
+    assert run.entity_fp == [2] and run.relationship_fp == []
+    assert (s.listed("entity", "gold"), s.listed("entity", "pred")) == (4, 3)
