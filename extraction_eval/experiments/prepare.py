@@ -24,7 +24,7 @@ from extraction_eval.experiments.budget import (
 )
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.partition import shard_record
-from extraction_eval.experiments.runner import ItemRunner
+from extraction_eval.experiments.runner import ItemRunner, asked_item
 from extraction_eval.experiments.score import gold_ignored_warning
 from extraction_eval.llm.base import Provider
 from extraction_eval.pipeline.factory import make_pipeline
@@ -288,7 +288,9 @@ def plan(
             if confidence is not None:
                 ignored += trusted_gold(item.expected, item.metadata, confidence)[1]
             if wanted is None or item.id in wanted:
-                yield item
+                # as the pipeline will see it (the run's or dataset's schema, labels mapped):
+                # the prompt estimated and the cache key looked up are the ones sent
+                yield asked_item(runner.view.item(item))
 
     todo_stream = todo_counting_gold()  # lazy: an offline estimate reads no item
     estimate = estimate_cost(

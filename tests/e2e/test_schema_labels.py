@@ -187,3 +187,16 @@ def test_the_python_api_sets_and_reads_a_dataset_schema(relabelled: Path) -> Non
         assert not again.schema_changed and not again.new_version
         store.upload_items("api", items)  # no schema given: the dataset keeps its own
         assert store.get_dataset("api").schema == schema
+
+
+def test_the_estimate_sees_the_answers_cached_under_the_asked_schema(
+    relabelled: Path, tmp_path: Path
+) -> None:
+    schema = _schema_file(tmp_path, "s.json", {"entity_types": ["Peop"], "labels": LABELS})
+    code, _, err = cli("datasets", "upload", "m", str(relabelled), "--schema", str(schema))
+    assert code == 0, err
+    code, _, err = cli("run", "--dataset", "m", "--model", "fake:x", "--name", "one")
+    assert code == 0, err
+    code, out, err = cli("run", "--dataset", "m", "--model", "fake:x", "--name", "two", "--dry-run")
+    assert code == 0, err
+    assert "items to run 0 (not counted: 48 answered from the response cache)" in _flat(out)
