@@ -60,16 +60,43 @@ class _TypeSums:
         return pred, gold
 
 
-def label_mismatch(types: _TypeSums, typed_tp: int, untyped_tp: int) -> dict[str, list[str]] | None:
-    """The two label sets when they cannot meet: no predicted type ever equals a gold type, or
-    names match (untyped tp > 0) while types never do (typed tp = 0). None when they meet."""
+def _sides_if_apart(
+    types: _TypeSums, meet: bool, typed_tp: int, untyped_tp: int
+) -> dict[str, list[str]] | None:
     pred, gold = types.sides()
     if not pred or not gold:
         return None
-    meet = any((tp or fp) and (tp or fn) for tp, fp, fn in types.sums.values())
     if meet and not (typed_tp == 0 and untyped_tp > 0):
         return None
     return {"predicted": pred, "gold": gold}
+
+
+def label_mismatch(
+    entities: _TypeSums,
+    relationships: _TypeSums,
+    config: ScoringConfig,
+    typed_tp: int,
+    untyped_tp: int,
+) -> dict[str, dict[str, list[str]]] | None:
+    """The label sets that cannot meet, per kind: entity types when no predicted type ever
+    equals a gold type, or names match (untyped tp > 0) while types never do (typed tp = 0);
+    relationship types when none equals a gold type or its inverse. None when both meet."""
+    out: dict[str, dict[str, list[str]]] = {}
+
+    def keys(types: _TypeSums, side: int) -> set[str]:
+        return {k for k, c in types.sums.items() if c[0] or c[side]}
+
+    meet_e = bool(keys(entities, 1) & keys(entities, 2))
+    found = _sides_if_apart(entities, meet_e, typed_tp, untyped_tp)
+    if found is not None:
+        out["entities"] = found
+    pred_r, gold_r = keys(relationships, 1), keys(relationships, 2)
+    inverse = {(a, b) for a, b in config.inverse_pairs} | {(b, a) for a, b in config.inverse_pairs}
+    meet_r = bool(pred_r & gold_r) or any((p, g) in inverse for p in pred_r for g in gold_r)
+    found = _sides_if_apart(relationships, meet_r, 1, 0)
+    if found is not None:
+        out["relationships"] = found
+    return out or None
 
 
 def _int_rows(values: array[int], width: int) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -243,7 +270,9 @@ class ReportAccumulator:
             "macro_items": {name: len(xs) for name, xs in macro_values.items()},
             "ci": _ci_json(ci, config),
             "ignored": {"gold": self.ignored_gold, "predictions": self.ignored_predictions},
-            "label_mismatch": label_mismatch(self.entity_types, t.tp, e.tp),
+            "label_mismatch": label_mismatch(
+                self.entity_types, self.relationship_types, config, t.tp, e.tp
+            ),
             "warnings": all_warnings,
         }
 

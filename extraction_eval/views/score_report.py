@@ -206,12 +206,23 @@ def label_warning(report: dict[str, Any]) -> str | None:
     mismatch = report.get("label_mismatch")
     if not isinstance(mismatch, dict):
         return None
-    pred, gold = mismatch.get("predicted") or [], mismatch.get("gold") or []
-    example = _suggested_labels(gold, pred) or {(gold or ["GoldLabel"])[0]: "<predicted label>"}
+    parts: list[str] = []
+    example: dict[str, str] = {}
+    for kind, what in (("entities", "entity types"), ("relationships", "relationship types")):
+        sides = mismatch.get(kind)
+        if not isinstance(sides, dict):
+            continue
+        pred, gold = sides.get("predicted") or [], sides.get("gold") or []
+        parts.append(f"predicted {what} ({_shown(pred)}) never equal the gold's ({_shown(gold)})")
+        example.update(_suggested_labels(gold, pred))
+        if not example and gold:
+            example[gold[0]] = "<predicted label>"
+    if not parts:
+        return None
     return (
-        f"labels never meet: predicted entity types ({_shown(pred)}) never equal the gold's"
-        f" ({_shown(gold)}), so typed scores are 0; map gold labels to the pipeline's with a"
-        f' schema\'s "labels": --schema schema.json with {json.dumps({"labels": example})}'
+        f"labels never meet: {'; '.join(parts)}, so their typed scores are 0; map gold labels"
+        " to the pipeline's with a schema's \"labels\": --schema schema.json with"
+        f" {json.dumps({'labels': example})}"
     )
 
 

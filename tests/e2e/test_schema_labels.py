@@ -77,7 +77,12 @@ def test_labels_that_never_meet_are_named_and_a_label_map_fixes_them(
     assert "never equal the gold's (" in flat and "Peop" in flat and "person" in flat
     assert '--schema schema.json with {"labels": {' in flat
     assert '"Loc": "location"' in flat and '"Org": "organization"' in flat
-    assert raw["report"]["label_mismatch"]["gold"] == ["Loc", "Org", "Peop"]
+    assert raw["report"]["label_mismatch"] == {
+        "entities": {
+            "predicted": ["date", "location", "organization", "person"],
+            "gold": ["Loc", "Org", "Peop"],
+        }
+    }
 
     # the dataset's schema, with a label map, given at upload: every item without its own
     schema = _schema_file(

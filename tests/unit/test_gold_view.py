@@ -157,8 +157,7 @@ def test_typed_scores_with_and_without_a_label_map() -> None:
     assert tuple(s.entities) == (2, 0, 0) and tuple(s.entities_typed) == (0, 2, 2)
     report = aggregate([s], CFG)
     assert report["label_mismatch"] == {
-        "predicted": ["organization", "person"],
-        "gold": ["Org", "Peop"],
+        "entities": {"predicted": ["organization", "person"], "gold": ["Org", "Peop"]}
     }
     mapped = GoldView(schema=CONLL).score(raw, pred, CFG)
     assert tuple(mapped.entities_typed) == (2, 0, 0)
@@ -171,9 +170,28 @@ def test_label_mismatch_also_when_types_overlap_but_typed_matches_are_none() -> 
     s = score_dataset_item(DatasetItem(id="c", text=TEXT, expected=gold), pred, CFG)
     assert s.entities_typed.tp == 0 and s.entities.tp == 2
     assert aggregate([s], CFG)["label_mismatch"] == {
-        "predicted": ["human", "person"],
-        "gold": ["Org", "person"],
+        "entities": {"predicted": ["human", "person"], "gold": ["Org", "person"]}
     }
+
+
+def test_relationship_labels_that_never_meet_nor_by_inverse() -> None:
+    gold = Extraction(relationships=[Relationship(source="Ann", type="Work_For", target="Acme")])
+    pred = Extraction(relationships=[Relationship(source="Ann", type="employed_by", target="Acme")])
+    item = DatasetItem(id="r", text=TEXT, expected=gold)
+    report = aggregate([score_dataset_item(item, pred, CFG)], CFG)
+    assert report["label_mismatch"] == {
+        "relationships": {"predicted": ["employed_by"], "gold": ["Work_For"]}
+    }
+    # an inverse type is a meeting: the scorer matches employs / employed_by
+    inverse = Extraction(relationships=[Relationship(source="Acme", type="employs", target="Ann")])
+    gold_inv = Extraction(
+        relationships=[Relationship(source="Ann", type="employed_by", target="Acme")]
+    )
+    item_inv = DatasetItem(id="r", text=TEXT, expected=gold_inv)
+    assert aggregate([score_dataset_item(item_inv, inverse, CFG)], CFG)["label_mismatch"] is None
+    fixed = GoldView(schema=Schema(labels={"Work_For": "employed_by"})).score(item, pred, CFG)
+    assert aggregate([fixed], CFG)["label_mismatch"] is None
+    assert tuple(fixed.relationships) == (1, 0, 0)
 
 
 def test_the_run_schema_replaces_the_items_and_the_dataset_schema_fills_in() -> None:
