@@ -83,7 +83,7 @@ def upload_cmd(
     from itertools import chain
 
     from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items, sample_items
-    from extraction_eval.datasets.gold import stream_items
+    from extraction_eval.datasets.jsonl import stream_items
     from extraction_eval.datasets.schema import read_schema
     from extraction_eval.views.datasets import render_upload
 
@@ -140,8 +140,8 @@ def import_cmd(
 ) -> None:
     """Import an annotation tool's export: spans keep their offsets (start/end) and their
     text as name and evidence. A bad record is one warning line; the rest is imported."""
-    from extraction_eval.datasets.gold import write_items
     from extraction_eval.datasets.importers import FORMATS, import_dataset
+    from extraction_eval.datasets.jsonl import write_items
     from extraction_eval.datasets.schema import read_schema
     from extraction_eval.views.datasets import render_import, render_upload
 
@@ -215,7 +215,7 @@ def export_cmd(
     version: VersionOpt = None,
 ) -> None:
     """The dataset as JSONL (the upload format), byte-stable: same items, same bytes."""
-    from extraction_eval.datasets.gold import write_items
+    from extraction_eval.datasets.jsonl import write_items
 
     if out is not None:
         check_writable("--out", out)

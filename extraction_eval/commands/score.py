@@ -56,10 +56,10 @@ def _run(
     min_gold_confidence: float | None = None,
     schema: Path | None = None,
 ) -> None:
+    from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
     from extraction_eval.datasets.schema import read_schema
     from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
-    from extraction_eval.experiments.score import score_files
     from extraction_eval.views.score_report import label_warning, print_warnings, render_report
 
     _choice("--format", output_format, ("table", "json"))

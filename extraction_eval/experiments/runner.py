@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, item_scores
-from extraction_eval.evaluators.paired import counts_key, encode_counts
+from extraction_eval.evaluators.counts import counts_key, encode_counts
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline

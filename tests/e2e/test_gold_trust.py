@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from extraction_eval.analysis.paired import compare_stored_runs
+from extraction_eval.analysis.report_data import build_report_data
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
-from extraction_eval.experiments.paired import compare_stored_runs
-from extraction_eval.experiments.report_data import build_report_data
 from extraction_eval.llm.fake import register_fake, unregister_fake
 
 runner = CliRunner()

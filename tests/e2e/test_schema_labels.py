@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import SAMPLE_DATASET, LocalStore
 from extraction_eval.cli import app
-from extraction_eval.datasets.gold import write_items
+from extraction_eval.datasets.jsonl import write_items
 from extraction_eval.types import Schema
 
 runner = CliRunner()
@@ -181,7 +181,7 @@ def test_a_bad_schema_file_is_one_line_and_nothing_is_created(
 
 
 def test_the_python_api_sets_and_reads_a_dataset_schema(relabelled: Path) -> None:
-    from extraction_eval.datasets.gold import read_items
+    from extraction_eval.datasets.jsonl import read_items
 
     items, _ = read_items(relabelled)
     schema = Schema(entity_types=["Peop"], labels={"Peop": "person"})

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from extraction_eval.datasets.gold import write_items
+from extraction_eval.analysis.score_files import score_files
 from extraction_eval.datasets.importers import FORMATS, Imported, import_dataset
+from extraction_eval.datasets.jsonl import write_items
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.experiments.score import score_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
 
