@@ -14,7 +14,7 @@ from typing import Any
 from extraction_eval.analysis.score_files import gold_ignored_warning
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, UsageError
-from extraction_eval.evaluators import ContextIndex
+from extraction_eval.evaluators import ContextIndex, GoldView
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import (
     Budget,
@@ -219,7 +219,11 @@ def plan(
     item_ids = list(texts)
     if not item_ids:
         raise UsageError(f"dataset {config.dataset!r} has no items to run")
-    check_fail_under_attributes(config.fail_under, read_all(), config.dataset)
+    # attributes the run's or the dataset's schema declares count as the item's own
+    view = GoldView(config.min_gold_confidence, config.schema, dataset_schema)
+    check_fail_under_attributes(
+        config.fail_under, (view.item(i) for i in read_all()), config.dataset
+    )
     if config.name is None:
         config = replace(config, name=default_run_name(config))
     warnings: list[str] = []

@@ -205,3 +205,20 @@ def test_the_estimate_sees_the_answers_cached_under_the_asked_schema(
     code, out, err = cli("run", "--dataset", "m", "--model", "fake:x", "--name", "two", "--dry-run")
     assert code == 0, err
     assert "items to run 0 (not counted: 48 answered from the response cache)" in _flat(out)
+
+
+def test_an_attribute_the_dataset_schema_declares_can_gate_the_run(
+    relabelled: Path, tmp_path: Path
+) -> None:
+    schema = _schema_file(
+        tmp_path,
+        "attrs.json",
+        {"entity_types": ["Peop"], "attributes": {"Peop": {"role": ["staff", "other"]}}},
+    )
+    code, _, err = cli("datasets", "upload", "a", str(relabelled), "--schema", str(schema))
+    assert code == 0, err
+    args = ("run", "--dataset", "a", "--dry-run")
+    code, _, err = cli(*args, "--fail-under", "attr.role=0.5")
+    assert code == 0, err
+    code, _, err = cli(*args, "--fail-under", "attr.mood=0.5")
+    assert code == 2 and "has no attribute 'mood' (its attributes: role)" in _flat(err)
