@@ -142,7 +142,7 @@ def import_cmd(
     text as name and evidence. A bad record is one warning line; the rest is imported."""
     from extraction_eval.datasets.importers import FORMATS, import_dataset
     from extraction_eval.datasets.jsonl import write_items
-    from extraction_eval.datasets.schema import read_schema
+    from extraction_eval.datasets.schema import read_schema, with_dataset_schema
     from extraction_eval.views.datasets import render_import, render_upload
 
     if fmt not in FORMATS:
@@ -163,9 +163,7 @@ def import_cmd(
     if not imported.items:
         raise UsageError(f"no record of {file} could be imported")
     if out is not None:
-        items = imported.items
-        if dataset_schema is not None:  # a file has no dataset header: each item gets it
-            items = [i.model_copy(update={"schema_": i.schema_ or dataset_schema}) for i in items]
+        items = list(with_dataset_schema(imported.items, dataset_schema))
         try:
             with out.open("w", encoding="utf-8", newline="\n") as fh:
                 write_items(items, fh)
@@ -214,13 +212,16 @@ def export_cmd(
     out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
     version: VersionOpt = None,
 ) -> None:
-    """The dataset as JSONL (the upload format), byte-stable: same items, same bytes."""
+    """The dataset as JSONL (the upload format), byte-stable: same items, same bytes. Items
+    without a schema of their own carry the dataset's, if it has one."""
     from extraction_eval.datasets.jsonl import write_items
+    from extraction_eval.datasets.schema import with_dataset_schema
 
     if out is not None:
         check_writable("--out", out)
     with _backend() as backend:
-        items = backend.get_items(name, version=version)
+        schema = backend.get_dataset(name).schema
+        items = list(with_dataset_schema(backend.get_items(name, version=version), schema))
     if out is None:
         write_items(items, sys.stdout)
         sys.stdout.flush()

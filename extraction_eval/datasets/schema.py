@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from extraction_eval.errors import InvalidValue, one_line
-from extraction_eval.types import Schema
+from extraction_eval.types import DatasetItem, Schema
 
 MAX_SCHEMA_BYTES = 1_000_000  # a schema is a few lines; a huge file is a mistake
 
@@ -39,3 +40,16 @@ def read_schema(path: str | Path, *, field: str = "schema") -> Schema:
         return Schema.model_validate(raw)
     except ValidationError as exc:
         raise InvalidValue(field, f"{path}: {one_line(exc)}") from None
+
+
+def with_dataset_schema(
+    items: Iterable[DatasetItem], schema: Schema | None
+) -> Iterator[DatasetItem]:
+    """Items as a file carries them: each without a schema of its own gets the dataset's, so
+    the file says what a run of the dataset asks for (a file has no dataset header)."""
+    for item in items:
+        yield (
+            item
+            if schema is None or item.schema_ is not None
+            else item.model_copy(update={"schema_": schema})
+        )

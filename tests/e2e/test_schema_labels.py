@@ -96,6 +96,10 @@ def test_labels_that_never_meet_are_named_and_a_label_map_fixes_them(
     code, out, err = cli("datasets", "show", "mapped", "--limit", "1")
     assert code == 0, err
     assert "labels: Loc -> location, Org -> organization, Peop -> person" in _flat(out)
+    # an export carries it on each item, so re-uploading the file asks the same
+    code, out, err = cli("datasets", "export", "mapped")
+    assert code == 0, err
+    assert all(json.loads(line)["schema"]["labels"] == LABELS for line in out.splitlines())
     code, out, err = cli("run", "--dataset", "mapped", "--name", "mapped")
     assert code == 0, err
     assert "labels never meet" not in _flat(out)
