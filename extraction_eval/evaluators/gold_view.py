@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from extraction_eval.evaluators.config import ScoringConfig
+from extraction_eval.evaluators.config import ScoringConfig, type_key
 from extraction_eval.evaluators.item import ItemScore, Kind, score_item
 from extraction_eval.evaluators.matching import align_entities, align_relationships
 from extraction_eval.evaluators.taxonomy import Side
@@ -36,16 +36,38 @@ __all__ = [
 IGNORE_BELOW = "ignore_below"
 
 
+# schema -> (the schema, what the pipeline is asked, gold label key -> asked label): a run's or
+# a dataset's schema is one object shared by every item, so each is worked out once
+_SCHEMAS: dict[int, tuple[Schema, Schema, dict[str, str]]] = {}
+
+
+def _asked(schema: Schema) -> tuple[Schema, dict[str, str]]:
+    hit = _SCHEMAS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        if len(_SCHEMAS) >= 256:  # items with schemas of their own: keep it small
+            _SCHEMAS.clear()
+        index = {type_key(gold): asked for gold, asked in schema.labels.items()}
+        hit = _SCHEMAS[id(schema)] = (schema, schema.asked(), index)
+    return hit[1], hit[2]
+
+
 def mapped_gold(expected: Extraction, schema: Schema | None) -> Extraction:
     """Gold with its types mapped through the schema's ``labels`` (unchanged without any)."""
     if schema is None or not schema.labels:
         return expected
+    index = _asked(schema)[1]
+
+    def mapped(type_: str) -> str:
+        return index.get(type_key(type_), type_)
+
     return Extraction(
         entities=[
-            e.model_copy(update={"type": schema.map_label(e.type)}) for e in expected.entities
+            e if (t := mapped(e.type)) == e.type else e.model_copy(update={"type": t})
+            for e in expected.entities
         ],
         relationships=[
-            r.model_copy(update={"type": schema.map_label(r.type)}) for r in expected.relationships
+            r if (t := mapped(r.type)) == r.type else r.model_copy(update={"type": t})
+            for r in expected.relationships
         ],
     )
 
@@ -114,7 +136,7 @@ def score_dataset_item(
     to them. The one function every scoring path calls."""
     schema = item.schema_
     gold = mapped_gold(item.expected, schema)
-    asked = schema.asked() if schema is not None else None
+    asked = _asked(schema)[0] if schema is not None else None
     ignore = ignored_gold(item.expected, item.metadata, floor)
     if not len(ignore):
         return score_item(
