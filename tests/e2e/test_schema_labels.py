@@ -226,3 +226,23 @@ def test_an_attribute_the_dataset_schema_declares_can_gate_the_run(
     assert code == 0, err
     code, _, err = cli(*args, "--fail-under", "attr.mood=0.5")
     assert code == 2 and "has no attribute 'mood' (its attributes: role)" in _flat(err)
+
+
+def test_a_matrix_cell_runs_with_the_datasets_schema(relabelled: Path, tmp_path: Path) -> None:
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
+
+    schema = _schema_file(
+        tmp_path, "s.json", {"entity_types": ["Peop", "Org", "Loc"], "labels": LABELS}
+    )
+    code, _, err = cli("datasets", "upload", "mx", str(relabelled), "--schema", str(schema))
+    assert code == 0, err
+    with LocalStore() as store:
+        outcome = run_matrix(
+            MatrixConfig(models=("offline:baseline",), name="mx", base=RunConfig(dataset="mx")),
+            store=store,
+        )
+        (cell,) = outcome.cells
+        run = store.get_run_by_id(cell.run.id)
+        assert run.config["dataset_schema"]["labels"] == LABELS
+        assert run.summary is not None and run.summary["values"]["entity_typed_f1"] > 0.5
