@@ -105,6 +105,9 @@ def test_low_confidence_gold_is_an_ignore_region_everywhere(c7: Path, tmp_path: 
     # was (19, 2, 0), precision 0.905: the predictions of the ignored gold were fp
     assert _counts(report) == (19, 0, 0) and report["entities"]["precision"] == 1.0
     assert report["ignored"] == {"gold": 2, "predictions": 2}
+    run_scores = {s.name: s.value for s in store.run_scores(trusted.id)}
+    assert (run_scores["ignored_gold"], run_scores["ignored_predictions"]) == (2.0, 2.0)
+    assert "ignored_gold" not in {s.name for s in store.run_scores(all_run.id)}
     values = trusted.summary["values"]
 
     # score: the same gold file and m1's answers as predictions
