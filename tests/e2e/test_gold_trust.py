@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from extraction_eval.analysis.paired import compare_stored_runs
+from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
 from extraction_eval.analysis.report_data import build_report_data
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
@@ -129,7 +129,9 @@ def test_low_confidence_gold_is_an_ignore_region_everywhere(c7: Path, tmp_path: 
     assert _counts(scored) == (19, 0, 0) and scored["ignored"] == {"gold": 2, "predictions": 2}
 
     # compare (A = trusted: its floor for both sides), report, matrix
-    comparison = compare_stored_runs(store, trusted, all_run, resamples=50).to_json()
+    comparison = compare_stored_runs(
+        store, trusted, all_run, options=CompareOptions(resamples=50)
+    ).to_json()
     metrics = comparison["metrics"]
     for metric in ("entity_precision", "entity_recall", "entity_f1", "entity_typed_f1"):
         assert metrics[metric]["a"] == pytest.approx(values[metric]), metric
