@@ -1,4 +1,4 @@
-"""The local store keeps a dataset's schema in a column added by ``m010_dataset_schema``: a
+"""The local store keeps a dataset's schema in a column added by ``m011_dataset_schema``: a
 store made before it opens with its datasets intact and no schema, and takes one after."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_a_store_from_before_the_migration_gets_the_column_and_keeps_its_dataset
     with sqlite3.connect(path) as check:
         assert "schema" in {r[1] for r in check.execute("PRAGMA table_info(datasets)")}
         names = [r[0] for r in check.execute("SELECT name FROM _migrations")]
-        assert names[-1] == "m010_dataset_schema"
+        assert names[-1] == "m011_dataset_schema"
     schema = Schema(entity_types=["Peop"], labels={"Peop": "person"})
     with LocalStore(path, seed=False) as store:
         report = store.upload_items("old", [item], schema=schema)
