@@ -230,6 +230,7 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
             dataset_version=dataset.version,
             prompt=prompt,
             extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+            dataset_schema=dataset.schema,
         )
     finally:
         close_client(lf)
@@ -285,6 +286,7 @@ def prepare_langfuse_run(
         tracer=LangfuseTracer(lf, error_level="WARNING"),  # the task span has the ERROR
         backend="langfuse",
         extra_record={"langfuse_dataset_id": dataset.langfuse_id, **(extra_record or {})},
+        dataset_schema=dataset.schema,
     )
     prep.warnings.extend(warnings)
     return prep
