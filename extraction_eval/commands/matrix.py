@@ -27,6 +27,7 @@ _SCALAR_KEYS = (
     "concurrency",
     "limit",
     "base_url",
+    "response_format",
     "timeout",
     "max_attempts",
     "prompt_name",
@@ -48,6 +49,7 @@ _DEFAULTS: dict[str, Any] = {
     "match": "fuzzy",
     "threshold": 0.85,
     "backend": "auto",
+    "response_format": "auto",
 }
 
 
@@ -102,6 +104,13 @@ def matrix_cmd(
         bool, typer.Option(help="Continue every unfinished cell; finished ones are left alone.")
     ] = False,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL.")] = None,
+    response_format: Annotated[
+        str | None,
+        typer.Option(
+            help="auto (detected once per model) | json_schema | json_object_schema |"
+            " json_object | text."
+        ),
+    ] = None,
     timeout: Annotated[float | None, typer.Option(help="Per-call timeout, seconds.")] = None,
     max_attempts: Annotated[
         int | None, typer.Option(help="Attempts per item, retries included.")
@@ -149,6 +158,7 @@ def matrix_cmd(
         "concurrency": concurrency,
         "limit": limit,
         "base_url": base_url,
+        "response_format": response_format,
         "timeout": timeout,
         "max_attempts": max_attempts,
         "prompt_name": prompt_name,
@@ -206,6 +216,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
         pipeline=PipelineConfig(
             model=models[0],
             base_url=opts.get("base_url"),
+            response_format=opts["response_format"],
             prompt_name=opts["prompt_name"],
             timeout_s=opts["timeout"],
             max_attempts=opts["max_attempts"],

@@ -40,6 +40,13 @@ def run_cmd(
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible server (vLLM, Ollama, llama.cpp).")
     ] = None,
+    response_format: Annotated[
+        str,
+        typer.Option(
+            help="How an OpenAI-compatible server is asked for JSON: auto (detected once,"
+            " before the items) | json_schema | json_object_schema | json_object | text."
+        ),
+    ] = "auto",
     resume: Annotated[bool, typer.Option(help="Continue the named run; skip finished items.")] = (
         False
     ),
@@ -144,6 +151,7 @@ def run_cmd(
             max_attempts=max_attempts,
             price_in=price_in,
             price_out=price_out,
+            response_format=response_format,
         ),
         scoring=scoring,
         concurrency=concurrency,

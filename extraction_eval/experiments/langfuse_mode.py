@@ -259,6 +259,7 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> RunPlan:
             dataset_version=dataset.version,
             prompt=prompt,
             extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+            detect=False,
         )
     finally:
         close_client(lf)

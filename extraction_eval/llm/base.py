@@ -25,6 +25,7 @@ class CompletionRequest:
     temperature: float = 0.0
     json_schema: dict[str, Any] | None = None  # structured-output contract, when supported
     timeout_s: float = 60.0
+    max_tokens: int | None = None  # None: the server's default (a format probe keeps it short)
 
 
 @dataclass(frozen=True)

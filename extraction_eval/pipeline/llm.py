@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extraction_eval.errors import SchemaFailure, one_line
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
@@ -22,6 +22,9 @@ from extraction_eval.pipeline.pricing import Pricer, batch_cost
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.types import DatasetItem, Extraction, Schema, Usage
+
+if TYPE_CHECKING:
+    from extraction_eval.llm.formats import FormatChoice
 
 
 def _sha256(payload: Any) -> str:
@@ -39,11 +42,14 @@ def cache_key(
     schema: Schema | None,
     contract_hash: str,
     repeat: int = 0,
+    response_format: str = "json_schema",
 ) -> str:
     """Everything that changes the answer; an unchanged config maps to the same key.
 
     ``repeat`` > 0 asks for another, independent answer to the same request (repeated runs,
-    ensemble gold); 0 leaves the key as it was before repeats existed, so caches stay valid."""
+    ensemble gold); 0 leaves the key as it was before repeats existed, so caches stay valid.
+    ``response_format``: what the server was asked for (json_schema, the format before there
+    was a choice, leaves the key as it was)."""
     payload: dict[str, Any] = {
         "provider": provider,
         "model": model,
@@ -54,10 +60,14 @@ def cache_key(
     }
     if repeat:
         payload["repeat"] = repeat
+    if response_format not in ("json_schema", "auto"):
+        payload["response_format"] = response_format
     return _sha256(payload)
 
 
 _SchemaKey = str  # the schema's canonical JSON (types and attribute declarations)
+# The response-format probe's document: short, so a probe costs little (llm/formats.py)
+PROBE_TEXT = "Ada Lovelace worked with Charles Babbage in London."
 
 
 def _usage_details(usage: Usage) -> dict[str, int] | None:
@@ -128,7 +138,28 @@ class LLMPipeline:
             schema=item.schema_,
             contract_hash=self._contract(item.schema_)[1],
             repeat=self.config.repeat,
+            response_format=str(getattr(self.provider, "response_format", "json_schema")),
         )
+
+    def resolve_format(self, sample: DatasetItem) -> FormatChoice | None:
+        """Settle how the server is asked for JSON, once per run before the items
+        (``llm/formats.py``): ``sample``'s prompt and schema, on a one-sentence text, are the
+        probe. None for a provider that has no such choice (Gemini, fake)."""
+        from extraction_eval.llm.formats import resolve
+        from extraction_eval.llm.openai_provider import OpenAIProvider
+
+        if not isinstance(self.provider, OpenAIProvider):
+            return None
+        probe = sample.model_copy(update={"id": "format-probe", "text": PROBE_TEXT})
+
+        def conforms(text: str) -> bool:
+            try:
+                parse_extraction(text)
+            except SchemaFailure:
+                return False
+            return True
+
+        return resolve(self.provider, self.request_for(probe), self._retry, conforms=conforms)
 
     async def extract(self, item: DatasetItem) -> PipelineOutput:
         request = self.request_for(item)
