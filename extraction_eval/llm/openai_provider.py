@@ -63,9 +63,6 @@ _INVALID_BODY_MARKERS = (
     "field required",
     "invalid_request_error",
     "unrecognized request argument",
-    "is not supported",
-    "not supported",
-    "unsupported",
 )
 
 
