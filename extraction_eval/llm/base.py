@@ -34,6 +34,7 @@ class Completion:
     model: str
     usage: Usage = field(default_factory=Usage)
     batch: bool = False  # answered through a batch API (priced at its discount)
+    finish_reason: str | None = None  # "length": cut at max_tokens (so may not parse)
 
 
 @runtime_checkable

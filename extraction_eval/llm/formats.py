@@ -109,7 +109,7 @@ class FormatChoice:
         if self.how == "detected" and last is not None and last.detail == SCHEMA_IGNORED:
             return (
                 f"the server accepted {self.used} but its probe answer did not follow the"
-                " schema: it may ignore the format (choose one with the response_format option)"
+                " schema: it may ignore the format (pin another response_format)"
             )
         return None
 
@@ -164,7 +164,12 @@ async def detect(
                                 tuple(tried))  # fmt: skip
         detail = None
         if conforms is not None and fmt != "text":
-            detail = SCHEMA_FOLLOWED if conforms(completion.text) else SCHEMA_IGNORED
+            if conforms(completion.text):
+                detail = SCHEMA_FOLLOWED
+            elif completion.finish_reason == "length":  # cut short: says nothing either way
+                detail = f"the answer was cut at {PROBE_MAX_TOKENS} tokens"
+            else:
+                detail = SCHEMA_IGNORED
         tried.append(FormatAttempt(fmt, "accepted", detail))
         return FormatChoice(AUTO, fmt, "detected", provider.server_family, tuple(tried))
     refusals = "; ".join(f"{t.format}: {t.detail}" for t in tried)

@@ -309,6 +309,7 @@ class OpenAIProvider:
         return Completion(
             text=message.content or "",
             model=response.model or self.model,
+            finish_reason=response.choices[0].finish_reason,
             usage=Usage(
                 tokens_in=usage.prompt_tokens if usage else None,
                 tokens_out=usage.completion_tokens if usage else None,  # reasoning included
