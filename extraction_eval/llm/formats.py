@@ -6,8 +6,9 @@ when the schema rides in ``{"type": "json_object", "schema": ...}``; some server
 mode only, some nothing at all. ``auto`` sends one short probe per format, strongest first
 (``RESPONSE_FORMATS``), and keeps the first the server accepts. A request the server refuses
 as invalid moves on to the next format at once; any other failure (server down, wrong model,
-timeouts after the retry policy) stops the detection and keeps json_schema, with a warning:
-the items then run, and fail as rows if the server really is unusable.
+timeouts after the retry policy) stops the detection and keeps the format being probed (the
+strongest the server has not refused), with a warning: the items then run, and fail as rows if
+the server really is unusable.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from extraction_eval.llm.base import CompletionRequest
 from extraction_eval.llm.openai_provider import AUTO, RESPONSE_FORMATS, OpenAIProvider
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 
-# Enough for a short constrained answer (the probe's text is one sentence); a model that goes
-# on is cut, and the probe only records that its answer did not parse.
-PROBE_MAX_TOKENS = 256
+# Short, so a probe is quick even on a slow CPU server (acceptance is what decides); a longer
+# answer is cut, and the probe then only records that (no verdict on the schema).
+PROBE_MAX_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -159,9 +160,9 @@ async def detect(
             if exc.invalid_request:
                 tried.append(FormatAttempt(fmt, "rejected", one_line(exc)))
                 continue
+            # says nothing about the format: keep this one (the strongest not refused)
             tried.append(FormatAttempt(fmt, "failed", one_line(exc)))
-            return FormatChoice(AUTO, "json_schema", "not detected", provider.server_family,
-                                tuple(tried))  # fmt: skip
+            return FormatChoice(AUTO, fmt, "not detected", provider.server_family, tuple(tried))
         detail = None
         if conforms is not None and fmt != "text":
             if conforms(completion.text):

@@ -258,3 +258,17 @@ def test_openai_api_itself_is_not_probed(monkeypatch: pytest.MonkeyPatch) -> Non
     choice = resolve(provider, None, RetryPolicy())  # type: ignore[arg-type]
     assert (choice.used, choice.how) == ("json_schema", "known")
     assert provider.response_format == "json_schema"
+
+
+def test_a_failed_probe_after_a_refusal_keeps_the_format_being_probed(
+    llama_like: LoopbackServer, store: LocalStore
+) -> None:
+    """json_schema refused, then the json_object_schema probe times out / 503s (a slow CPU
+    server): the run must not go back to the refused json_schema."""
+    llama_like.inject(server_error(503, match="Ada Lovelace worked", times=2))
+    outcome = run(config(llama_like, "probe-failed-late", max_attempts=2, extra=NO_WAIT), store)
+    sent = [sent_format(r.body) for r in llama_like.chat_requests]
+    assert sent == ["json_schema"] + ["json_object_schema"] * (2 + N)
+    assert outcome.run.config["response_format"] == "json_object_schema"
+    assert any("sending json_object_schema" in w for w in outcome.warnings)
+    assert outcome.summary.errors == 0

