@@ -27,8 +27,10 @@ from extraction_eval.llm.openai_provider import OpenAIProvider
 from extraction_eval.types import DatasetItem
 from tests.servers.conftest import N_CTX
 
-pytestmark = pytest.mark.timeout(900)
-ITEMS = 4
+# A 135M model on a CPU: 10-40 s a call on 2 shared cores (the first run here, on a machine
+# busy with other builds, needed more than 15 min for 2 probes + 4 items); kept small.
+pytestmark = pytest.mark.timeout(1800)
+ITEMS = 2
 
 
 def run(url: str, name: str, *, dataset: str = "extraction-eval", limit: int = ITEMS,
@@ -87,7 +89,7 @@ def test_auto_detects_json_object_with_schema_and_answers_parse(llama_server: st
     assert probe["detail"] in ("the answer followed the schema", "the answer was cut at 64 tokens")
     s = outcome.summary
     assert s.items == ITEMS
-    assert s.schema_failures <= ITEMS // 4, [r.error for r in outcome.results]  # grammar-bound
+    assert s.schema_failures <= ITEMS // 2, [r.error for r in outcome.results]  # grammar-bound
     # token usage as the server reported it, per item and summed
     for r in outcome.results:
         assert r.usage.tokens_in and r.usage.tokens_in > 50 and r.usage.tokens_out
@@ -107,12 +109,12 @@ def test_declared_attributes_reach_the_grammar_as_anyof_variants(llama_server: s
     sends one {key, value} shape per key as anyOf, and the grammar llama.cpp builds from it
     admits only declared pairs. So every attribute in every parsed answer is a declared one."""
     store = LocalStore()
-    items = journal_items()[:3]
+    items = journal_items()[:2]
     store.upload_items(JOURNAL_DATASET, items)
     declared = items[0].schema_
     assert declared is not None
     allowed = {(k, v) for k, values in declared.attributes["observation"].items() for v in values}
-    outcome = run(llama_server, "journal", dataset=JOURNAL_DATASET, limit=3)
+    outcome = run(llama_server, "journal", dataset=JOURNAL_DATASET, limit=2)
     assert outcome.run.config["response_format"] == "json_object_schema"
     parsed = [json.loads(r.raw_output) for r in outcome.results if r.ok and r.raw_output]
     assert parsed, [r.error for r in outcome.results]
@@ -138,6 +140,6 @@ def test_a_server_side_error_is_one_row(llama_server: str) -> None:
     by_id = {r.item_id: r for r in outcome.results}
     failed = by_id["too-long"]
     assert failed.error_kind == "provider" and failed.attempts == 1
-    assert "context window" in (failed.error or "")
+    assert "maximum context length" in (failed.error or "")  # the server's own 400
     assert by_id[base[0].id].error is None or by_id[base[0].id].error_kind == "schema"
     assert outcome.summary.items == 3
