@@ -16,10 +16,12 @@ from functools import cached_property
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
-from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.backends.base import ResultStore
+from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_dataset_item
-from extraction_eval.evaluators.paired import counts_key, encode_counts
+from extraction_eval.evaluators.counts import counts_key, encode_counts
+from extraction_eval.evaluators.limits import TooManyObjects, check_object_cap
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
@@ -46,6 +48,8 @@ def _error_kind(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, ProviderError):
         return "provider"
+    if isinstance(exc, TooManyObjects):
+        return "limit"
     return "pipeline"
 
 
@@ -67,8 +71,18 @@ class ItemRunner:
         """``run_item`` with the item's :class:`ItemScore`, for a caller that folds the run
         summary as items finish instead of re-scoring them at the end."""
         started = time.perf_counter()
+        cap = self.scoring.max_objects
         try:
+            check_object_cap(item.expected, cap, side="gold")  # before paying for a call
             out = await self.pipeline.extract(item)
+            check_object_cap(
+                out.extraction,
+                cap,
+                side="prediction",
+                raw=out.raw,
+                usage=self.pricer.priced(out.usage, out.model) if self.pricer else out.usage,
+                attempts=out.attempts,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # every failure becomes a row, whatever raised it
@@ -203,21 +217,6 @@ def category_scores(tags: Sequence[TaxonomyTag]) -> list[Score]:
     return out
 
 
-def select_items(
-    items: Sequence[DatasetItem],
-    done: Mapping[str, ItemResult],
-    *,
-    retry_errors: bool,
-) -> list[DatasetItem]:
-    """Items still to run: never finished ones, plus errored ones when asked to retry them."""
-    todo = []
-    for item in items:
-        prev = done.get(item.id)
-        if prev is None or (retry_errors and not prev.ok):
-            todo.append(item)
-    return todo
-
-
 async def run_bounded(
     items: Iterable[T],
     run_item: Callable[[T], Awaitable[R]],
@@ -319,7 +318,7 @@ class RunOutcome:
 
 
 def stored_results(
-    store: LocalStore, run_id: int, item_ids: Sequence[str]
+    store: ResultStore, run_id: int, item_ids: Sequence[str]
 ) -> Callable[[], Iterator[ItemResult]]:
     """A reader of the run's stored results in dataset order (what ``RunOutcome`` keeps: the
     item ids, not the results)."""
@@ -327,7 +326,7 @@ def stored_results(
 
 
 def finalize(
-    store: LocalStore,
+    store: ResultStore,
     run: RunRecord,
     items: Iterable[DatasetItem],
     runner: Scorer,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from extraction_eval.analysis.diff import diff_runs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig
@@ -17,7 +18,6 @@ from extraction_eval.experiments.config import (
     parse_fail_over,
     parse_fail_under,
 )
-from extraction_eval.experiments.reporting import compare_runs
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.types import ItemResult
 
@@ -86,11 +86,11 @@ def test_fail_under_bounds_per_metric() -> None:
         parse_fail_under(["entity_f1=1.5"])
 
 
-def test_compare_runs_refuses_a_negative_top() -> None:
+def test_the_diff_refuses_a_negative_top() -> None:
     store = LocalStore()
     run = store.create_run(name="r", dataset="extraction-eval", dataset_version=1, config={})
     with pytest.raises(InvalidValue, match="top must be at least 0"):
-        compare_runs(store, run, run, top=-1)
+        diff_runs(store, run, run, top=-1)
 
 
 def test_delete_empty_run_never_deletes_a_run_with_results() -> None:
@@ -106,17 +106,18 @@ def test_delete_empty_run_never_deletes_a_run_with_results() -> None:
 def test_the_run_record_holds_no_credential_of_the_base_url() -> None:
     import json
 
-    from extraction_eval.experiments.config import RunConfig, describe
+    from extraction_eval.errors import InvalidValue
+    from extraction_eval.experiments.config import RunConfig, describe, redact_url
     from extraction_eval.pipeline.base import PipelineConfig
 
     url = "http://user:hunter2@127.0.0.1:9/v1?api-key=hunter3"
-    record = describe(
-        RunConfig(pipeline=PipelineConfig(model="openai:gpt-4o-mini", base_url=url)),
-        packages={},
-        git=None,
-    )
-    assert "hunter" not in json.dumps(record)
-    assert record["pipeline"]["base_url"] == "http://***@127.0.0.1:9/v1?***"
+    # a URL with credentials is refused (the message shows none of them) ...
+    with pytest.raises(InvalidValue) as info:
+        PipelineConfig(model="openai:gpt-4o-mini", base_url=url)
+    assert "hunter" not in str(info.value)
+    # ... and the record's redaction would hide them anyway
+    assert redact_url(url) == "http://***@127.0.0.1:9/v1?***"
+    assert "hunter" not in json.dumps(redact_url(url))
     plain = describe(
         RunConfig(pipeline=PipelineConfig(model="llama3", base_url="http://127.0.0.1:9/v1")),
         packages={},

@@ -1,11 +1,13 @@
 """The package's import direction (README "Design"), checked on the source with ``ast``.
 
-``cli -> commands, views -> experiments / seeds -> pipeline -> evaluators, llm, backends,
-prompts, datasets -> types``: a module may import its own layer or lower ones, never a higher
-one; ``evaluators`` (pure scoring) imports nothing from ``llm`` or ``backends``; ``datasets``
-(our JSONL files) imports only ``types`` and ``errors``, so every building block may read them;
-``views`` (Rich presentation) never imports ``commands``, which call them. Nothing is imported
-to check this, so a violation is found even in a module no test loads.
+``cli -> commands, views/reports -> experiments / analysis / seeds -> pipeline -> evaluators,
+llm, backends, prompts, datasets -> types``: a module may import its own layer or lower ones,
+never a higher one; ``analysis`` (read-only over stored runs) never starts a run (the modes,
+the driver, prepare); ``evaluators`` (pure scoring) imports nothing from ``llm`` or
+``backends``; ``datasets`` (our JSONL files) imports only ``types`` and ``errors``, so every
+building block may read them; ``views`` (Rich presentation) never imports ``commands``, which
+call them. Nothing is imported to check this, so a violation is found even in a module no test
+loads.
 
 Every import counts, wherever it sits: at module level, deferred inside a function, or under
 ``if TYPE_CHECKING:`` (a type-only import is still a dependency a reader has to follow, and it
@@ -25,9 +27,13 @@ ROOT = Path(extraction_eval.__file__).parent
 # The longest dotted prefix that matches decides a module's layer (higher imports lower).
 LAYERS: dict[str, int] = {
     # the vocabulary everything shares
-    "extraction_eval": 0,  # the package root only re-exports types (and __version__)
     "extraction_eval.types": 0,
     "extraction_eval.errors": 0,
+    "extraction_eval.validation": 0,
+    "extraction_eval.version": 0,
+    "extraction_eval.redact": 0,  # secrets out of error text; imported by errors
+    "extraction_eval.limits": 0,  # every bound on an accepted value
+    "extraction_eval.tomlfile": 0,  # config files read as hostile input
     # building blocks
     "extraction_eval.evaluators": 1,
     "extraction_eval.llm": 1,
@@ -37,8 +43,9 @@ LAYERS: dict[str, int] = {
     # pipelines: providers + prompts + tracing put together
     "extraction_eval.pipeline": 2,
     # use cases
-    "extraction_eval.experiments": 3,
-    "extraction_eval.seeds": 3,
+    "extraction_eval.experiments": 3,  # the run path: plan, drive, record, finalize, shards
+    "extraction_eval.analysis": 3,  # read-only over stored runs: compare, diff, report data
+    "extraction_eval.seeds": 3,  # datasets from elsewhere: production traces, ensemble gold
     # presentation (views render what the library returns) and the commands that call both
     "extraction_eval.commands": 4,
     "extraction_eval.views": 4,
@@ -47,6 +54,9 @@ LAYERS: dict[str, int] = {
     "extraction_eval.cli": 5,
     "extraction_eval.__main__": 5,
 }
+# The package root is the public API (re-exported lazily): above every layer, and imported by
+# none of them. Only the exact name: a module missing from LAYERS must not inherit its layer.
+ROOT_LAYER = 6
 
 _EXP = "extraction_eval.experiments"
 _MODES = (f"{_EXP}.local_mode", f"{_EXP}.langfuse_mode", f"{_EXP}.run")
@@ -65,6 +75,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     # inside experiments: run (picks the mode) -> local_mode / langfuse_mode -> driver ->
     # prepare -> runner; a mode never imports the other mode or the entry point
+    # an analysis reads stored runs: it never starts one
+    "extraction_eval.analysis": (*_MODES, f"{_EXP}.driver", f"{_EXP}.prepare"),
     f"{_EXP}.driver": _MODES,
     f"{_EXP}.prepare": (*_MODES, f"{_EXP}.driver"),
     f"{_EXP}.runner": (*_MODES, f"{_EXP}.driver", f"{_EXP}.prepare"),
@@ -89,6 +101,8 @@ def _modules() -> dict[str, Path]:
 
 
 def _layer(module: str) -> tuple[str, int] | None:
+    if module == PACKAGE:
+        return PACKAGE, ROOT_LAYER
     matches = [(p, n) for p, n in LAYERS.items() if module == p or module.startswith(p + ".")]
     return max(matches, key=lambda m: len(m[0]), default=None)
 
