@@ -40,6 +40,7 @@ def run_cmd(
         str | None, typer.Option(help="Your own pipeline: package.module:function.")
     ] = None,
     base_url: o.BaseUrl = None,
+    response_format: o.ResponseFormat = "auto",
     resume: o.Resume = False,
     retry_errors: Annotated[
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
@@ -134,6 +135,7 @@ def run_cmd(
             max_attempts=max_attempts,
             price_in=price_in,
             price_out=price_out,
+            response_format=response_format,
             cache=cache_mode(no_cache, refresh_cache),
         ),
         scoring=scoring,

@@ -231,6 +231,7 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
             prompt=prompt,
             extra_record={"langfuse_dataset_id": dataset.langfuse_id},
             dataset_schema=dataset.schema,
+            detect=False,
         )
     finally:
         close_client(lf)
