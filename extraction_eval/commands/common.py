@@ -6,7 +6,7 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import Annotated, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,6 +19,28 @@ err_console = Console(stderr=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+# Options the statistics share across commands (docs/statistics.md).
+CiOpt = Annotated[
+    str,
+    typer.Option(
+        "--ci",
+        help="Bootstrap interval: expanded (Hesterberg's expanded percentile, honest at small"
+        " N) | percentile.",
+    ),
+]
+CorrectionOpt = Annotated[
+    str,
+    typer.Option(
+        help="Many comparisons at once: holm (family-wise error) | bh (false discovery rate)"
+        " | none.",
+    ),
+]
+MinItemsOpt = Annotated[
+    int,
+    typer.Option(help="Fewer paired items than this: every verdict is 'insufficient'."),
+]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

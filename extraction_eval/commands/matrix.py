@@ -37,6 +37,8 @@ _SCALAR_KEYS = (
     "price_out",
     "max_cost",
     "shard",
+    "ci",
+    "correction",
 )
 _DEFAULTS: dict[str, Any] = {
     "dataset": "extraction-eval",
@@ -48,6 +50,8 @@ _DEFAULTS: dict[str, Any] = {
     "match": "fuzzy",
     "threshold": 0.85,
     "backend": "auto",
+    "ci": "expanded",
+    "correction": "holm",
 }
 
 
@@ -136,6 +140,16 @@ def matrix_cmd(
         str | None,
         typer.Option(help="I/N: every cell runs only shard I of N of the items (by id hash)."),
     ] = None,
+    ci: Annotated[
+        str | None, typer.Option("--ci", help="Bootstrap interval: expanded | percentile.")
+    ] = None,
+    correction: Annotated[
+        str | None,
+        typer.Option(
+            help="Comparisons with the best cell, cells × metrics: holm (family-wise error)"
+            " | bh (false discovery rate) | none."
+        ),
+    ] = None,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
@@ -159,6 +173,8 @@ def matrix_cmd(
         "price_out": price_out,
         "max_cost": max_cost,
         "shard": shard,
+        "ci": ci,
+        "correction": correction,
     }
     opts = {**_DEFAULTS, **(read_matrix_toml(config) if config else {})}
     opts.update({k: v for k, v in given.items() if v is not None})
@@ -212,7 +228,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
             price_in=opts.get("price_in"),
             price_out=opts.get("price_out"),
         ),
-        scoring=ScoringConfig(match=opts["match"], threshold=opts["threshold"]),
+        scoring=ScoringConfig(match=opts["match"], threshold=opts["threshold"], ci=opts["ci"]),
         concurrency=opts["concurrency"],
         limit=opts.get("limit"),
         resume=resume,
@@ -228,4 +244,5 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
         repeats=opts["repeats"],
         name=opts.get("name"),
         base=base,
+        correction=opts["correction"],
     )

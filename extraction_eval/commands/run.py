@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.commands.common import CiOpt, console, err_console, fail, handle_errors
 
 
 @handle_errors
@@ -116,6 +116,7 @@ def run_cmd(
             " the baseline reaches a drop larger than TOLERANCE. Repeatable."
         ),
     ] = None,
+    ci: CiOpt = "expanded",
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
@@ -128,7 +129,7 @@ def run_cmd(
     from extraction_eval.views.runs import render_run_summary
 
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
-    scoring = ScoringConfig(match=match, threshold=threshold)  # type: ignore[arg-type]
+    scoring = ScoringConfig(match=match, threshold=threshold, ci=ci)  # type: ignore[arg-type]
     config = RunConfig(
         dataset=dataset,
         name=name,

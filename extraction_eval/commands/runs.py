@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 import typer
 
 from extraction_eval.commands.common import (
+    CorrectionOpt,
+    MinItemsOpt,
     check_writable,
     console,
     err_console,
@@ -262,6 +264,14 @@ def compare_cmd(
     ] = False,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
     fail_on_regression: FailOnRegressionOpt = None,
+    ci: Annotated[
+        str | None,
+        typer.Option(
+            "--ci", help="expanded | percentile bootstrap interval (default: the one A ran with)."
+        ),
+    ] = None,
+    correction: CorrectionOpt = "holm",
+    min_items: MinItemsOpt = 10,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
@@ -286,7 +296,17 @@ def compare_cmd(
         render_item_comparison(compare_item(store, a, b, item), console)
         return
     result, diff = compare_and_diff(
-        store, a, b, top=top, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+        store,
+        a,
+        b,
+        top=top,
+        resamples=resamples,
+        seed=seed,
+        force=force,
+        tolerances=tolerances,
+        ci=ci,  # type: ignore[arg-type]  # checked by the library
+        correction=correction,  # type: ignore[arg-type]
+        min_items=min_items,
     )
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from extraction_eval.commands.common import check_readable, check_writable, error_line
+from extraction_eval.commands.common import CiOpt, check_readable, check_writable, error_line
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ def _run(
     seed: int,
     err: Console,
     min_gold_confidence: float | None = None,
+    ci: str = "expanded",
 ) -> None:
     from extraction_eval.datasets.bundled import example_paths
     from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
@@ -86,6 +87,7 @@ def _run(
             evidence=cast("EvidenceMode", _choice("--evidence", evidence, EVIDENCE_MODES)),
             resamples=resamples,
             seed=seed,
+            ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
         )
     except InvalidValue as exc:
         raise UsageError(error_line(exc)) from None
@@ -148,6 +150,7 @@ def score(
         float | None,
         typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
     ] = None,
+    ci: CiOpt = "expanded",
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -173,6 +176,7 @@ def score(
             seed,
             err,
             min_gold_confidence,
+            ci,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Literal, get_args
 
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
 from extraction_eval.validation import check_choice, check_int, check_number
 
 MatchMode = Literal["exact", "casefold", "fuzzy", "span"]
@@ -72,12 +73,15 @@ class ScoringConfig:
     resamples: int = 10_000
     seed: int = 42
     confidence: float = 0.95
+    # how bootstrap quantiles make an interval (evaluators/intervals.py)
+    ci: CiMethod = "expanded"
     _inverse: dict[str, str] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         # InvalidValue is a ValueError too: callers that catch ValueError keep working.
         check_choice("match", self.match, MATCH_MODES)
         check_choice("evidence", self.evidence, EVIDENCE_MODES)
+        check_choice("ci", self.ci, CI_METHODS)
         check_number("threshold", self.threshold, minimum=0.0, maximum=1.0)
         check_number("span_threshold", self.span_threshold, minimum=0.0, maximum=1.0)
         check_number("confidence", self.confidence, above=0.0)
@@ -110,6 +114,7 @@ class ScoringConfig:
             "resamples": self.resamples,
             "seed": self.seed,
             "confidence": self.confidence,
+            "ci": self.ci,
         }
 
 

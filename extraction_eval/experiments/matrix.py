@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ContextIndex, ScoringConfig
+from extraction_eval.evaluators.multiple import CORRECTIONS, Correction, adjust_named
 from extraction_eval.evaluators.paired import WIDTH as PAIRED_WIDTH
 from extraction_eval.evaluators.paired import (
     PairedComparison,
@@ -54,7 +55,7 @@ from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, p
 from extraction_eval.experiments.run import uses_langfuse
 from extraction_eval.experiments.runner import rescore, run_bounded
 from extraction_eval.types import DatasetItem, ItemResult
-from extraction_eval.validation import check_int, check_number, check_text
+from extraction_eval.validation import check_choice, check_int, check_number, check_text
 
 # The matrix table's metrics: headline scores (higher is better, with their CIs), then the
 # run's cost, latency and failures (lower is better).
@@ -111,6 +112,8 @@ class MatrixConfig:
     repeats: int = 1
     name: str | None = None
     base: RunConfig = field(default_factory=RunConfig)
+    # how the cells × metrics comparisons with the best cell are corrected (multiple.py)
+    correction: Correction = "holm"
 
     def __post_init__(self) -> None:
         """Refuse axes that cannot make a matrix, before anything is read or written."""
@@ -142,6 +145,7 @@ class MatrixConfig:
                 "resume", "needs the matrix's {name} (the prefix of its runs)", mentions=("name",)
             )
         _distinct_names(self.models, self.prompt_labels)
+        check_choice("correction", self.correction, CORRECTIONS)
 
     def named(self) -> MatrixConfig:
         """This config with a prefix (``matrix-<timestamp>`` when none was given)."""
@@ -251,6 +255,9 @@ class MatrixTable:
     # headline metric -> the rows NOT significantly different from the best one (paired
     # bootstrap CI of Δ = row − best contains 0; the best rows themselves not listed)
     similar: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # each (metric, cell) comparison with the best: Δ, CI, p raw and adjusted, verdict
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    correction: Correction = "holm"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -268,6 +275,7 @@ class MatrixTable:
             ],
             "best": {k: list(v) for k, v in self.best.items()},
             "not_significantly_different": {k: list(v) for k, v in self.similar.items()},
+            "comparisons_with_best": {"correction": self.correction, "tests": self.tests},
             "repeats": [
                 {
                     "name": g.name,
@@ -327,13 +335,16 @@ def matrix_table(
     cells: Sequence[CellOutcome],
     items: Sequence[DatasetItem],
     scoring: ScoringConfig | None = None,
+    correction: Correction = "holm",
 ) -> MatrixTable:
     """The table of every cell, the best cell per metric, the cells not significantly
     different from the best (headline metrics), and each repeat group's spread and per-item
     agreement (read from the stored results)."""
     rows = [cell_row(c.cell.name, c.run) for c in cells]
     best = best_cells({r.name: r.values for r in rows}, METRICS, lower_is_better=LOWER_IS_BETTER)
-    similar = not_significantly_different(store, cells, items, best, scoring or ScoringConfig())
+    similar, tests = not_significantly_different(
+        store, cells, items, best, scoring or ScoringConfig(), correction
+    )
     groups: dict[str, list[CellOutcome]] = {}
     for c in cells:
         if c.cell.repeat is not None:
@@ -354,7 +365,7 @@ def matrix_table(
                 agreement=item_agreement(outputs),
             )
         )
-    return MatrixTable(rows=rows, best=best, repeats=repeats, similar=similar)
+    return MatrixTable(rows, best, repeats, similar, tests, correction)
 
 
 def not_significantly_different(
@@ -363,12 +374,16 @@ def not_significantly_different(
     items: Sequence[DatasetItem],
     best: Mapping[str, tuple[str, ...]],
     scoring: ScoringConfig,
-) -> dict[str, tuple[str, ...]]:
-    """Per headline metric, the cells whose paired bootstrap CI of Δ (cell − best) contains
-    0: on the items both runs have a result, each bootstrap replicate draws the same items
-    for both (``evaluators/paired.py``; ``scoring``'s resamples, seed and confidence). With
-    several tied best cells, the first (by name) is the reference. One comparison per
-    (reference, cell) pair serves every metric."""
+    correction: Correction = "holm",
+) -> tuple[dict[str, tuple[str, ...]], list[dict[str, Any]]]:
+    """Per headline metric, the cells not significantly different from the best: the paired
+    bootstrap CI of Δ (cell − best) contains 0, or the comparison's p-value, adjusted over
+    every (metric, cell) comparison of the matrix (``correction``), is not below α, or the
+    evidence is insufficient (too few shared items). On the items both runs have a result,
+    each bootstrap replicate draws the same items for both (``evaluators/paired.py``;
+    ``scoring``'s resamples, seed, confidence and CI method). With several tied best cells,
+    the first (by name) is the reference. One comparison per (reference, cell) pair serves
+    every metric. Also returns each comparison (Δ, CI, raw and adjusted p, verdict)."""
     by_name = {c.cell.name: c for c in cells}
     context = ContextIndex({item.id: item.text for item in items})
     rows: dict[str, tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}
@@ -379,14 +394,12 @@ def not_significantly_different(
         return rows[name]
 
     compared: dict[tuple[str, str], PairedComparison] = {}
-    out: dict[str, tuple[str, ...]] = {}
+    tests: list[dict[str, Any]] = []
     for metric in HEADLINE:
         if not best.get(metric) or scoring.resamples == 0:
-            out[metric] = ()
             continue
         reference = best[metric][0]
         ref_rows, ref_present = counts(reference)
-        close = []
         for name in by_name:
             if name in best[metric]:
                 continue
@@ -400,11 +413,37 @@ def not_significantly_different(
                     resamples=scoring.resamples,
                     seed=scoring.seed,
                     confidence=scoring.confidence,
+                    method=scoring.ci,
+                    correction="none",  # corrected below, over the whole matrix
                 )
-            if compared[key].metric(metric).verdict == "no significant change":
-                close.append(name)
-        out[metric] = tuple(close)
-    return out
+            m = compared[key].metric(metric)
+            tests.append(
+                {
+                    "metric": metric,
+                    "cell": name,
+                    "best": reference,
+                    "items": compared[key].items,
+                    "delta": m.delta,
+                    "ci": None if m.ci_low is None else [m.ci_low, m.ci_high],
+                    "test": "paired bootstrap",
+                    "p_value": m.p_value,
+                    "verdict_uncorrected": m.verdict,
+                }
+            )
+    adjusted = adjust_named({str(i): t["p_value"] for i, t in enumerate(tests)}, correction)
+    alpha = 1.0 - scoring.confidence
+    out: dict[str, tuple[str, ...]] = {metric: () for metric in HEADLINE}
+    for i, t in enumerate(tests):
+        t["p_adjusted"] = adjusted[str(i)]
+        verdict = t["verdict_uncorrected"]
+        p_adj = t["p_adjusted"]
+        kept = correction == "none" or (p_adj is not None and p_adj < alpha)
+        if verdict in ("improved", "regressed") and not kept:
+            verdict = "no significant change"  # a difference the correction does not keep
+        t["verdict"] = verdict
+        if t["verdict"] not in ("improved", "regressed"):
+            out[t["metric"]] += (t["cell"],)
+    return out, tests
 
 
 def _count_rows(
@@ -574,7 +613,7 @@ async def arun_matrix_local(
         )
     ordered = [outcomes[cell.name] for cell in cells]
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
-    table = matrix_table(store, ordered, limited, base.scoring)
+    table = matrix_table(store, ordered, limited, base.scoring, matrix.correction)
     return MatrixOutcome(matrix, ordered, table, warnings)
 
 
@@ -797,5 +836,5 @@ def run_matrix_langfuse(
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
     ordered = [outcomes[cell.name] for cell in cells]
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
-    table = matrix_table(store, ordered, limited, base.scoring)
+    table = matrix_table(store, ordered, limited, base.scoring, matrix.correction)
     return MatrixOutcome(matrix, ordered, table, warnings, problems)

@@ -23,7 +23,10 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
+from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
+from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
 from extraction_eval.evaluators.paired import (
+    COLUMNS,
     GateFailure,
     PairedAccumulator,
     PairedComparison,
@@ -34,11 +37,13 @@ from extraction_eval.evaluators.paired import (
     item_row,
     regression_gate,
 )
+from extraction_eval.evaluators.power import PowerAnalysis, analyse
+from extraction_eval.evaluators.verdict_rules import MIN_ITEMS
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
 from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction
-from extraction_eval.validation import check_int
+from extraction_eval.validation import check_choice, check_int
 
 # item id -> the item (text, gold, schema) of a run's dataset version
 GoldLoader = Callable[[RunRecord], Mapping[str, DatasetItem]]
@@ -87,7 +92,7 @@ def run_scoring(run: RunRecord) -> ScoringConfig:
 def _scoring_fields(config: ScoringConfig) -> dict[str, object]:
     """What decides a count (not the bootstrap's resamples / seed / level)."""
     out = config.to_json()
-    for key in ("resamples", "seed", "confidence"):
+    for key in ("resamples", "seed", "confidence", "ci"):
         out.pop(key, None)
     return out
 
@@ -107,6 +112,8 @@ class RunComparison:
     warnings: list[str] = field(default_factory=list)
     gate: list[GateFailure] | None = None  # set by ``check_gate``
     tolerances: dict[str, float] = field(default_factory=dict)
+    # headline metric -> what this comparison could detect (evaluators/power.py)
+    power: dict[str, PowerAnalysis] = field(default_factory=dict)
 
     def check_gate(self, tolerances: Mapping[str, float]) -> list[GateFailure]:
         self.tolerances = {k: float(tolerances[k]) for k in sorted(tolerances)}
@@ -167,6 +174,7 @@ class RunComparison:
             "not_in_gold": ids(self.not_in_gold),
             "differences": self.differences,
             "warnings": self.warnings,
+            "power": {k: v.to_json() for k, v in self.power.items()},
         }
         out["gate"] = (
             None
@@ -248,6 +256,9 @@ def compare_stored_runs(
     tolerances: Mapping[str, float] | None = None,
     gold: GoldLoader | None = None,
     refuse_as: str = "force",
+    ci: CiMethod | None = None,
+    correction: Correction = "holm",
+    min_items: int = MIN_ITEMS,
 ) -> RunComparison:
     """Compare run A (baseline) with run B on the items both have.
 
@@ -257,8 +268,12 @@ def compare_stored_runs(
     dataset versions or item sets are refused unless ``force`` (then named in ``warnings``).
     ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
     any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
-    a refusal names (``baseline`` when run-experiment compares with its baseline)."""
+    a refusal names (``baseline`` when run-experiment compares with its baseline). ``ci``:
+    the interval method (None: the one A was run with); ``correction``: how the metrics'
+    p-values are adjusted as a family; fewer than ``min_items`` paired items make every
+    verdict ``insufficient`` (evaluators/verdict_rules.py)."""
     check_int("resamples", resamples, minimum=1)
+    _check_stats(ci, correction, min_items)
     check_int("seed", seed, minimum=0)
     if tolerances:
         check_tolerances(tolerances)
@@ -268,8 +283,9 @@ def compare_stored_runs(
     else:
         items = (gold or (lambda run: run_gold(store, run)))(a)
         paired = pair_and_score(store, a, b, items, scoring)
+    stats = _Stats(resamples, seed, ci or scoring.ci, correction, min_items)
     return _epilogue(
-        a, b, paired, scoring, differences, warnings, resamples, seed, force, tolerances, refuse_as
+        a, b, paired, scoring, differences, warnings, stats, force, tolerances, refuse_as
     )
 
 
@@ -283,6 +299,9 @@ def compare_and_diff(
     seed: int = 42,
     force: bool = False,
     tolerances: Mapping[str, float] | None = None,
+    ci: CiMethod | None = None,
+    correction: Correction = "holm",
+    min_items: int = MIN_ITEMS,
 ) -> tuple[RunComparison, RunDiff]:
     """:func:`compare_stored_runs` and :func:`~extraction_eval.experiments.diff.diff_runs`
     (what ``compare`` shows) from ONE pass over both runs: the same results as calling both.
@@ -294,13 +313,23 @@ def compare_and_diff(
     check_int("top", top, minimum=0)
     check_int("resamples", resamples, minimum=1)
     check_int("seed", seed, minimum=0)
+    _check_stats(ci, correction, min_items)
     if tolerances:
         check_tolerances(tolerances)
     if not _counts_readable(a):  # gold from LangFuse: the two parts as they are
         from extraction_eval.experiments.diff import diff_runs
 
         result = compare_stored_runs(
-            store, a, b, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+            store,
+            a,
+            b,
+            resamples=resamples,
+            seed=seed,
+            force=force,
+            tolerances=tolerances,
+            ci=ci,
+            correction=correction,
+            min_items=min_items,
         )
         return result, diff_runs(store, a, b, top=top)
     differences, scoring, warnings = _prelude(a, b, force, "force")
@@ -308,8 +337,9 @@ def compare_and_diff(
     diff = RunDiff(a.name, b.name, cfg, cfg != scoring_config(b), DiffCounts(), [])
     fold = DiffFold(diff, top)
     paired = _one_pass(store, a, b, scoring, fold)
+    stats = _Stats(resamples, seed, ci or scoring.ci, correction, min_items)
     result = _epilogue(
-        a, b, paired, scoring, differences, warnings, resamples, seed, force, tolerances, "force"
+        a, b, paired, scoring, differences, warnings, stats, force, tolerances, "force"
     )
     diff.only_in_a, diff.only_in_b = list(paired.only_in_a), list(paired.only_in_b)
     diff.no_gold = list(paired.not_in_gold)
@@ -457,6 +487,23 @@ def _one_pass(
     return out
 
 
+def _check_stats(ci: str | None, correction: str, min_items: int) -> None:
+    if ci is not None:
+        check_choice("ci", ci, CI_METHODS)
+    check_choice("correction", correction, CORRECTIONS)
+    check_int("min_items", min_items, minimum=1)
+
+
+class _Stats(NamedTuple):
+    """How the paired bootstrap is run and read."""
+
+    resamples: int
+    seed: int
+    ci: CiMethod
+    correction: Correction
+    min_items: int
+
+
 def _prelude(
     a: RunRecord, b: RunRecord, force: bool, refuse_as: str
 ) -> tuple[list[str], ScoringConfig, list[str]]:
@@ -490,8 +537,7 @@ def _epilogue(
     scoring: ScoringConfig,
     differences: list[str],
     warnings: list[str],
-    resamples: int,
-    seed: int,
+    stats: _Stats,
     force: bool,
     tolerances: Mapping[str, float] | None,
     refuse_as: str,
@@ -527,7 +573,14 @@ def _epilogue(
     result = RunComparison(
         a=a,
         b=b,
-        comparison=acc.compare(resamples=resamples, seed=seed, confidence=scoring.confidence),
+        comparison=acc.compare(
+            resamples=stats.resamples,
+            seed=stats.seed,
+            confidence=scoring.confidence,
+            method=stats.ci,
+            correction=stats.correction,
+            min_items=stats.min_items,
+        ),
         scoring=scoring,
         only_in_a=only_in_a,
         only_in_b=only_in_b,
@@ -535,6 +588,12 @@ def _epilogue(
         differences=differences,
         warnings=warnings,
     )
+    rows_a, rows_b = acc.matrices()
+    if acc.n > 1:
+        for name in ("entity_f1", "relationship_f1"):
+            result.power[name] = analyse(
+                rows_a, rows_b, COLUMNS, name, alpha=1.0 - scoring.confidence
+            )
     if tolerances:
         result.check_gate(tolerances)
     return result

@@ -191,6 +191,8 @@ def test_example_report_by_hand() -> None:
     assert r["warnings"] == [
         "1 prediction id(s) not in gold, ignored: ex-unknown",
         "1 item(s) had no prediction (errored) and were scored as failures: ex-missing",
+        "only 7 items: the bootstrap confidence intervals are approximate below 50 (they tend"
+        " to be too narrow)",
     ]
     # macro = mean over the 7 items of the per-item entity F1:
     # employment 6/8, family 1, review 1, empty 0, empty-ok 1, missing 0, errors 4/10.
