@@ -43,6 +43,32 @@ MinItemsOpt = Annotated[
 ]
 
 
+PpiOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ppi",
+        help="Prediction-powered P/R/F1: model-voted gold corrected by --human's verified items.",
+    ),
+]
+HumanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--human",
+        help="JSONL of human-verified items (id, entities, relationships): a RANDOM sample.",
+    ),
+]
+
+
+def check_ppi(ppi: bool, human: Path | None) -> None:
+    """``--ppi`` needs ``--human`` (and the file readable) before any work."""
+    if ppi and human is None:
+        fail("--ppi needs --human FILE (the human-verified items, a random sample)")
+    if human is not None:
+        if not ppi:
+            fail("--human is read with --ppi")
+        check_readable("--human", human)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)

@@ -10,7 +10,16 @@ from typing import Annotated, Any
 
 import typer
 
-from extraction_eval.commands.common import CiOpt, console, err_console, fail, handle_errors
+from extraction_eval.commands.common import (
+    CiOpt,
+    HumanOpt,
+    PpiOpt,
+    check_ppi,
+    console,
+    err_console,
+    fail,
+    handle_errors,
+)
 
 
 @handle_errors
@@ -117,6 +126,8 @@ def run_cmd(
         ),
     ] = None,
     ci: CiOpt = "expanded",
+    ppi: PpiOpt = False,
+    human: HumanOpt = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.evaluators.config import ScoringConfig
@@ -161,6 +172,7 @@ def run_cmd(
         shard=parse_shard(shard) if shard is not None else None,
     )
     tolerances, base = _baseline(baseline, fail_on_regression or [], config.dataset)
+    check_ppi(ppi, human)
     if dry_run:
         from extraction_eval.experiments.run import estimate_run
         from extraction_eval.views.runs import render_estimate
@@ -186,6 +198,14 @@ def run_cmd(
             soft_wrap=True,
         )
         raise typer.Exit(1)
+    if human is not None:
+        from extraction_eval.backends.local import LocalStore
+        from extraction_eval.commands.runs import ppi_of_runs
+        from extraction_eval.views.ppi import render_ppi
+
+        store = LocalStore()
+        for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
+            render_ppi(r, console)
     below = outcome.failed_thresholds(config.fail_under, config.fail_over)
     for line in below:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
