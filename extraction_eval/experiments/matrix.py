@@ -28,7 +28,9 @@ from numpy.typing import NDArray
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ContextIndex, ScoringConfig
+from extraction_eval.evaluators.clustered import RepeatVariance, repeat_variance
 from extraction_eval.evaluators.multiple import CORRECTIONS, Correction, adjust_named
+from extraction_eval.evaluators.paired import COLUMNS as PAIRED_COLUMNS
 from extraction_eval.evaluators.paired import WIDTH as PAIRED_WIDTH
 from extraction_eval.evaluators.paired import (
     PairedComparison,
@@ -245,6 +247,8 @@ class RepeatGroup:
     runs: list[str]
     spread: dict[str, Spread]
     agreement: Agreement
+    # headline metric -> pooled value, cluster-bootstrap CI, item vs run-to-run variance
+    variance: dict[str, RepeatVariance] = field(default_factory=dict)
 
 
 @dataclass
@@ -282,6 +286,7 @@ class MatrixTable:
                     "runs": g.runs,
                     "spread": {k: vars(s) for k, s in g.spread.items()},
                     "agreement": g.agreement.to_json(),
+                    "variance": {k: v.to_json() for k, v in g.variance.items()},
                 }
                 for g in self.repeats
             ],
@@ -363,6 +368,7 @@ def matrix_table(
                     for metric in METRICS
                 },
                 agreement=item_agreement(outputs),
+                variance=_repeat_variance(store, members, items, scoring or ScoringConfig()),
             )
         )
     return MatrixTable(rows, best, repeats, similar, tests, correction)
@@ -444,6 +450,34 @@ def not_significantly_different(
         if t["verdict"] not in ("improved", "regressed"):
             out[t["metric"]] += (t["cell"],)
     return out, tests
+
+
+def _repeat_variance(
+    store: LocalStore,
+    members: Sequence[CellOutcome],
+    items: Sequence[DatasetItem],
+    scoring: ScoringConfig,
+) -> dict[str, RepeatVariance]:
+    """Each headline metric of a repeated cell pooled over its K runs, on the items every run
+    has a result for: cluster-bootstrap CI by item, and the item vs run-to-run split."""
+    context = ContextIndex({item.id: item.text for item in items})
+    rows = [_count_rows(store, m.run, items, scoring, context) for m in members]
+    present = np.logical_and.reduce([p for _, p in rows])
+    if not present.any() or scoring.resamples == 0:
+        return {}
+    out = {}
+    for metric, group in (("entity_f1", "entity"), ("entity_typed_f1", "entity_typed"),
+                          ("relationship_f1", "relationship")):  # fmt: skip
+        cols = [PAIRED_COLUMNS.index(f"{group}_{c}") for c in ("tp", "fp", "fn")]
+        out[metric] = repeat_variance(
+            [r[present][:, cols] for r, _ in rows],
+            "f1",
+            resamples=scoring.resamples,
+            seed=scoring.seed,
+            confidence=scoring.confidence,
+            method=scoring.ci,
+        )
+    return out
 
 
 def _count_rows(

@@ -163,6 +163,23 @@ def _render_repeats(table: MatrixTable, prefix: str, console: Console) -> None:
             agree += f"\n{a.errored} errored"
         grid.add_row(_short(group.name, prefix), str(a.repeats), *cells, agree)
     print_table(console, grid)
+    for group in table.repeats:
+        v = group.variance.get("entity_f1")
+        if v is None or v.ci is None:
+            continue
+        share = v.run_share
+        split = (
+            "no variation"
+            if share is None
+            else f"run-to-run {share:.0%} of a single run's variance, items {1 - share:.0%}:"
+            f" {v.dominant} dominates"
+        )
+        console.print(
+            f"{_short(group.name, prefix)}: entity F1 pooled over {v.repeats} runs {v.value:.3f}"
+            f" [{v.ci[0]:.3f}, {v.ci[1]:.3f}] (cluster bootstrap by item over the runs,"
+            f" {v.items} items); {split}",
+            highlight=False,
+        )
 
 
 def render_matrix(outcome: MatrixOutcome, console: Console) -> None:

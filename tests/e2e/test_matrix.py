@@ -311,6 +311,20 @@ def test_repeats_report_per_item_agreement_equal_to_a_hand_count() -> None:
     spread = group.spread["entity_f1"]
     assert spread.mean == pytest.approx(statistics.fmean(per_run))
     assert spread.std == pytest.approx(statistics.stdev(per_run))
+    # pooled over the 3 runs with a cluster-bootstrap CI by item; the repeats differ on
+    # items, so part of the variance is run-to-run
+    v = group.variance["entity_f1"]
+    assert (v.repeats, v.items) == (3, 4)
+    assert v.ci is not None and v.ci[0] <= v.value <= v.ci[1]
+    assert v.run_var > 0 and v.dominant in ("run-to-run", "item sampling")
+    from rich.console import Console
+
+    from extraction_eval.views.matrix import render_matrix_table
+
+    console = Console(width=100, record=True)
+    render_matrix_table(outcome.table, "rep", console)
+    text = " ".join(console.export_text().split())
+    assert f"entity F1 pooled over 3 runs {v.value:.3f}" in text and "dominates" in text
 
 
 def test_resume_continues_only_the_unfinished_cells(
