@@ -231,6 +231,12 @@ def test_table_output_and_bundled_default() -> None:
     ):
         assert text in out
     assert "bundled example" in result.stderr
+    flat = " ".join(out.split())
+    assert "CIs: expanded percentile bootstrap (Hesterberg 2015) over items, 100 resamples" in flat
+    plain = run("--resamples", "100", "--ci", "percentile")
+    assert "CIs: percentile bootstrap over items" in " ".join(plain.stdout.split())
+    bad = run("--ci", "bca")
+    assert bad.exit_code == 2 and "--ci must be one of expanded, percentile" in bad.stderr
 
 
 def test_json_is_byte_stable_and_out_file_matches(tmp_path: Path) -> None:
