@@ -77,14 +77,16 @@ def bootstrap_p_value(
     (√(n/(n−1)) · se*))). When the bootstrap distribution is symmetric, p < α exactly when
     the interval excludes 0; unlike counting replicates beyond 0, it does not bottom out at
     1/B, so a correction over many tests can still find strong effects. None when there is
-    no replicate; with se* = 0, 1 when the estimate is 0 and 0 otherwise."""
+    no replicate, or when se* = 0 (every replicate the same: the bootstrap saw no spread to
+    test against; the verdict is then the interval's, and a correction over many tests
+    does not count a test that was never made)."""
     values = np.asarray(replicates, dtype=np.float64)
     values = values[~np.isnan(values)]
     if values.size == 0 or not math.isfinite(estimate):
         return None
     se = float(np.std(values))
     if se == 0.0:
-        return 1.0 if estimate == 0 else 0.0
+        return None
     from scipy.special import ndtr, stdtr
 
     z = abs(estimate) / se

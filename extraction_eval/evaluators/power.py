@@ -119,18 +119,26 @@ class PowerAnalysis:
         return self.sd_item / math.sqrt(self.n) if self.n else math.inf
 
     @property
-    def mde(self) -> float:
-        return mde(self.se, alpha=self.alpha, power=self.power)
+    def spread(self) -> bool:
+        """Whether any spread was seen: with none (every item the same), no figure here is
+        meaningful (an MDE of 0 would promise what two identical items cannot)."""
+        return self.n > 1 and self.sd_item > 0
+
+    @property
+    def mde(self) -> float | None:
+        return mde(self.se, alpha=self.alpha, power=self.power) if self.spread else None
 
     @property
     def n_needed(self) -> int | None:
-        if self.delta is None:
+        if self.delta is None or not self.spread:
             return None
         return n_needed(self.sd_item, self.delta, alpha=self.alpha, power=self.power)
 
     @property
     def power_at_delta(self) -> float | None:
-        return None if self.delta is None else power_at(self.delta, self.se, alpha=self.alpha)
+        if self.delta is None or not self.spread:
+            return None
+        return power_at(self.delta, self.se, alpha=self.alpha)
 
     def to_json(self) -> dict[str, Any]:
         return {

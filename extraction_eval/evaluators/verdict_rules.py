@@ -58,7 +58,9 @@ def corrected(metrics: list[M], mcnemar: T, correction: Correction) -> tuple[lis
     if correction == "none":
         return metrics, mcnemar
     raw: dict[str, float | None] = {_get(m, "name"): _get(m, "p_value") for m in metrics}
-    raw["mcnemar"] = _get(mcnemar, "p_value")
+    # McNemar tests something only when some item changed from right to wrong or back
+    discordant = _get(mcnemar, "b01") + _get(mcnemar, "b10")
+    raw["mcnemar"] = _get(mcnemar, "p_value") if discordant else None
     adjusted = adjust_named(raw, correction)
     return (
         [_replace(m, p_adjusted=adjusted[_get(m, "name")]) for m in metrics],

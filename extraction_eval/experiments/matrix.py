@@ -443,7 +443,8 @@ def not_significantly_different(
         t["p_adjusted"] = adjusted[str(i)]
         verdict = t["verdict_uncorrected"]
         p_adj = t["p_adjusted"]
-        kept = correction == "none" or (p_adj is not None and p_adj < alpha)
+        # as MetricComparison.verdict: a p the correction raised to α or above drops the claim
+        kept = correction == "none" or p_adj is None or p_adj < alpha
         if verdict in ("improved", "regressed") and not kept:
             verdict = "no significant change"  # a difference the correction does not keep
         t["verdict"] = verdict

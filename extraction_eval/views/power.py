@@ -20,6 +20,12 @@ def render_power(p: PowerAnalysis, baseline: str, against: str | None, console: 
         f" per-item sd of the difference {p.sd_item:.4f}",
         highlight=False,
     )
+    if p.mde is None:
+        console.print(
+            f"no spread between the items' values on {p.n} items: no power figure can be given",
+            highlight=False,
+        )
+        return
     console.print(
         f"with {p.n} items, the smallest detectable |Δ| (MDE) is {p.mde:.4f}", highlight=False
     )
