@@ -16,8 +16,11 @@ undefined (None) when every pairable value is the same (no variation to agree on
 model produced, clustered by the scorer's own alignment); each model that answered on the
 item is a coder with value 1 (produced it) or 0 (did not); a model that failed on the item
 abstains (missing). Votes are unweighted here: α measures the models' agreement, not the
-vote. Objects no model produced are not units, so α speaks of the contested candidates, not
-of the whole text. Pure, no I/O.
+vote. Objects no model produced are not units, so there is never a candidate all models
+agree is absent: "found" dominates, and α (which corrects for chance given how often each
+value is used) is low whenever the omissions are idiosyncratic, even when 90 % of the pairs
+agree (the prevalence paradox). The raw pairwise agreement is reported next to it: read
+both. Pure, no I/O.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from typing import Any
 from extraction_eval.evaluators.vote import ItemVote
 
 
-def krippendorff_alpha_nominal(units: Iterable[Sequence[Hashable | None]]) -> float | None:
-    """Nominal α over ``units``: each a sequence of the coders' values (None: missing)."""
+def _coincidences(
+    units: Iterable[Sequence[Hashable | None]],
+) -> tuple[dict[tuple[Hashable, Hashable], float], dict[Hashable, float], float]:
+    """The coincidence matrix o_ck, its margins n_c and total n over the pairable units."""
     o: dict[tuple[Hashable, Hashable], float] = {}
     for unit in units:
         values = [v for v in unit if v is not None]
@@ -47,7 +52,12 @@ def krippendorff_alpha_nominal(units: Iterable[Sequence[Hashable | None]]) -> fl
     n_c: dict[Hashable, float] = {}
     for (c, _), v in o.items():
         n_c[c] = n_c.get(c, 0.0) + v
-    n = sum(n_c.values())
+    return o, n_c, sum(n_c.values())
+
+
+def krippendorff_alpha_nominal(units: Iterable[Sequence[Hashable | None]]) -> float | None:
+    """Nominal α over ``units``: each a sequence of the coders' values (None: missing)."""
+    o, n_c, n = _coincidences(units)
     observed = sum(v for (c, k), v in o.items() if c != k)
     expected = sum(n_c[c] * n_c[k] for c in n_c for k in n_c if c != k)
     if n <= 1 or expected == 0:
@@ -55,22 +65,40 @@ def krippendorff_alpha_nominal(units: Iterable[Sequence[Hashable | None]]) -> fl
     return 1.0 - (n - 1) * observed / expected
 
 
+def pairwise_agreement(units: Iterable[Sequence[Hashable | None]]) -> float | None:
+    """The share of pairable value pairs that agree, Σ_c o_cc / n (α's observed agreement,
+    not corrected for chance)."""
+    o, _, n = _coincidences(units)
+    if n == 0:
+        return None
+    return sum(v for (c, k), v in o.items() if c == k) / n
+
+
 @dataclass(frozen=True)
 class Agreement:
-    """α of one group of candidate objects, and how many pairable units it rests on."""
+    """α of one group of candidate objects, its raw pairwise agreement, and how many pairable
+    units it rests on."""
 
     alpha: float | None
+    observed: float | None  # share of model pairs that agree on a candidate (not chance-corrected)
     units: int  # candidate objects with at least two models answering
     unanimous: int  # of those, produced by every model that answered on the item
 
     def to_json(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "units": self.units, "unanimous": self.unanimous}
+        return {
+            "alpha": self.alpha,
+            "observed": self.observed,
+            "units": self.units,
+            "unanimous": self.unanimous,
+        }
 
 
 def _group(units: Sequence[Sequence[int | None]]) -> Agreement:
     pairable = [u for u in units if sum(v is not None for v in u) >= 2]
     unanimous = sum(len({v for v in u if v is not None}) == 1 for u in pairable)
-    return Agreement(krippendorff_alpha_nominal(pairable), len(pairable), unanimous)
+    return Agreement(
+        krippendorff_alpha_nominal(pairable), pairwise_agreement(pairable), len(pairable), unanimous
+    )
 
 
 def vote_units(votes: Iterable[ItemVote]) -> dict[tuple[str, str], list[list[int | None]]]:

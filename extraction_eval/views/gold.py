@@ -52,15 +52,18 @@ def render_agreement(agreement: dict[str, Any], out: Console) -> None:
         types = sorted(group["per_type"].items(), key=lambda kv: (-kv[1]["units"], kv[0]))
         shown = ", ".join(f"{t} {_alpha(a['alpha'])} ({a['units']})" for t, a in types[:6])
         more = f", {len(types) - 6} more types" if len(types) > 6 else ""
+        observed = "—" if group["observed"] is None else f"{group['observed']:.0%}"
         parts.append(
             f"{label} α = {_alpha(group['alpha'])} over {group['units']} candidates"
-            f" ({group['unanimous']} unanimous; per type: {shown}{more})"
+            f" ({group['unanimous']} unanimous, {observed} of model pairs agree; per type:"
+            f" {shown}{more})"
         )
     if parts:
         _say(
             out,
             "agreement between the models on which objects are there (Krippendorff's α,"
-            " 1 = full, 0 = chance): " + "; ".join(parts),
+            " 1 = full, 0 = chance given how often objects are found; low when omissions are"
+            " idiosyncratic): " + "; ".join(parts),
         )
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.evaluators.agreement import gold_agreement, krippendorff_alpha_nominal
+from extraction_eval.evaluators.agreement import (
+    gold_agreement,
+    krippendorff_alpha_nominal,
+    pairwise_agreement,
+)
 from extraction_eval.evaluators.vote import Vote, vote_item
 from extraction_eval.types import Entity, Extraction
 
@@ -27,6 +31,7 @@ def test_two_coders_binary_by_hand() -> None:
     # n = 8; α = 1 − 7 · 2 / (2 · 5 · 3) = 1 − 14/30
     units = [[1, 1], [0, 0], [1, 0], [0, 0]]
     assert krippendorff_alpha_nominal(units) == pytest.approx(1 - 14 / 30)
+    assert pairwise_agreement(units) == pytest.approx(6 / 8)  # (o11 + o00) / n
 
 
 def test_alpha_edge_cases() -> None:
@@ -59,6 +64,8 @@ def test_gold_agreement_per_kind_and_type() -> None:
     out = gold_agreement({"1": v1, "2": v2})
     ent = out["entity"]
     assert (ent["units"], ent["unanimous"]) == (3, 1)
+    # observed: o11 + o00 over n = 4 / 8
+    assert ent["observed"] == pytest.approx(0.5)
     # units (1,1,1), (1,1,0), (1,0): o11 = 6/2 + 2/2 = 4, o10 = o01 = 2/2 + 1 = 2, o00 = 0;
     # n1 = 6, n0 = 2, n = 8: α = 1 − 7 · 4 / (2 · 6 · 2) = 1 − 28/24
     assert ent["alpha"] == pytest.approx(1 - 28 / 24)
@@ -67,5 +74,16 @@ def test_gold_agreement_per_kind_and_type() -> None:
     # α = 1 − 5 · 2 / (2 · 5 · 1) = 0
     assert ent["per_type"]["person"]["alpha"] == pytest.approx(0.0)
     # location: (1, 0) alone: o10 = o01 = 1, n = 2: α = 1 − 1 · 2 / (2 · 1 · 1) = 0
-    assert ent["per_type"]["location"] == {"alpha": 0.0, "units": 1, "unanimous": 0}
-    assert out["relationship"] == {"alpha": None, "units": 0, "unanimous": 0, "per_type": {}}
+    assert ent["per_type"]["location"] == {
+        "alpha": 0.0,
+        "observed": 0.0,
+        "units": 1,
+        "unanimous": 0,
+    }
+    assert out["relationship"] == {
+        "alpha": None,
+        "observed": None,
+        "units": 0,
+        "unanimous": 0,
+        "per_type": {},
+    }

@@ -70,3 +70,10 @@ def test_analyse_two_runs_measures_the_difference() -> None:
     assert p.correlation_source == "measured"
     assert p.sd_item == pytest.approx(math.sqrt(2 / 3))
     assert p.correlation == pytest.approx(-1 / 3)  # corr of (−¼,−¼,−¼,¾) and (−¼,−¼,¾,−¼)
+
+
+def test_no_spread_gives_no_power_figures() -> None:
+    # every item the same in both runs: nothing to scale an MDE by (not an MDE of 0)
+    rows = np.asarray([[0], [0], [0]], dtype=np.int64)
+    p = analyse(rows, rows, ("failed",), "error_rate", delta=0.1)
+    assert (p.mde, p.n_needed, p.power_at_delta) == (None, None, None)
