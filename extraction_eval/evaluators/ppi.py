@@ -12,10 +12,16 @@ tp / (tp + fn), F1 2tp / (2tp + fp + fn)); for f = (num, den) per item
 
 and R̂ = μ̂_num / μ̂_den. Its covariance is Σ = Cov_unverified(f̂) / N_u + Cov_verified(f − f̂) / n
 (independent sets), and the delta method gives Var(R̂) = gᵀ Σ g with g = (1/μ_den,
-−μ_num/μ_den²): a normal interval R̂ ± z · √Var. The better the model gold, the smaller the
-rectifier's variance and the narrower the interval; it is valid whatever the model gold's
-quality, **provided the verified items are a uniform random sample of the dataset** (a
-sample chosen because the items looked hard, or easy, biases it).
+−μ_num/μ_den²): a normal interval R̂ ± z · √Var, clipped to [0, 1]. It is valid whatever the
+model gold's quality, **provided the verified items are a uniform random sample of the
+dataset** (a sample chosen because the items looked hard, or easy, biases it).
+
+Power tuning (PPI++, Angelopoulos, Duchi, Zrnic 2023): with poor model gold the rectifier is
+noisy and plain PPI can be wider than the verified items alone. The estimate used is
+μ̂(λ) = mean_verified(f) + λ · (mean_unverified(f̂) − mean_verified(f̂)), λ = 1 being plain
+PPI and λ = 0 the verified items alone, with λ chosen in [0, 1] to minimise the delta-method
+variance: on the linearised ratio h = gᵀf, λ* = Cov(h(f), h(f̂)) / ((1 + n / N_u) ·
+Var(h(f̂))). Then Σ = Cov_verified(f − λ f̂) / n + λ² Cov_unverified(f̂) / N_u.
 
 Also returned: the naive estimate (model gold on all items, no correction) and the classical
 one (human gold on the verified items only, same delta-method interval), so the gain shows.
@@ -39,9 +45,13 @@ class Estimate:
     value: float | None
     low: float | None = None
     high: float | None = None
+    lam: float | None = None  # PPI++'s λ (1: plain PPI; 0: the verified items alone)
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "low": self.low, "high": self.high}
+        out: dict[str, Any] = {"value": self.value, "low": self.low, "high": self.high}
+        if self.lam is not None:
+            out["lambda"] = self.lam
+        return out
 
 
 @dataclass(frozen=True)
@@ -78,22 +88,50 @@ def _cov(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
 
 
-def _ratio(mu: NDArray[np.float64], sigma: NDArray[np.float64], z: float) -> Estimate:
+def _grad(mu: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.asarray([1.0 / mu[1], -mu[0] / mu[1] ** 2])
+
+
+def _ratio(
+    mu: NDArray[np.float64], sigma: NDArray[np.float64], z: float, lam: float | None = None
+) -> Estimate:
     if mu[1] <= 0:
-        return Estimate(None)
+        return Estimate(None, lam=lam)
     value = float(mu[0] / mu[1])
-    g = np.asarray([1.0 / mu[1], -mu[0] / mu[1] ** 2])
+    g = _grad(mu)
     var = float(g @ sigma @ g)
     half = z * math.sqrt(max(var, 0.0))
-    return Estimate(value, value - half, value + half)
+    return Estimate(value, max(0.0, value - half), min(1.0, value + half), lam)
+
+
+def tuned_lambda(
+    lab_h: NDArray[np.float64], lab_m: NDArray[np.float64], unlab: NDArray[np.float64]
+) -> float:
+    """λ* in [0, 1] minimising the delta-method variance of the ratio (PPI++)."""
+    n, nu = lab_h.shape[0], unlab.shape[0]
+    mu = lab_h.mean(axis=0)
+    if n < 2 or nu < 1 or mu[1] <= 0:
+        return 1.0
+    g = _grad(mu)
+    h, hm = lab_h @ g, np.concatenate([lab_m, unlab]) @ g
+    var = float(np.var(hm, ddof=1))
+    if var <= 0:
+        return 1.0
+    cov = float(np.cov(h, lab_m @ g, ddof=1)[0, 1])
+    return float(np.clip(cov / ((1 + n / nu) * var), 0.0, 1.0))
 
 
 def ppi_ratio(
-    model: Pair, human: Pair, verified: NDArray[np.bool_], *, confidence: float = 0.95
+    model: Pair,
+    human: Pair,
+    verified: NDArray[np.bool_],
+    *,
+    confidence: float = 0.95,
+    lam: float | None = None,
 ) -> tuple[Estimate, Estimate, Estimate]:
     """(PPI, naive, classical) estimates of Σ num / Σ den. ``model``: per item (num, den)
     against model gold, all N items; ``human``: the same against human gold (read only where
-    ``verified``)."""
+    ``verified``). ``lam``: PPI++'s λ (None: tuned; 1: plain PPI)."""
     z = _z(confidence)
     fm = np.stack([np.asarray(model[0], float), np.asarray(model[1], float)], axis=1)
     fh = np.stack([np.asarray(human[0], float), np.asarray(human[1], float)], axis=1)
@@ -107,10 +145,11 @@ def ppi_ratio(
     classical = _ratio(lab_h.mean(axis=0), _cov(lab_h) / n, z)
     if unlab.shape[0] == 0:  # everything verified: nothing to predict
         return classical, naive, classical
-    rect = lab_h - lab_m
-    mu = unlab.mean(axis=0) + rect.mean(axis=0)
-    sigma = _cov(unlab) / unlab.shape[0] + _cov(rect) / n
-    return _ratio(mu, sigma, z), naive, classical
+    lam = tuned_lambda(lab_h, lab_m, unlab) if lam is None else lam
+    rect = lab_h - lam * lab_m
+    mu = rect.mean(axis=0) + lam * unlab.mean(axis=0)
+    sigma = _cov(rect) / n + lam**2 * _cov(unlab) / unlab.shape[0]
+    return _ratio(mu, sigma, z, lam), naive, classical
 
 
 # metric -> per-item (num, den) from (tp, fp, fn)
@@ -132,6 +171,7 @@ def ppi_prf(
     *,
     prefix: str,
     confidence: float = 0.95,
+    lam: float | None = None,
 ) -> list[PPIResult]:
     """PPI P/R/F1 from per-item (tp, fp, fn) against model gold and against human gold (rows
     of unverified items in ``human_counts`` are ignored)."""
@@ -140,6 +180,6 @@ def ppi_prf(
     for metric in ("precision", "recall", "f1"):
         model = parts(metric, *np.asarray(model_counts).T)
         human = parts(metric, *np.asarray(human_counts).T)
-        ppi, naive, classical = ppi_ratio(model, human, verified, confidence=confidence)
+        ppi, naive, classical = ppi_ratio(model, human, verified, confidence=confidence, lam=lam)
         out.append(PPIResult(f"{prefix}_{metric}", ppi, naive, classical, n, len(verified) - n))
     return out

@@ -29,14 +29,16 @@ def render_ppi(result: RunPPI, console: Console) -> None:
         box=box.SIMPLE_HEAD,
         show_edge=False,
     )
-    for head in ("metric", "model gold", "PPI", "verified only"):
+    for head in ("metric", "model gold", "PPI", "λ", "verified only"):
         table.add_column(head, justify="left" if head == "metric" else "right")
     for r in result.results:
-        table.add_row(r.metric, _est(r.naive), _est(r.ppi), _est(r.classical))
+        lam = "—" if r.ppi.lam is None else f"{r.ppi.lam:.2f}"
+        table.add_row(r.metric, _est(r.naive), _est(r.ppi), lam, _est(r.classical))
     print_table(console, table)
     console.print(
         "PPI: model gold on every item, its bias corrected by the verified items (valid only"
-        " if they are a random sample of the items)",
+        " if they are a random sample of the items); λ: how much the model gold is leaned on"
+        " (1 plain PPI, 0 the verified items alone; tuned, PPI++)",
         style="dim",
         highlight=False,
     )
