@@ -36,7 +36,8 @@ from datetime import UTC, datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from extraction_eval.evaluators.paired import COLUMNS, WIDTH, paired_compare_counts
+from extraction_eval.evaluators.counts import COLUMNS, WIDTH
+from extraction_eval.evaluators.paired import paired_compare_counts
 from extraction_eval.evaluators.power import analyse
 from extraction_eval.evaluators.stats import bootstrap_prf
 

@@ -117,6 +117,14 @@ class ScoringConfig:
             "ci": self.ci,
         }
 
+    def count_fields(self) -> dict[str, object]:
+        """The settings that decide an item's counts (how objects match and are grounded), not
+        the bootstrap's resamples, seed, confidence level and interval method."""
+        out = self.to_json()
+        for key in ("resamples", "seed", "confidence", "ci"):
+            out.pop(key)
+        return out
+
 
 def _normalise_pairs(pairs: Iterable[Iterable[str]]) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []

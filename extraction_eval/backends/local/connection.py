@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from extraction_eval.backends.base import canonical_json
-from extraction_eval.backends.migrations import migrate
+from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.errors import BackendError
 
 

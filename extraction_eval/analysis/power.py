@@ -8,10 +8,11 @@ two runs are paired by item and the spread of their difference is measured.
 
 from __future__ import annotations
 
+from extraction_eval.analysis.paired import pair_and_score
+from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.evaluators.paired import COLUMNS
+from extraction_eval.evaluators.counts import COLUMNS
 from extraction_eval.evaluators.power import POWER_METRICS, PowerAnalysis, analyse
-from extraction_eval.experiments.paired import pair_and_score, run_gold, run_scoring
 from extraction_eval.validation import check_choice, check_number
 
 

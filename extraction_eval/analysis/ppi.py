@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.datasets.gold import read_gold
+from extraction_eval.datasets.jsonl import read_gold
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import score_dataset_item
 from extraction_eval.evaluators.ppi import PPIResult, ppi_prf
-from extraction_eval.experiments.paired import run_gold, run_scoring
 from extraction_eval.types import Extraction
 
 
