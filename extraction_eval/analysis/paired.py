@@ -545,7 +545,7 @@ def _epilogue(
         warnings=warnings,
     )
     rows_a, rows_b = acc.matrices()
-    if acc.n > 1:
+    if acc.n >= stats.min_items:  # below it the MDE would be a number without meaning
         for name in ("entity_f1", "relationship_f1"):
             result.power[name] = analyse(
                 rows_a, rows_b, COLUMNS, name, alpha=1.0 - scoring.confidence

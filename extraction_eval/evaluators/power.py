@@ -175,6 +175,14 @@ def analyse(
         raise ValueError(f"correlation must be between -1 and 1, got {correlation}")
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
         raise ValueError("alpha and power must be between 0 and 1")
+    # rows in a canonical order, so the floating-point sums (and the bytes of a report) do not
+    # depend on the order the items came in
+    a = np.asarray(a, dtype=np.int64)
+    width = a.shape[1]
+    both = a if b is None else np.concatenate([a, np.asarray(b, dtype=np.int64)], axis=1)
+    both = both[np.lexsort(both.T[::-1])] if both.size else both
+    a = both[:, :width]
+    b = None if b is None else both[:, width:]
     num_a, den_a = ratio_parts(a, columns, metric)
     n = len(num_a)
     value = float(num_a.sum() / den_a.sum()) if den_a.sum() else None
@@ -186,7 +194,7 @@ def analyse(
     else:
         psi_b = influence(*ratio_parts(b, columns, metric))
         sd = float(np.std(psi_b - psi_a, ddof=1)) if n > 1 else 0.0
-        both = np.std(psi_a) > 0 and np.std(psi_b) > 0
-        rho = float(np.corrcoef(psi_a, psi_b)[0, 1]) if both else 1.0
+        spread = bool(np.std(psi_a) > 0 and np.std(psi_b) > 0)
+        rho = float(np.corrcoef(psi_a, psi_b)[0, 1]) if spread else 1.0
         source = "measured"
     return PowerAnalysis(metric, n, value, sd, rho, source, alpha, power, delta)

@@ -77,3 +77,14 @@ def test_no_spread_gives_no_power_figures() -> None:
     rows = np.asarray([[0], [0], [0]], dtype=np.int64)
     p = analyse(rows, rows, ("failed",), "error_rate", delta=0.1)
     assert (p.mde, p.n_needed, p.power_at_delta) == (None, None, None)
+
+
+def test_the_figures_do_not_depend_on_item_order() -> None:
+    # 300 items in two orders: unsorted, the floating-point sums differ in the last bits
+    rng = np.random.default_rng(0)
+    columns = ("entity_tp", "entity_fp", "entity_fn", "failed")
+    a = rng.integers(0, 5, size=(300, 4))
+    b = rng.integers(0, 5, size=(300, 4))
+    order = rng.permutation(300)
+    first = analyse(a, b, columns, "entity_f1", delta=0.05).to_json()
+    assert analyse(a[order], b[order], columns, "entity_f1", delta=0.05).to_json() == first
