@@ -43,6 +43,7 @@ from extraction_eval.evaluators.paired import (
 from extraction_eval.evaluators.power import PowerAnalysis, analyse
 from extraction_eval.evaluators.verdict_rules import MIN_ITEMS
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.limits import MAX_RESAMPLES
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_choice, check_int
 
@@ -228,7 +229,7 @@ def compare_stored_runs(
     the interval method (None: the one A was run with); ``correction``: how the metrics'
     p-values are adjusted as a family; fewer than ``min_items`` paired items make every
     verdict ``insufficient`` (evaluators/verdict_rules.py)."""
-    check_int("resamples", resamples, minimum=1)
+    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
     _check_stats(ci, correction, min_items)
     check_int("seed", seed, minimum=0)
     if tolerances:
@@ -267,7 +268,7 @@ def compare_and_diff(
     other rows are re-scored. Only items whose outputs differ are diffed, and only their gold
     (and that of re-scored items) is read."""
     check_int("top", top, minimum=0)
-    check_int("resamples", resamples, minimum=1)
+    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
     check_int("seed", seed, minimum=0)
     _check_stats(ci, correction, min_items)
     if tolerances:
