@@ -284,7 +284,7 @@ def compare_cmd(
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
     gate. With --item: one item's text with gold, A and B objects side by side."""
     from extraction_eval.analysis.diff import compare_item
-    from extraction_eval.analysis.paired import compare_and_diff, parse_tolerances
+    from extraction_eval.analysis.paired import CompareOptions, compare_and_diff, parse_tolerances
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.validation import check_int
@@ -307,14 +307,16 @@ def compare_cmd(
         store,
         a,
         b,
-        top=top,
-        resamples=resamples,
-        seed=seed,
-        force=force,
-        tolerances=tolerances,
-        ci=ci,  # type: ignore[arg-type]  # checked by the library
-        correction=correction,  # type: ignore[arg-type]
-        min_items=min_items,
+        options=CompareOptions(
+            top=top,
+            resamples=resamples,
+            seed=seed,
+            force=force,
+            tolerances=tolerances,
+            ci=ci,  # type: ignore[arg-type]  # checked by CompareOptions
+            correction=correction,  # type: ignore[arg-type]
+            min_items=min_items,
+        ),
     )
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
