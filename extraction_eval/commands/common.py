@@ -22,15 +22,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-# Options the statistics share across commands (docs/statistics.md).
-CiOpt = Annotated[
-    str,
-    typer.Option(
-        "--ci",
-        help="Bootstrap interval: expanded (Hesterberg's expanded percentile, honest at small"
-        " N) | percentile.",
-    ),
-]
+# Options the statistics share across commands (docs/statistics.md); --ci is in options.py.
 CorrectionOpt = Annotated[
     str,
     typer.Option(

@@ -50,9 +50,7 @@ def matrix_cmd(
     max_objects: o.MaxObjectsOrFile = None,
     no_cache: o.NoCache = False,
     refresh_cache: o.RefreshCache = False,
-    ci: Annotated[
-        str | None, typer.Option("--ci", help="Bootstrap interval: expanded | percentile.")
-    ] = None,
+    ci: o.CiOrFile = None,
     correction: Annotated[
         str | None,
         typer.Option(

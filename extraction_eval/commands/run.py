@@ -12,7 +12,6 @@ import typer
 
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
-    CiOpt,
     HumanOpt,
     PpiOpt,
     cache_mode,
@@ -87,7 +86,7 @@ def run_cmd(
             " the baseline reaches a drop larger than TOLERANCE. Repeatable."
         ),
     ] = None,
-    ci: CiOpt = "expanded",
+    ci: o.Ci = "expanded",
     ppi: PpiOpt = False,
     human: HumanOpt = None,
 ) -> None:

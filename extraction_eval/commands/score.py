@@ -15,7 +15,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from extraction_eval.commands.common import CiOpt, check_readable, check_writable, error_line
+from extraction_eval.commands import options as o
+from extraction_eval.commands.common import check_readable, check_writable, error_line
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 from extraction_eval.views.console import SafeConsole
@@ -160,7 +161,7 @@ def score(
         float | None,
         typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
     ] = None,
-    ci: CiOpt = "expanded",
+    ci: o.Ci = "expanded",
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
