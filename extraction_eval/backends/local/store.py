@@ -1,8 +1,8 @@
 """``LocalStore``: the table families put together over one connection, plus sample seeding.
 
-Each family (``datasets``, ``runs``, ``prompts``, ``cache``, ``gold``, ``batches``) is a
-mixin over the one ``StoreConnection`` (``connection``), so call sites keep one object:
-``store.results(run_id)``.
+Each family (``datasets``, ``runs`` and its ``pages``, ``prompts``, ``cache``, ``gold``,
+``batches``) is a mixin over the one ``StoreConnection`` (``connection``), so call sites keep
+one object: ``store.results(run_id)``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from extraction_eval.backends.local.batches import BatchTables
 from extraction_eval.backends.local.cache import CacheTables
 from extraction_eval.backends.local.datasets import DatasetTables, _dataset_row
 from extraction_eval.backends.local.gold import GoldTables
+from extraction_eval.backends.local.pages import ResultPages
 from extraction_eval.backends.local.prompts import PromptTables
-from extraction_eval.backends.local.runs import RunTables
 
 __all__ = ["SAMPLE_DATASET", "LocalStore", "default_home", "default_store_path"]
 
@@ -37,7 +37,7 @@ def default_store_path() -> Path:
     return default_home() / "store.db"
 
 
-class LocalStore(DatasetTables, RunTables, PromptTables, CacheTables, GoldTables, BatchTables):
+class LocalStore(DatasetTables, ResultPages, PromptTables, CacheTables, GoldTables, BatchTables):
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 
     One connection shared behind a lock: the runner records results from worker threads, and
