@@ -17,6 +17,7 @@ from extraction_eval.commands.common import err_console
 from extraction_eval.commands.datasets import datasets_app
 from extraction_eval.commands.gold import gold_app
 from extraction_eval.commands.matrix import matrix_cmd
+from extraction_eval.commands.power import power_cmd
 from extraction_eval.commands.prompts import prompts_app
 from extraction_eval.commands.report import report_cmd
 from extraction_eval.commands.run import run_cmd
@@ -35,6 +36,7 @@ app.command("run")(run_cmd)
 app.command("compare")(compare_cmd)
 app.command("report")(report_cmd)
 app.command("matrix")(matrix_cmd)
+app.command("power")(power_cmd)
 app.command("seed")(seed)
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(runs_app, name="runs")

@@ -15,8 +15,11 @@ from numpy.typing import NDArray
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators import ContextIndex, GoldView, ScoringConfig
+from extraction_eval.evaluators.clustered import RepeatVariance, repeat_variance
+from extraction_eval.evaluators.counts import COLUMNS as PAIRED_COLUMNS
 from extraction_eval.evaluators.counts import WIDTH as PAIRED_WIDTH
 from extraction_eval.evaluators.counts import item_row
+from extraction_eval.evaluators.multiple import Correction, adjust_named
 from extraction_eval.evaluators.paired import PairedComparison, paired_compare_counts
 from extraction_eval.evaluators.repeats import (
     Agreement,
@@ -58,6 +61,8 @@ class RepeatGroup:
     runs: list[str]
     spread: dict[str, Spread]
     agreement: Agreement
+    # headline metric -> pooled value, cluster-bootstrap CI, item vs run-to-run variance
+    variance: dict[str, RepeatVariance] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,6 +73,9 @@ class MatrixTable:
     # headline metric -> the rows NOT significantly different from the best one (paired
     # bootstrap CI of Δ = row − best contains 0; the best rows themselves not listed)
     similar: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # each (metric, cell) comparison with the best: Δ, CI, p raw and adjusted, verdict
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    correction: Correction = "holm"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,12 +93,14 @@ class MatrixTable:
             ],
             "best": {k: list(v) for k, v in self.best.items()},
             "not_significantly_different": {k: list(v) for k, v in self.similar.items()},
+            "comparisons_with_best": {"correction": self.correction, "tests": self.tests},
             "repeats": [
                 {
                     "name": g.name,
                     "runs": g.runs,
                     "spread": {k: vars(s) for k, s in g.spread.items()},
                     "agreement": g.agreement.to_json(),
+                    "variance": {k: v.to_json() for k, v in g.variance.items()},
                 }
                 for g in self.repeats
             ],
@@ -131,13 +141,16 @@ def matrix_table(
     cells: Sequence[CellOutcome],
     items: Sequence[DatasetItem],
     scoring: ScoringConfig | None = None,
+    correction: Correction = "holm",
 ) -> MatrixTable:
     """The table of every cell, the best cell per metric, the cells not significantly
     different from the best (headline metrics), and each repeat group's spread and per-item
     agreement (read from the stored results)."""
     rows = [cell_row(c.cell.name, c.run) for c in cells]
     best = best_cells({r.name: r.values for r in rows}, METRICS, lower_is_better=LOWER_IS_BETTER)
-    similar = not_significantly_different(store, cells, items, best, scoring or ScoringConfig())
+    similar, tests = not_significantly_different(
+        store, cells, items, best, scoring or ScoringConfig(), correction
+    )
     groups: dict[str, list[CellOutcome]] = {}
     for c in cells:
         if c.cell.repeat is not None:
@@ -156,9 +169,10 @@ def matrix_table(
                     for metric in METRICS
                 },
                 agreement=item_agreement(outputs),
+                variance=_repeat_variance(store, members, items, scoring or ScoringConfig()),
             )
         )
-    return MatrixTable(rows=rows, best=best, repeats=repeats, similar=similar)
+    return MatrixTable(rows, best, repeats, similar, tests, correction)
 
 
 def not_significantly_different(
@@ -167,12 +181,16 @@ def not_significantly_different(
     items: Sequence[DatasetItem],
     best: Mapping[str, tuple[str, ...]],
     scoring: ScoringConfig,
-) -> dict[str, tuple[str, ...]]:
-    """Per headline metric, the cells whose paired bootstrap CI of Δ (cell − best) contains
-    0: on the items both runs have a result, each bootstrap replicate draws the same items
-    for both (``evaluators/paired.py``; ``scoring``'s resamples, seed and confidence). With
-    several tied best cells, the first (by name) is the reference. One comparison per
-    (reference, cell) pair serves every metric."""
+    correction: Correction = "holm",
+) -> tuple[dict[str, tuple[str, ...]], list[dict[str, Any]]]:
+    """Per headline metric, the cells not significantly different from the best: the paired
+    bootstrap CI of Δ (cell − best) contains 0, or the comparison's p-value, adjusted over
+    every (metric, cell) comparison of the matrix (``correction``), is not below α, or the
+    evidence is insufficient (too few shared items). On the items both runs have a result,
+    each bootstrap replicate draws the same items for both (``evaluators/paired.py``;
+    ``scoring``'s resamples, seed, confidence and CI method). With several tied best cells,
+    the first (by name) is the reference. One comparison per (reference, cell) pair serves
+    every metric. Also returns each comparison (Δ, CI, raw and adjusted p, verdict)."""
     by_name = {c.cell.name: c for c in cells}
     context = ContextIndex({item.id: item.text for item in items})
     rows: dict[str, tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}
@@ -183,14 +201,12 @@ def not_significantly_different(
         return rows[name]
 
     compared: dict[tuple[str, str], PairedComparison] = {}
-    out: dict[str, tuple[str, ...]] = {}
+    tests: list[dict[str, Any]] = []
     for metric in HEADLINE:
         if not best.get(metric) or scoring.resamples == 0:
-            out[metric] = ()
             continue
         reference = best[metric][0]
         ref_rows, ref_present = counts(reference)
-        close = []
         for name in by_name:
             if name in best[metric]:
                 continue
@@ -204,10 +220,65 @@ def not_significantly_different(
                     resamples=scoring.resamples,
                     seed=scoring.seed,
                     confidence=scoring.confidence,
+                    method=scoring.ci,
+                    correction="none",  # corrected below, over the whole matrix
                 )
-            if compared[key].metric(metric).verdict == "no significant change":
-                close.append(name)
-        out[metric] = tuple(close)
+            m = compared[key].metric(metric)
+            tests.append(
+                {
+                    "metric": metric,
+                    "cell": name,
+                    "best": reference,
+                    "items": compared[key].items,
+                    "delta": m.delta,
+                    "ci": None if m.ci_low is None else [m.ci_low, m.ci_high],
+                    "test": "paired bootstrap",
+                    "p_value": m.p_value,
+                    "verdict_uncorrected": m.verdict,
+                }
+            )
+    adjusted = adjust_named({str(i): t["p_value"] for i, t in enumerate(tests)}, correction)
+    alpha = 1.0 - scoring.confidence
+    out: dict[str, tuple[str, ...]] = {metric: () for metric in HEADLINE}
+    for i, t in enumerate(tests):
+        t["p_adjusted"] = adjusted[str(i)]
+        verdict = t["verdict_uncorrected"]
+        p_adj = t["p_adjusted"]
+        # as MetricComparison.verdict: a p the correction raised to α or above drops the claim
+        kept = correction == "none" or p_adj is None or p_adj < alpha
+        if verdict in ("improved", "regressed") and not kept:
+            verdict = "no significant change"  # a difference the correction does not keep
+        t["verdict"] = verdict
+        if t["verdict"] not in ("improved", "regressed"):
+            out[t["metric"]] += (t["cell"],)
+    return out, tests
+
+
+def _repeat_variance(
+    store: LocalStore,
+    members: Sequence[CellOutcome],
+    items: Sequence[DatasetItem],
+    scoring: ScoringConfig,
+) -> dict[str, RepeatVariance]:
+    """Each headline metric of a repeated cell pooled over its K runs, on the items every run
+    has a result for: cluster-bootstrap CI by item, and the item vs run-to-run split."""
+    context = ContextIndex({item.id: item.text for item in items})
+    rows = [_count_rows(store, m.run, items, scoring, context) for m in members]
+    present = np.logical_and.reduce([p for _, p in rows])
+    if not present.any() or scoring.resamples == 0:
+        return {}
+    out = {}
+    for metric, group in (("entity_f1", "entity"), ("entity_typed_f1", "entity_typed"),
+                          ("relationship_f1", "relationship")):  # fmt: skip
+        cols = [PAIRED_COLUMNS.index(f"{group}_{c}") for c in ("tp", "fp", "fn")]
+        out[metric] = repeat_variance(
+            [r[present][:, cols] for r, _ in rows],
+            "f1",
+            resamples=scoring.resamples,
+            seed=scoring.seed,
+            confidence=scoring.confidence,
+            method=scoring.ci,
+        )
     return out
 
 

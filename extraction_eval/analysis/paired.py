@@ -23,9 +23,17 @@ from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
-from extraction_eval.evaluators.counts import StoredCounts, counts_key, decode_counts, item_row
+from extraction_eval.evaluators.counts import (
+    COLUMNS,
+    StoredCounts,
+    counts_key,
+    decode_counts,
+    item_row,
+)
 from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
 from extraction_eval.evaluators.gold_view import scored_gold
+from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
+from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
 from extraction_eval.evaluators.paired import (
     GateFailure,
     PairedAccumulator,
@@ -33,9 +41,11 @@ from extraction_eval.evaluators.paired import (
     check_tolerances,
     regression_gate,
 )
+from extraction_eval.evaluators.power import PowerAnalysis, analyse
+from extraction_eval.evaluators.verdict_rules import MIN_ITEMS
 from extraction_eval.limits import MAX_RESAMPLES
 from extraction_eval.types import DatasetItem, Extraction
-from extraction_eval.validation import check_int
+from extraction_eval.validation import check_choice, check_int
 
 # item id -> the item (text, gold, schema) of a run's dataset version
 GoldLoader = Callable[[RunRecord], Mapping[str, DatasetItem]]
@@ -59,6 +69,8 @@ class RunComparison:
     warnings: list[str] = field(default_factory=list)
     gate: list[GateFailure] | None = None  # set by ``check_gate``
     tolerances: dict[str, float] = field(default_factory=dict)
+    # headline metric -> what this comparison could detect (evaluators/power.py)
+    power: dict[str, PowerAnalysis] = field(default_factory=dict)
 
     def check_gate(self, tolerances: Mapping[str, float]) -> list[GateFailure]:
         self.tolerances = {k: float(tolerances[k]) for k in sorted(tolerances)}
@@ -119,6 +131,7 @@ class RunComparison:
             "not_in_gold": ids(self.not_in_gold),
             "differences": self.differences,
             "warnings": self.warnings,
+            "power": {k: v.to_json() for k, v in self.power.items()},
         }
         out["gate"] = (
             None
@@ -195,7 +208,10 @@ class CompareOptions:
     compares runs of different datasets, versions or item sets (named in the warnings);
     ``tolerances`` (metric -> allowed drop) runs the regression gate; ``top``: the changed
     items the diff lists; ``refuse_as``: the field a refusal names (``baseline`` when a run
-    compares itself with its baseline). Checked on construction, before any work."""
+    compares itself with its baseline); ``ci``: the interval method (None: the one A was
+    run with); ``correction``: how the metrics' p-values are adjusted as one family; fewer
+    than ``min_items`` paired items make every verdict ``insufficient``
+    (evaluators/verdict_rules.py). Checked on construction, before any work."""
 
     resamples: int = 10_000
     seed: int = 42
@@ -203,11 +219,18 @@ class CompareOptions:
     tolerances: Mapping[str, float] | None = None
     top: int = 10
     refuse_as: str = "force"
+    ci: CiMethod | None = None
+    correction: Correction = "holm"
+    min_items: int = MIN_ITEMS
 
     def __post_init__(self) -> None:
         check_int("resamples", self.resamples, minimum=1, maximum=MAX_RESAMPLES)
         check_int("seed", self.seed, minimum=0)
         check_int("top", self.top, minimum=0)
+        if self.ci is not None:
+            check_choice("ci", self.ci, CI_METHODS)
+        check_choice("correction", self.correction, CORRECTIONS)
+        check_int("min_items", self.min_items, minimum=1)
         if self.tolerances:
             check_tolerances(self.tolerances)
 
@@ -505,7 +528,12 @@ def _epilogue(
         a=a,
         b=b,
         comparison=acc.compare(
-            resamples=options.resamples, seed=options.seed, confidence=scoring.confidence
+            resamples=options.resamples,
+            seed=options.seed,
+            confidence=scoring.confidence,
+            method=options.ci or scoring.ci,
+            correction=options.correction,
+            min_items=options.min_items,
         ),
         scoring=scoring,
         only_in_a=only_in_a,
@@ -514,6 +542,12 @@ def _epilogue(
         differences=differences,
         warnings=warnings,
     )
+    rows_a, rows_b = acc.matrices()
+    if acc.n >= options.min_items:  # below it the MDE would be a number without meaning
+        for name in ("entity_f1", "relationship_f1"):
+            result.power[name] = analyse(
+                rows_a, rows_b, COLUMNS, name, alpha=1.0 - scoring.confidence
+            )
     if options.tolerances:
         result.check_gate(options.tolerances)
     return result

@@ -33,7 +33,9 @@ from extraction_eval.evaluators.diff import (
 )
 from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.gold_view import scored_gold
+from extraction_eval.evaluators.intervals import METHOD_TEXT
 from extraction_eval.evaluators.item import Grounding
+from extraction_eval.evaluators.multiple import CORRECTION_TEXT
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 from extraction_eval.validation import web_url
@@ -545,10 +547,13 @@ def comparison_view(result: RunComparison) -> dict[str, Any]:
     return {
         "note": (
             f"{paired.items} items paired by id, both runs' outputs scored with A's settings"
-            " (the figures of `compare A B`). Δ = B − A with a paired percentile bootstrap"
-            f" {paired.confidence:.0%} CI ({paired.resamples:,} resamples of the items, seed"
-            f" {paired.seed}); the verdict says improved or regressed only when the CI"
-            " excludes 0."
+            f" (the figures of `compare A B`). Δ = B − A with a paired"
+            f" {METHOD_TEXT[paired.ci_method]} {paired.confidence:.0%} CI"
+            f" ({paired.resamples:,} resamples of the items, seed {paired.seed}); the verdict"
+            " says improved or regressed only when the CI excludes 0 and the p-value,"
+            f" adjusted over every metric ({CORRECTION_TEXT[paired.correction]}), is below"
+            f" α; insufficient below {paired.min_items} items or on a zero-width CI resting on"
+            " few items."
         ),
         "rows": rows,
         "extras": extras,

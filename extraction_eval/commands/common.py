@@ -6,7 +6,7 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import Annotated, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.markup import escape
@@ -20,6 +20,46 @@ err_console = SafeConsole(stderr=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+# Options the statistics share across commands (docs/statistics.md); --ci is in options.py.
+CorrectionOpt = Annotated[
+    str,
+    typer.Option(
+        help="Many comparisons at once: holm (family-wise error) | bh (false discovery rate)"
+        " | none.",
+    ),
+]
+MinItemsOpt = Annotated[
+    int,
+    typer.Option(help="Fewer paired items than this: every verdict is 'insufficient'."),
+]
+
+
+PpiOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ppi",
+        help="Prediction-powered P/R/F1: model-voted gold corrected by --human's verified items.",
+    ),
+]
+HumanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--human",
+        help="JSONL of human-verified items (id, entities, relationships): a RANDOM sample.",
+    ),
+]
+
+
+def check_ppi(ppi: bool, human: Path | None) -> None:
+    """``--ppi`` needs ``--human`` (and the file readable) before any work."""
+    if ppi and human is None:
+        fail("--ppi needs --human FILE (the human-verified items, a random sample)")
+    if human is not None:
+        if not ppi:
+            fail("--human is read with --ppi")
+        check_readable("--human", human)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -91,7 +91,9 @@ def build_cmd(
             build = build_gold(config, store, backend, write=not no_upload)
     finally:
         backend.close()
-    render_build(build, config, console, err_console)
+    from extraction_eval.evaluators.agreement import gold_agreement
+
+    render_build(build, config, console, err_console, agreement=gold_agreement(build.votes))
 
 
 @gold_app.command("review")

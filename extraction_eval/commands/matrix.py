@@ -51,6 +51,14 @@ def matrix_cmd(
     max_objects: o.MaxObjectsOrFile = None,
     no_cache: o.NoCache = False,
     refresh_cache: o.RefreshCache = False,
+    ci: o.CiOrFile = None,
+    correction: Annotated[
+        str | None,
+        typer.Option(
+            help="Comparisons with the best cell, cells × metrics: holm (family-wise error)"
+            " | bh (false discovery rate) | none."
+        ),
+    ] = None,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""

@@ -113,6 +113,13 @@ MaxAttempts = Annotated[int, _MAX_ATTEMPTS]
 MaxAttemptsOrFile = Annotated[int | None, _MAX_ATTEMPTS]
 Match = Annotated[str, _MATCH]
 MatchOrFile = Annotated[str | None, _MATCH]
+_CI = typer.Option(
+    "--ci",
+    help="Bootstrap interval: expanded (Hesterberg's expanded percentile, honest at small N)"
+    " | percentile.",
+)
+Ci = Annotated[str, _CI]
+CiOrFile = Annotated[str | None, _CI]
 Threshold = Annotated[float, _THRESHOLD]
 ThresholdOrFile = Annotated[float | None, _THRESHOLD]
 Backend = Annotated[str, _BACKEND]

@@ -13,7 +13,10 @@ import typer
 
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
+    HumanOpt,
+    PpiOpt,
     cache_mode,
+    check_ppi,
     check_readable,
     console,
     err_console,
@@ -97,6 +100,9 @@ def run_cmd(
             " the baseline reaches a drop larger than TOLERANCE. Repeatable."
         ),
     ] = None,
+    ci: o.Ci = "expanded",
+    ppi: PpiOpt = False,
+    human: HumanOpt = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import check_run, find_baseline
@@ -119,6 +125,7 @@ def run_cmd(
         match=match,  # type: ignore[arg-type]
         threshold=threshold,
         max_objects=max_objects,
+        ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
     )
     config = RunConfig(
         dataset=dataset,
@@ -154,6 +161,7 @@ def run_cmd(
         schema=run_schema,
     )
     base = find_baseline(baseline, fail_on_regression or [], config.dataset)
+    check_ppi(ppi, human)
     if dry_run:
         from extraction_eval.experiments.run import estimate_run
         from extraction_eval.views.runs import render_estimate
@@ -176,6 +184,14 @@ def run_cmd(
             f"[red]stopped: budget[/] {error_line(checks.budget)}", highlight=False, soft_wrap=True
         )
         raise typer.Exit(1)
+    if human is not None:
+        from extraction_eval.backends.local import LocalStore
+        from extraction_eval.commands.runs import ppi_of_runs
+        from extraction_eval.views.ppi import render_ppi
+
+        store = LocalStore()
+        for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
+            render_ppi(r, console)
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     result = checks.baseline

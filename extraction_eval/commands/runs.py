@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
 from extraction_eval.commands.common import (
+    CorrectionOpt,
+    HumanOpt,
+    MinItemsOpt,
+    PpiOpt,
+    check_ppi,
     check_writable,
     console,
     err_console,
@@ -304,6 +310,16 @@ def compare_cmd(
     ] = False,
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
     fail_on_regression: FailOnRegressionOpt = None,
+    ci: Annotated[
+        str | None,
+        typer.Option(
+            "--ci", help="expanded | percentile bootstrap interval (default: the one A ran with)."
+        ),
+    ] = None,
+    correction: CorrectionOpt = "holm",
+    min_items: MinItemsOpt = 10,
+    ppi: PpiOpt = False,
+    human: HumanOpt = None,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
@@ -322,6 +338,7 @@ def compare_cmd(
     if fmt not in ("text", "json"):
         fail(f"--format must be text or json, got {fmt!r}")
     tolerances = parse_tolerances(fail_on_regression or [])
+    check_ppi(ppi, human)
     store = LocalStore()
     a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
     if item is not None:
@@ -332,23 +349,52 @@ def compare_cmd(
         a,
         b,
         options=CompareOptions(
-            top=top, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+            top=top,
+            resamples=resamples,
+            seed=seed,
+            force=force,
+            tolerances=tolerances,
+            ci=ci,  # type: ignore[arg-type]  # checked by CompareOptions
+            correction=correction,  # type: ignore[arg-type]
+            min_items=min_items,
         ),
     )
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
+    corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
     if fmt == "json":
         import json
 
         data["diff"] = diff.to_json()
+        if corrected:
+            data["ppi"] = {r.run: r.to_json() for r in corrected}
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         from extraction_eval.views.paired import render_paired
 
         render_paired(data, console)
         render_run_diff(diff, console)
+        if corrected:
+            from extraction_eval.views.ppi import render_ppi
+
+            for r in corrected:
+                render_ppi(r, console)
     report_gate(result.gate_line(), bool(result.gate))
+
+
+def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:
+    """Each run's PPI-corrected P/R/F1 with the verified items of ``human``."""
+    from extraction_eval.analysis.ppi import read_human_gold, run_ppi
+
+    verified, warnings = read_human_gold(human)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    out = [run_ppi(store, run, verified) for run in runs]
+    for r in out:
+        for warning in r.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    return out
 
 
 def report_gate(line: str | None, failed: bool) -> None:

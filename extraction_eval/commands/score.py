@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from extraction_eval.commands import options as o
 from extraction_eval.commands.common import check_readable, check_writable, error_line
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
@@ -58,6 +59,7 @@ def _run(
     min_gold_confidence: float | None = None,
     schema: Path | None = None,
     max_objects: int = DEFAULT_MAX_OBJECTS,
+    ci: str = "expanded",
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -92,6 +94,7 @@ def _run(
             resamples=resamples,
             seed=seed,
             max_objects=max_objects,
+            ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
         )
     except InvalidValue as exc:
         raise UsageError(error_line(exc)) from None
@@ -179,6 +182,7 @@ def score(
             help="JSON schema file for every gold line (its labels map gold labels).",
         ),
     ] = None,
+    ci: o.Ci = "expanded",
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -206,6 +210,7 @@ def score(
             min_gold_confidence,
             schema,
             max_objects,
+            ci,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

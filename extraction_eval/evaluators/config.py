@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Literal, get_args
 
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_RESAMPLES
 from extraction_eval.validation import check_choice, check_int, check_number
 
@@ -73,6 +74,8 @@ class ScoringConfig:
     resamples: int = 10_000
     seed: int = 42
     confidence: float = 0.95
+    # how bootstrap quantiles make an interval (evaluators/intervals.py)
+    ci: CiMethod = "expanded"
     # objects of one kind (entities, relationships) per item and side; more is the item's error
     max_objects: int = DEFAULT_MAX_OBJECTS
     _inverse: dict[str, str] = field(init=False, repr=False, compare=False, hash=False)
@@ -81,6 +84,7 @@ class ScoringConfig:
         # InvalidValue is a ValueError too: callers that catch ValueError keep working.
         check_choice("match", self.match, MATCH_MODES)
         check_choice("evidence", self.evidence, EVIDENCE_MODES)
+        check_choice("ci", self.ci, CI_METHODS)
         check_number("threshold", self.threshold, minimum=0.0, maximum=1.0)
         check_number("span_threshold", self.span_threshold, minimum=0.0, maximum=1.0)
         check_number("confidence", self.confidence, above=0.0)
@@ -114,13 +118,14 @@ class ScoringConfig:
             "resamples": self.resamples,
             "seed": self.seed,
             "confidence": self.confidence,
+            "ci": self.ci,
         }
 
     def count_fields(self) -> dict[str, object]:
         """The settings that decide an item's counts (how objects match and are grounded), not
-        the bootstrap's resamples, seed and confidence level."""
+        the bootstrap's resamples, seed, confidence level and interval method."""
         out = self.to_json()
-        for key in ("resamples", "seed", "confidence"):
+        for key in ("resamples", "seed", "confidence", "ci"):
             out.pop(key)
         return out
 

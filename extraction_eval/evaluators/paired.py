@@ -19,6 +19,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -33,11 +34,20 @@ from extraction_eval.evaluators.counts import (
     item_row,
     metric_arrays,
 )
+from extraction_eval.evaluators.intervals import (
+    METHOD_TEXT,
+    CiMethod,
+    bootstrap_p_value,
+    quantile_levels,
+)
 from extraction_eval.evaluators.item import ItemScore, TypeCount
 from extraction_eval.evaluators.metrics import LOWER_IS_BETTER, Counts, f1
+from extraction_eval.evaluators.multiple import CORRECTION_TEXT, Correction
 from extraction_eval.evaluators.stats import resampled_sums
+from extraction_eval.evaluators.verdict_rules import MIN_ITEMS, corrected, insufficient
+from extraction_eval.validation import check_int
 
-Verdict = Literal["improved", "regressed", "no significant change", "undefined"]
+Verdict = Literal["improved", "regressed", "no significant change", "undefined", "insufficient"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +63,25 @@ class MetricComparison:
     lower_is_better: bool
     # replicates where Δ was defined (both runs' metric defined on the resample)
     resamples_defined: int
+    # two-sided paired bootstrap p of Δ = 0 (raw), and adjusted over the comparison's family
+    # (None: not corrected; the verdict is the CI's alone)
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    alpha: float = 0.05
+    # why the evidence cannot carry a verdict (too few items, a zero-width CI); None: it can
+    insufficient: str | None = None
 
     @property
     def verdict(self) -> Verdict:
-        """improved / regressed when the CI of Δ excludes 0, in the metric's good direction."""
+        """improved / regressed when the CI of Δ excludes 0 (and, when the family is
+        corrected, the adjusted p is below α), in the metric's good direction; insufficient
+        when the evidence cannot carry a verdict."""
         if self.ci_low is None or self.ci_high is None:
             return "undefined"
+        if self.insufficient is not None:
+            return "insufficient"
+        if self.p_adjusted is not None and self.p_adjusted >= self.alpha:
+            return "no significant change"
         if self.ci_low > 0:
             return "regressed" if self.lower_is_better else "improved"
         if self.ci_high < 0:
@@ -82,7 +105,13 @@ class MetricComparison:
             else {"low": self.ci_low, "high": self.ci_high},
             "lower_is_better": self.lower_is_better,
             "resamples_defined": self.resamples_defined,
+            "p_value": {
+                "test": "paired bootstrap",
+                "raw": self.p_value,
+                "adjusted": self.p_adjusted,
+            },
             "verdict": self.verdict,
+            "insufficient": self.insufficient,
         }
 
 
@@ -97,6 +126,7 @@ class McNemar:
     b10: int
     both_wrong: int
     p_value: float
+    p_adjusted: float | None = None  # over the comparison's family (None: not corrected)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +135,7 @@ class McNemar:
             "b10": self.b10,
             "both_wrong": self.both_wrong,
             "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
         }
 
 
@@ -212,6 +243,9 @@ class PairedComparison:
     mcnemar: McNemar
     entity_types: tuple[TypeComparison, ...]
     relationship_types: tuple[TypeComparison, ...]
+    ci_method: CiMethod = "expanded"
+    correction: Correction = "holm"
+    min_items: int = MIN_ITEMS
 
     def metric(self, name: str) -> MetricComparison:
         for m in self.metrics:
@@ -223,11 +257,18 @@ class PairedComparison:
         return {
             "items": self.items,
             "bootstrap": {
-                "method": "paired percentile bootstrap over items",
+                "method": f"paired {METHOD_TEXT[self.ci_method]} over items",
+                "ci_method": self.ci_method,
                 "level": self.confidence,
                 "resamples": self.resamples,
                 "seed": self.seed,
             },
+            "correction": {
+                "method": self.correction,
+                "text": CORRECTION_TEXT[self.correction],
+                "family": "every compared metric's paired bootstrap p and McNemar's p",
+            },
+            "min_items": self.min_items,
             "metrics": {m.name: m.to_json() for m in self.metrics},
             "mcnemar": self.mcnemar.to_json(),
             "per_type": {
@@ -318,7 +359,14 @@ class PairedAccumulator:
         return both[:, :WIDTH], both[:, WIDTH:]
 
     def compare(
-        self, *, resamples: int = 10_000, seed: int = 42, confidence: float = 0.95
+        self,
+        *,
+        resamples: int = 10_000,
+        seed: int = 42,
+        confidence: float = 0.95,
+        method: CiMethod = "expanded",
+        correction: Correction = "holm",
+        min_items: int = MIN_ITEMS,
     ) -> PairedComparison:
         a, b = self.matrices()
         self._flush()
@@ -328,6 +376,9 @@ class PairedAccumulator:
             resamples=resamples,
             seed=seed,
             confidence=confidence,
+            method=method,
+            correction=correction,
+            min_items=min_items,
             entity_types=self.entity_types.comparisons("entity"),
             relationship_types=self.relationship_types.comparisons("relationship"),
         )
@@ -339,13 +390,23 @@ def paired_compare(
     resamples: int = 10_000,
     seed: int = 42,
     confidence: float = 0.95,
+    method: CiMethod = "expanded",
+    correction: Correction = "holm",
+    min_items: int = MIN_ITEMS,
 ) -> PairedComparison:
     """Compare run A with run B on the same items: ``pairs`` yields (A's score, B's score) of
     each item. Byte-identical ``to_json`` for the same items and seed, in any item order."""
     acc = PairedAccumulator()
     for a, b in pairs:
         acc.add(a, b)
-    return acc.compare(resamples=resamples, seed=seed, confidence=confidence)
+    return acc.compare(
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        method=method,
+        correction=correction,
+        min_items=min_items,
+    )
 
 
 def _scalar(values: NDArray[np.float64]) -> float | None:
@@ -395,9 +456,18 @@ def paired_compare_counts(
     confidence: float = 0.95,
     entity_types: tuple[TypeComparison, ...] = (),
     relationship_types: tuple[TypeComparison, ...] = (),
+    method: CiMethod = "expanded",
+    correction: Correction = "holm",
+    min_items: int = MIN_ITEMS,
 ) -> PairedComparison:
     """:func:`paired_compare` on count matrices (n × :data:`WIDTH`, row i of both = item i):
-    the entry point for callers that keep their own rows (e.g. a config matrix)."""
+    the entry point for callers that keep their own rows (e.g. a config matrix).
+
+    ``method``: how bootstrap quantiles make the CI of Δ (:mod:`.intervals`). ``correction``:
+    how the p-values of every metric and McNemar's are adjusted as one family
+    (:mod:`.multiple`). Fewer than ``min_items`` paired items, or a CI of Δ of zero width
+    resting on fewer than ``min_items`` changed items, make a metric's verdict
+    ``insufficient`` (:mod:`.verdict_rules`)."""
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     if a.shape != b.shape or a.ndim != 2 or a.shape[1] != WIDTH:
@@ -409,24 +479,35 @@ def paired_compare_counts(
     n = a.shape[0]
     point_a = metric_arrays(a.sum(axis=0, dtype=np.int64)[None, :].astype(np.float64), n)
     point_b = metric_arrays(b.sum(axis=0, dtype=np.int64)[None, :].astype(np.float64), n)
-    alpha = (1.0 - confidence) / 2.0
+    check_int("min_items", min_items, minimum=1)
+    levels = list(quantile_levels(a.shape[0], confidence, method))
     deltas: dict[str, NDArray[np.float64]] = {}
     if n and resamples:
         sums_a, sums_b = paired_sums(a, b, resamples=resamples, seed=seed)
         boot_a, boot_b = metric_arrays(sums_a, n), metric_arrays(sums_b, n)
         deltas = {name: boot_b[name] - boot_a[name] for name in METRICS}
+    per_item: list[dict[str, NDArray[np.float64]]] = []
+
+    def changed(name: str) -> int:
+        """Items whose own value of the metric differs between A and B (NaN: undefined)."""
+        if not per_item:
+            per_item.extend(metric_arrays(x.astype(np.float64), 1) for x in (a, b))
+        va, vb = per_item[0][name], per_item[1][name]
+        return int(np.count_nonzero((va != vb) & ~(np.isnan(va) & np.isnan(vb))))
+
     metrics = []
     for name in METRICS:
         va, vb = _scalar(point_a[name]), _scalar(point_b[name])
         delta = None if va is None or vb is None else vb - va
-        lo = hi = None
+        lo = hi = p = None
         defined = 0
         if name in deltas and delta is not None:
             d = deltas[name]
             d = d[~np.isnan(d)]
             defined = int(d.size)
             if defined:
-                lo, hi = (float(v) for v in np.quantile(d, [alpha, 1.0 - alpha]))
+                lo, hi = (float(v) for v in np.quantile(d, levels))
+                p = bootstrap_p_value(d, delta, n, method)
         metrics.append(
             MetricComparison(
                 name=name,
@@ -437,6 +518,9 @@ def paired_compare_counts(
                 ci_high=hi,
                 lower_is_better=name in LOWER_IS_BETTER,
                 resamples_defined=defined,
+                p_value=p,
+                alpha=1.0 - confidence,
+                insufficient=insufficient(n, min_items, delta, lo, hi, partial(changed, name)),
             )
         )
     right_a = a[:, COLUMN_INDEX["right"]].astype(bool)
@@ -447,6 +531,7 @@ def paired_compare_counts(
         both_right=int((right_a & right_b).sum()),
         both_wrong=int((~right_a & ~right_b).sum()),
     )
+    metrics, mcnemar = corrected(metrics, mcnemar, correction)
     return PairedComparison(
         items=n,
         resamples=resamples,
@@ -456,6 +541,9 @@ def paired_compare_counts(
         mcnemar=mcnemar,
         entity_types=entity_types,
         relationship_types=relationship_types,
+        ci_method=method,
+        correction=correction,
+        min_items=min_items,
     )
 
 
@@ -480,8 +568,11 @@ class GateFailure:
     tolerance: float
     bound: float | None  # the bad-side CI bound of Δ, signed as Δ (None: undefined)
     lower_is_better: bool = False
+    insufficient: str | None = None  # too little evidence for any verdict: why
 
     def describe(self) -> str:
+        if self.insufficient is not None:
+            return f"{self.metric}: insufficient evidence ({self.insufficient})"
         if self.bound is None:
             return f"{self.metric}: Δ has no CI (undefined in a run), a regression is not ruled out"
         if self.lower_is_better:
@@ -497,12 +588,20 @@ def regression_gate(
 ) -> list[GateFailure]:
     """The metrics that fail the gate: the CI bound of Δ on the bad side (low bound; high
     bound for lower-is-better metrics, mirrored) lies beyond −tolerance. A metric with no CI
-    (undefined in either run) fails too: nothing rules a regression out."""
+    (undefined in either run) fails too: nothing rules a regression out, and so does a metric
+    whose evidence is insufficient (too few paired items, a zero-width CI on few items).
+
+    The gate passes only when EVERY gated metric's CI rules its regression out: an
+    intersection–union test, whose chance of passing while some metric did regress is at
+    most α without any multiplicity correction (Berger 1982), so its CIs are not widened."""
     check_tolerances(tolerances)
     failures = []
     for name in sorted(tolerances):
         tol = float(tolerances[name])
         m = comparison.metric(name)
+        if m.insufficient is not None and m.ci_low is not None:
+            failures.append(GateFailure(name, tol, None, m.lower_is_better, m.insufficient))
+            continue
         worst = m.worst_case()
         if worst is None or worst < -tol:
             bound = None if worst is None else (-worst if m.lower_is_better else worst)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from extraction_eval.evaluators.config import ScoringConfig
+from extraction_eval.evaluators.intervals import METHOD_TEXT
 from extraction_eval.evaluators.item import (
     VALUE_NAMES,
     AttributeCount,
@@ -32,6 +33,7 @@ from extraction_eval.evaluators.metrics import (
 )
 from extraction_eval.evaluators.stats import bootstrap_prf, bootstrap_ratios
 from extraction_eval.evaluators.taxonomy import CATEGORIES
+from extraction_eval.evaluators.verdict_rules import approximate_warning
 
 
 class _TypeSums:
@@ -224,6 +226,7 @@ class ReportAccumulator:
             resamples=config.resamples,
             seed=config.seed,
             confidence=config.confidence,
+            method=config.ci,
             failed=np.frombuffer(self.failed_flags, dtype=np.int8).astype(np.bool_),
         )
         all_warnings = list(warnings)
@@ -234,6 +237,8 @@ class ReportAccumulator:
                 + ", ".join(no_prediction[:20])
                 + (f", ... ({len(no_prediction) - 20} more)" if len(no_prediction) > 20 else "")
             )
+        if ci is not None and (small := approximate_warning(self.n)):
+            all_warnings.append(small)
         return {
             "config": config.to_json(),
             "items": self.n,
@@ -314,7 +319,11 @@ class ReportAccumulator:
             )
             dense[k] = column
         ci = bootstrap_ratios(
-            dense, resamples=config.resamples, seed=config.seed, confidence=config.confidence
+            dense,
+            resamples=config.resamples,
+            seed=config.seed,
+            confidence=config.confidence,
+            method=config.ci,
         )
         pooled: dict[str, dict[str, Any]] = {}
         for k in keys:
@@ -357,7 +366,8 @@ def aggregate(
 def _ci_json(ci: dict[str, dict[str, list[float]]] | None, config: ScoringConfig) -> dict[str, Any]:
     """Flat names matching the item scores: ``entity_f1: {"low", "high"}``, ..."""
     out: dict[str, Any] = {
-        "method": "percentile bootstrap over items",
+        "method": f"{METHOD_TEXT[config.ci]} over items",
+        "ci_method": config.ci,
         "level": config.confidence,
         "resamples": config.resamples,
         "seed": config.seed,

@@ -5,7 +5,8 @@ resample's multiplicities of its distinct rows as one multinomial: the same dist
 resample sums the items' integer counts and computes micro precision / recall / F1 from the
 sums (the same rule as the headline: a resample whose counts are all 0 gets the both-empty 1.0
 only when it drew no failed item). Rows are put in a canonical order first, so the interval
-depends on the multiset of items, not on their order or ids. Percentile intervals (numpy's
+depends on the multiset of items, not on their order or ids. Expanded percentile (default)
+or plain percentile intervals (:mod:`.intervals`; numpy's
 default linear interpolation).
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from extraction_eval.evaluators.intervals import CiMethod, quantile_levels
 from extraction_eval.evaluators.metrics import prf_arrays
 
 # Bound memory: one chunk of resample weights holds at most this many cells.
@@ -111,8 +113,10 @@ def bootstrap_prf(
     seed: int,
     confidence: float = 0.95,
     failed: NDArray[np.bool_] | None = None,
+    method: CiMethod = "expanded",
 ) -> dict[str, dict[str, list[float]]] | None:
-    """Percentile CIs of micro P/R/F1 for each named (n_items × 3: tp, fp, fn) count array.
+    """Bootstrap CIs (``method``: :mod:`.intervals`) of micro P/R/F1 for each named
+    (n_items × 3: tp, fp, fn) count array.
 
     ``failed`` (n_items booleans, default none) marks the items that failed. All groups share
     the same resamples (so their intervals are comparable). Returns None when there is nothing
@@ -130,8 +134,7 @@ def bootstrap_prf(
     matrix = np.concatenate([matrix, flags.reshape(n_items, 1)], axis=1)
     total = resampled_sums(matrix, resamples=resamples, seed=seed)
     failed_drawn = total[:, -1] > 0
-    alpha = (1.0 - confidence) / 2.0
-    qs = [alpha, 1.0 - alpha]
+    qs = list(quantile_levels(n_items, confidence, method))
     out: dict[str, dict[str, list[float]]] = {}
     for g, name in enumerate(names):
         tp, fp, fn = (total[:, 3 * g + c] for c in range(3))
@@ -150,8 +153,9 @@ def bootstrap_ratios(
     resamples: int,
     seed: int,
     confidence: float = 0.95,
+    method: CiMethod = "expanded",
 ) -> dict[str, list[float] | None] | None:
-    """Percentile CIs of pooled ratios (e.g. attribute accuracy = Σ agree / Σ total) for each
+    """Bootstrap CIs of pooled ratios (e.g. attribute accuracy = Σ agree / Σ total) for each
     named (n_items × 2: numerator, denominator) count array.
 
     The same scheme as :func:`bootstrap_prf`: items resampled with replacement, counts summed
@@ -164,7 +168,7 @@ def bootstrap_ratios(
     if matrix is None:
         return None
     total = resampled_sums(matrix, resamples=resamples, seed=seed)
-    alpha = (1.0 - confidence) / 2.0
+    qs = list(quantile_levels(matrix.shape[0], confidence, method))
     out: dict[str, list[float] | None] = {}
     for g, name in enumerate(names):
         num, den = total[:, 2 * g], total[:, 2 * g + 1]
@@ -173,5 +177,5 @@ def bootstrap_ratios(
             out[name] = None
             continue
         ratios = num[defined] / den[defined]
-        out[name] = [float(v) for v in np.quantile(ratios, [alpha, 1.0 - alpha])]
+        out[name] = [float(v) for v in np.quantile(ratios, qs)]
     return out

@@ -202,7 +202,7 @@ async def arun_matrix_local(
         )
     ordered = [outcomes[cell.name] for cell in cells]
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
-    table = matrix_table(store, ordered, limited, base.scoring)
+    table = matrix_table(store, ordered, limited, base.scoring, matrix.correction)
     return MatrixOutcome(matrix, ordered, table, warnings)
 
 
@@ -426,5 +426,5 @@ def run_matrix_langfuse(
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
     ordered = [outcomes[cell.name] for cell in cells]
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
-    table = matrix_table(store, ordered, limited, base.scoring)
+    table = matrix_table(store, ordered, limited, base.scoring, matrix.correction)
     return MatrixOutcome(matrix, ordered, table, warnings, problems)

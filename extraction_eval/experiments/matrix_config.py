@@ -15,11 +15,12 @@ from typing import Any
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators.config import ScoringConfig
+from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.partition import resolve_shard
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_REPEATS
 from extraction_eval.pipeline.base import PipelineConfig
-from extraction_eval.validation import check_int, check_number, check_text
+from extraction_eval.validation import check_choice, check_int, check_number, check_text
 
 # A cell the matrix's cost ceiling kept from starting: its run's status.
 NOT_STARTED = "not started: budget"
@@ -73,6 +74,8 @@ class MatrixConfig:
     repeats: int = 1
     name: str | None = None
     base: RunConfig = field(default_factory=RunConfig)
+    # how the cells × metrics comparisons with the best cell are corrected (multiple.py)
+    correction: Correction = "holm"
 
     def __post_init__(self) -> None:
         """Refuse axes that cannot make a matrix, before anything is read or written."""
@@ -104,6 +107,7 @@ class MatrixConfig:
                 "resume", "needs the matrix's {name} (the prefix of its runs)", mentions=("name",)
             )
         _distinct_names(self.models, self.prompt_labels)
+        check_choice("correction", self.correction, CORRECTIONS)
 
     @classmethod
     def resolve(
@@ -172,6 +176,8 @@ FILE_SETTINGS = (
     "max_objects",
     "no_cache",
     "refresh_cache",
+    "ci",
+    "correction",
 )
 # Given as options only (not in the file).
 OPTION_ONLY = ("resume", "verify")
@@ -187,6 +193,8 @@ _DEFAULTS: dict[str, Any] = {
     "backend": "auto",
     "response_format": "auto",
     "max_objects": DEFAULT_MAX_OBJECTS,
+    "ci": "expanded",
+    "correction": "holm",
     "resume": False,
     "verify": True,
 }
@@ -245,7 +253,10 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
             cache="off" if no_cache else "refresh" if refresh else "use",
         ),
         scoring=ScoringConfig(
-            match=opts["match"], threshold=opts["threshold"], max_objects=opts["max_objects"]
+            match=opts["match"],
+            threshold=opts["threshold"],
+            max_objects=opts["max_objects"],
+            ci=opts["ci"],
         ),
         concurrency=opts["concurrency"],
         limit=opts.get("limit"),
@@ -265,6 +276,7 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
         repeats=opts["repeats"],
         name=opts.get("name"),
         base=base,
+        correction=opts["correction"],
     )
 
 

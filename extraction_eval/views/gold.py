@@ -39,7 +39,43 @@ def render_plan(plan: GoldPlan, out: Console) -> None:
     )
 
 
-def render_build(build: GoldBuild, config: GoldConfig, out: Console, err: Console) -> None:
+def _alpha(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def render_agreement(agreement: dict[str, Any], out: Console) -> None:
+    """Krippendorff's α of the models' kept/left-out decisions, per kind and type."""
+    parts = []
+    for kind, label in (("entity", "entities"), ("relationship", "relationships")):
+        group = agreement[kind]
+        if not group["units"]:
+            continue
+        types = sorted(group["per_type"].items(), key=lambda kv: (-kv[1]["units"], kv[0]))
+        shown = ", ".join(f"{t} {_alpha(a['alpha'])} ({a['units']})" for t, a in types[:6])
+        more = f", {len(types) - 6} more types" if len(types) > 6 else ""
+        observed = "—" if group["observed"] is None else f"{group['observed']:.0%}"
+        parts.append(
+            f"{label} α = {_alpha(group['alpha'])} over {group['units']} candidates"
+            f" ({group['unanimous']} unanimous, {observed} of model pairs agree; per type:"
+            f" {shown}{more})"
+        )
+    if parts:
+        _say(
+            out,
+            "agreement between the models on which objects are there (Krippendorff's α,"
+            " 1 = full, 0 = chance given how often objects are found; low when omissions are"
+            " idiosyncratic): " + "; ".join(parts),
+        )
+
+
+def render_build(
+    build: GoldBuild,
+    config: GoldConfig,
+    out: Console,
+    err: Console,
+    *,
+    agreement: dict[str, Any] | None = None,
+) -> None:
     for line in build.notes:
         err.print(escape(line), highlight=False, soft_wrap=True)
     for line in build.errors:
@@ -59,6 +95,8 @@ def render_build(build: GoldBuild, config: GoldConfig, out: Console, err: Consol
         f" ({overridden} from overrides), {build.ties} ties broken, {build.plan.calls} model"
         f" calls, {build.plan.cached} cached answers, {len(build.errors)} failed runs",
     )
+    if agreement is not None:
+        render_agreement(agreement, out)
     if build.upload is not None:
         u = build.upload
         where = f"new version {u.version}" if u.new_version else f"unchanged (version {u.version})"

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from extraction_eval.analysis.matrix_table import HEADLINE, CellRow, MatrixTable
+from extraction_eval.evaluators.multiple import CORRECTION_TEXT
 from extraction_eval.experiments.budget import CostEstimate, sum_estimates
 from extraction_eval.experiments.matrix import MatrixOutcome
 from extraction_eval.experiments.matrix_config import Cell, MatrixConfig
@@ -78,12 +79,57 @@ def render_matrix_table(table: MatrixTable, prefix: str, console: Console) -> No
     console.print(
         f"{BEST} best cell per metric (higher F1; lower cost, latency, errors); {CLOSE} F1 not"
         " significantly different from the best (paired bootstrap CI of the difference"
-        " contains 0); F1 with its 95% CI below",
+        " contains 0, or the difference does not survive the correction for the matrix's many"
+        " comparisons, or too few shared items); F1 with its CI below",
         highlight=False,
         style="dim",
     )
+    _render_tests(table, prefix, console)
     if table.repeats:
         _render_repeats(table, prefix, console)
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _render_tests(table: MatrixTable, prefix: str, console: Console) -> None:
+    """The comparisons with the best cell that were significant before the correction: raw
+    and adjusted p, and whether the difference survives the correction."""
+    tests = table.tests
+    if not tests:
+        return
+    raw_hits = [t for t in tests if t["verdict_uncorrected"] in ("improved", "regressed")]
+    insufficient = sum(t["verdict"] == "insufficient" for t in tests)
+    head = (
+        f"{len(tests)} comparisons with the best cell (paired bootstrap p), corrected:"
+        f" {CORRECTION_TEXT[table.correction]}"
+    )
+    if insufficient:
+        head += f"; {insufficient} with too few shared items for a verdict"
+    console.print(head, highlight=False, style="dim")
+    if not raw_hits:
+        return
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    grid.add_column("cell", no_wrap=True)
+    grid.add_column("metric")
+    for col in ("Δ vs best", "p raw", "p adjusted"):
+        grid.add_column(col, justify="right")
+    grid.add_column("after correction")
+    for t in raw_hits:
+        kept = t["verdict"] == t["verdict_uncorrected"]
+        grid.add_row(
+            _short(t["cell"], prefix),
+            _HEADERS.get(t["metric"], t["metric"]),
+            "—" if t["delta"] is None else f"{t['delta']:+.3f}",
+            _p(t["p_value"]),
+            _p(t["p_adjusted"]),
+            Text(
+                ("worse" if t["verdict"] == "regressed" else "better") if kept else "n.s.",
+                style="" if kept else "dim",
+            ),
+        )
+    print_table(console, grid)
 
 
 def _render_repeats(table: MatrixTable, prefix: str, console: Console) -> None:
@@ -112,6 +158,23 @@ def _render_repeats(table: MatrixTable, prefix: str, console: Console) -> None:
             agree += f"\n{a.errored} errored"
         grid.add_row(_short(group.name, prefix), str(a.repeats), *cells, agree)
     print_table(console, grid)
+    for group in table.repeats:
+        v = group.variance.get("entity_f1")
+        if v is None or v.ci is None:
+            continue
+        share = v.run_share
+        split = (
+            "no variation"
+            if share is None
+            else f"run-to-run {share:.0%} of a single run's variance, items {1 - share:.0%}:"
+            f" {v.dominant} dominates"
+        )
+        console.print(
+            f"{_short(group.name, prefix)}: entity F1 pooled over {v.repeats} runs {v.value:.3f}"
+            f" [{v.ci[0]:.3f}, {v.ci[1]:.3f}] (cluster bootstrap by item over the runs,"
+            f" {v.items} items); {split}",
+            highlight=False,
+        )
 
 
 def render_matrix(outcome: MatrixOutcome, console: Console) -> None:

@@ -269,6 +269,9 @@ def render_report(report_json: dict[str, Any], console: Console, *, title: str =
         f", match {match} {rule}".rstrip(),
     )
     parts: list[Any] = [heading, _score_headline(r)]
+    ci = r.get("ci") or {}
+    if ci.get("resamples"):
+        parts.append(Text(f"CIs: {ci.get('method')}, {ci['resamples']} resamples", style="dim"))
     per_type = _per_type(r)
     if per_type is not None:
         parts.append(per_type)

@@ -188,7 +188,8 @@ def test_expanded_item_highlights_exactly_the_stored_evidence(
 def test_paired_table_and_the_diff_of_a_gold_empty_item(opened: Page) -> None:
     page = opened.page
     verdicts = page.locator("#paired-table tbody tr td:last-child").all_inner_texts()
-    assert verdicts.count("regressed") == 2 and "no significant change" in verdicts
+    # the two gold-empty rates rest on the one gold-empty item: too little for a verdict
+    assert verdicts.count("insufficient") == 2 and "no significant change" in verdicts
     page.check("#f-changed")
     assert opened.count()[0] == 3
     page.click("tr.item-row[data-item='r-003'] button.expand")

@@ -47,8 +47,9 @@ def two_runs() -> None:
 def test_json_has_each_runs_own_figures_and_a_paired_interval(two_runs: None) -> None:
     data = _json("first", "base", "--resamples", "2000")
     assert list(data) == [
-        *("a", "b", "items", "bootstrap", "metrics", "mcnemar", "per_type", "scoring"),
-        *("only_in_a", "only_in_b", "not_in_gold", "differences", "warnings", "gate"),
+        *("a", "b", "items", "bootstrap", "correction", "min_items", "metrics", "mcnemar"),
+        *("per_type", "scoring"),
+        *("only_in_a", "only_in_b", "not_in_gold", "differences", "warnings", "power", "gate"),
         "diff",  # the extraction-aware diff (RunDiff.to_json)
     ]
     assert list(data["metrics"]) == list(METRICS)
@@ -205,3 +206,58 @@ def test_run_experiment_baseline_on_another_dataset_version_is_refused_after_the
     assert "--baseline 'base' cannot be compared with 'cand': dataset version 1 vs 2" in err, err
     cand = store.get_run("cand")
     assert cand is not None and store.count_results(cand.id) == 48  # the run itself is kept
+
+
+def test_compare_on_two_items_is_insufficient_and_the_gate_fails() -> None:
+    # Two items where B is better on both: the paired bootstrap has one CI of zero width and
+    # would have said "improved"; on two documents no verdict is honest, and the gate fails
+    # with one line saying why.
+    code, err = _run("--name", "first2", "--pipeline", FIRST, "--limit", "2")
+    assert code == 0, err
+    code, err = _run("--name", "base2", "--limit", "2")
+    assert code == 0, err
+    data = _json("first2", "base2", "--resamples", "500")
+    assert data["items"] == 2 and data["min_items"] == 10
+    f1 = data["metrics"]["entity_f1"]
+    assert f1["delta"] > 0 and f1["verdict"] == "insufficient"
+    assert f1["insufficient"] == "2 paired items, fewer than the minimum of 10"
+    assert {m["verdict"] for m in data["metrics"].values()} <= {"insufficient", "undefined"}
+    code, out, err = _invoke("compare", "first2", "base2", "--fail-on-regression", "entity_f1=0.5")
+    assert code == 1
+    (line,) = [x for x in err.splitlines() if "regression gate" in x]
+    assert "FAILED" in line and "entity_f1: insufficient evidence (2 paired items" in line
+    assert "insufficient evidence: 2 paired items" in " ".join(out.split())
+    # --min-items lowers the floor: then the verdicts are the intervals' again
+    data = _json("first2", "base2", "--resamples", "500", "--min-items", "2")
+    assert data["metrics"]["entity_f1"]["verdict"] != "insufficient"
+
+
+def test_ci_method_and_correction_are_chosen_shown_and_recorded(two_runs: None) -> None:
+    store = LocalStore()
+    run = store.get_run("base")
+    assert run is not None and run.config["scoring"]["ci"] == "expanded"  # the default
+    expanded = _json("first", "base", "--resamples", "1000")
+    plain = _json("first", "base", "--resamples", "1000", "--ci", "percentile")
+    assert expanded["bootstrap"]["ci_method"] == "expanded"
+    assert plain["bootstrap"]["method"] == "paired percentile bootstrap over items"
+    lo_e, hi_e = (expanded["metrics"]["entity_recall"]["ci"][k] for k in ("low", "high"))
+    lo_p, hi_p = (plain["metrics"]["entity_recall"]["ci"][k] for k in ("low", "high"))
+    assert lo_e <= lo_p and hi_p <= hi_e and (lo_e, hi_e) != (lo_p, hi_p)  # same resamples
+    recall = expanded["metrics"]["entity_recall"]["p_value"]
+    assert recall["test"] == "paired bootstrap" and recall["raw"] <= recall["adjusted"]
+    assert expanded["correction"]["method"] == "holm"
+    assert expanded["mcnemar"]["p_adjusted"] >= expanded["mcnemar"]["p_value"]
+    none = _json("first", "base", "--resamples", "1000", "--correction", "none")
+    assert none["metrics"]["entity_recall"]["p_value"]["adjusted"] is None
+    code, out, err = _invoke("compare", "first", "base", "--resamples", "1000")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "paired expanded percentile bootstrap (Hesterberg 2015)" in flat
+    assert "adjusted: Holm (family-wise error) over" in flat
+    code, out, err = _invoke("compare", "first", "base", "--correction", "sidak")
+    assert code == 2 and "--correction must be one of holm, bh, none" in err, err
+    code, err = _run("--name", "p", "--ci", "percentile", "--limit", "3")
+    assert code == 0, err
+    p_run = store.get_run("p")
+    assert p_run is not None and p_run.config["scoring"]["ci"] == "percentile"
+    assert "approximate below 50" in err or "approximate below 50" in json.dumps(p_run.summary)

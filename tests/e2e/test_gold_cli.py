@@ -58,6 +58,9 @@ def test_build_review_override_and_trusted_scoring(ids: list[str], tmp_path: Pat
     assert "new version 2" in out
     # each item's last entity: m2 dropped it, m3 retyped it: its type has 2 of 4 weight
     assert "4 items below 0.75 confidence: sample-001 (0.50)," in out
+    flat = " ".join(out.split())
+    assert "agreement between the models on which objects are there (Krippendorff's α" in flat
+    assert "entities α = " in flat and "candidates" in flat
 
     code, out, err = cli("gold", "review", "small", "--below", "0.8", "--format", "json")
     assert code == 0, err

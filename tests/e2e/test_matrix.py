@@ -175,18 +175,21 @@ def test_a_2x2x2_matrix_makes_8_runs_with_names_configs_and_the_best_cells(
     assert all(len(h) == 1 for h in prompt_hashes.values())
     assert prompt_hashes["x"] != prompt_hashes["y"]
 
-    # the table: a row per cell (prefix left out), the best values starred
+    # the table: a row per cell (prefix left out), the best values starred; on 3 items no
+    # cell can be told apart from the best (fewer than 10 shared items: insufficient), so
+    # every other cell is marked ≈
     rows = {line.split()[0]: line.split()[1:4] for line in out.splitlines() if "fake:" in line}
     assert rows == {
-        "fake:a/x/t0": ["1.000★", "1.000★", "0.000"],
-        "fake:a/y/t0": ["1.000★", "0.500", "0.000"],
-        "fake:a/x/t0.7": ["0.667", "0.667", "0.000"],
-        "fake:a/y/t0.7": ["0.667", "0.667", "0.000"],
-        "fake:b/x/t0": ["0.800", "0.800", "1.000★"],
-        "fake:b/y/t0": ["0.800", "0.400", "1.000★"],
-        "fake:b/x/t0.7": ["0.500", "0.500", "1.000★"],
-        "fake:b/y/t0.7": ["0.500", "0.500", "1.000★"],
+        "fake:a/x/t0": ["1.000★", "1.000★", "0.000≈"],
+        "fake:a/y/t0": ["1.000★", "0.500≈", "0.000≈"],
+        "fake:a/x/t0.7": ["0.667≈", "0.667≈", "0.000≈"],
+        "fake:a/y/t0.7": ["0.667≈", "0.667≈", "0.000≈"],
+        "fake:b/x/t0": ["0.800≈", "0.800≈", "1.000★"],
+        "fake:b/y/t0": ["0.800≈", "0.400≈", "1.000★"],
+        "fake:b/x/t0.7": ["0.500≈", "0.500≈", "1.000★"],
+        "fake:b/y/t0.7": ["0.500≈", "0.500≈", "1.000★"],
     }
+    assert "with too few shared items for a verdict" in out
 
 
 def test_the_best_cell_table_from_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -309,6 +312,20 @@ def test_repeats_report_per_item_agreement_equal_to_a_hand_count() -> None:
     spread = group.spread["entity_f1"]
     assert spread.mean == pytest.approx(statistics.fmean(per_run))
     assert spread.std == pytest.approx(statistics.stdev(per_run))
+    # pooled over the 3 runs with a cluster-bootstrap CI by item; the repeats differ on
+    # items, so part of the variance is run-to-run
+    v = group.variance["entity_f1"]
+    assert (v.repeats, v.items) == (3, 4)
+    assert v.ci is not None and v.ci[0] <= v.value <= v.ci[1]
+    assert v.run_var > 0 and v.dominant in ("run-to-run", "item sampling")
+    from rich.console import Console
+
+    from extraction_eval.views.matrix import render_matrix_table
+
+    console = Console(width=100, record=True)
+    render_matrix_table(outcome.table, "rep", console)
+    text = " ".join(console.export_text().split())
+    assert f"entity F1 pooled over 3 runs {v.value:.3f}" in text and "dominates" in text
 
 
 def test_resume_continues_only_the_unfinished_cells(
@@ -435,12 +452,21 @@ def test_cells_not_significantly_different_from_the_best_are_marked(
     """Ten items. ``a`` is right on every one; ``b`` misses Babbage on i1 only; ``c`` on every
     item. Paired bootstrap of Δ = cell − a: a replicate that does not draw i1 (probability
     0.9^10 ≈ 0.35, far above 2.5%) has Δ = 0 for ``b``, so its CI reaches 0: not
-    significantly different. ``c``'s Δ is the same on every replicate (< 0): different."""
+    significantly different. ``c`` misses Babbage on every item but i2: Δ < 0 on every
+    replicate that draws any other item (all but 0.1^10 of them): different, also after the
+    Holm correction over the matrix's comparisons. (Had ``c`` missed it on every item, Δ would
+    be the same on every replicate, a zero-width CI: "insufficient", not "different".)"""
     store = _setup(10)
     right = {"entities": [ADA, BABBAGE], "relationships": [COLLEAGUES]}
     register_fake("a", {"default": right})
     register_fake("b", {"default": right, "items": {"i1": _extraction(ADA)}})
-    register_fake("c", {"default": {"entities": [ADA], "relationships": [COLLEAGUES]}})
+    register_fake(
+        "c",
+        {
+            "default": {"entities": [ADA], "relationships": [COLLEAGUES]},
+            "items": {"i2": right},
+        },
+    )
     outcome = run_matrix(
         MatrixConfig(
             models=("fake:a", "fake:b", "fake:c"),
@@ -461,16 +487,21 @@ def test_cells_not_significantly_different_from_the_best_are_marked(
 
     console = Console(width=80, record=True)
     render_matrix(outcome, console)
-    rows = {
-        line.split()[0]: line.split()[1]
-        for line in console.export_text().splitlines()
-        if "fake:" in line
-    }
+    text = console.export_text()
+    grid = text.split("comparisons with the best cell")[0]  # the matrix table itself
+    rows = {line.split()[0]: line.split()[1] for line in grid.splitlines() if "fake:" in line}
     assert rows == {
         "fake:a/bundled/t0": "1.000★",
         "fake:b/bundled/t0": "0.974≈",
-        "fake:c/bundled/t0": "0.667",
+        "fake:c/bundled/t0": "0.710",
     }
+    worse = [t for t in table.tests if t["verdict"] == "regressed"]
+    assert [(t["cell"], t["metric"]) for t in worse] == [(c, "entity_f1"), (c, "entity_typed_f1")]
+    for t in worse:  # Holm over the 5 comparisons: 5 × the smallest raw p
+        assert t["test"] == "paired bootstrap"
+        assert t["p_adjusted"] == pytest.approx(5 * t["p_value"]) and t["p_adjusted"] < 0.05
+    assert len(table.tests) == 5  # entity / typed F1: b, c; relationship F1: b (a, c tie)
+    assert "5 comparisons with the best cell (paired bootstrap p), corrected: Holm" in text
 
 
 def test_cells_of_one_model_share_one_provider(monkeypatch: pytest.MonkeyPatch) -> None:

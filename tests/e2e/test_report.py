@@ -148,8 +148,8 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
         for side, run in (("a", runs[0]), ("b", runs[1])):
             assert rows[name][side] == f"{run.summary['values'][name]:.4f}"  # type: ignore[index]
     # B hallucinates on the one gold-empty item: its zero-FP pass rate falls from 1 to 0 on
-    # every resample where it is defined, so the CI excludes 0
-    assert rows["zero_fp_pass_rate"]["verdict"] == "regressed"
+    # every resample where it is defined, a zero-width CI resting on that ONE item: no verdict
+    assert rows["zero_fp_pass_rate"]["verdict"] == "insufficient"
     assert rows["entity_f1"]["verdict"] == "no significant change"
     # the very figures `compare A B --format json` prints
     cli = runner.invoke(app, ["compare", "rep-a", "rep-b", "--format", "json"])
@@ -189,7 +189,9 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
     assert by_type[("relationship", "met")] == [1, 0]
     assert [r["chg"] for r in data.items[3:]] == [False] * FILLERS
     html = render_report(data)
-    assert 'id="paired-table"' in html and html.count(">regressed<") == 2
+    assert (
+        'id="paired-table"' in html and html.count(">insufficient<") == 2
+    )  # both gold-empty rates
     assert 'id="diff-table"' in html
     # the sentence above the diff table names the counts, never a Python repr
     assert f"3 of {3 + FILLERS} paired items changed" in html and "built-in method" not in html

@@ -303,7 +303,12 @@ def test_attribute_accuracy_by_hand_per_item_and_per_run() -> None:
     assert values["attr.polarity_ci_low"] == keys["polarity"]["ci"]["low"]
 
 
-def _direct_bootstrap(rows: list[tuple[int, int]], resamples: int, seed: int) -> list[float]:
+def _direct_bootstrap(
+    rows: list[tuple[int, int]],
+    resamples: int,
+    seed: int,
+    levels: tuple[float, float] | None = None,
+) -> list[float]:
     """The interval computed directly: rows in sorted order, n draws per resample with
     replacement, pooled ratio per resample (undefined resamples left out), percentiles."""
     ordered = np.array(sorted(rows), dtype=np.int64)
@@ -313,19 +318,37 @@ def _direct_bootstrap(rows: list[tuple[int, int]], resamples: int, seed: int) ->
     num = ordered[idx, 0].sum(axis=1).astype(float)
     den = ordered[idx, 1].sum(axis=1).astype(float)
     ratios = num[den > 0] / den[den > 0]
-    return [float(v) for v in np.quantile(ratios, [0.025, 0.975])]
+    return [float(v) for v in np.quantile(ratios, levels or [0.025, 0.975])]
 
 
 def test_attribute_ci_matches_a_direct_numpy_bootstrap() -> None:
     rows = [(2, 3), (0, 1), (0, 0), (5, 5), (1, 4), (3, 3), (0, 0), (2, 2)]
+    from extraction_eval.evaluators.intervals import quantile_levels
+
     ci = bootstrap_ratios(
-        {"polarity": np.array(rows, dtype=np.int64)}, resamples=2000, seed=11, confidence=0.95
+        {"polarity": np.array(rows, dtype=np.int64)},
+        resamples=2000,
+        seed=11,
+        confidence=0.95,
+        method="percentile",
     )
     assert ci is not None
     assert ci["polarity"] == pytest.approx(_direct_bootstrap(rows, 2000, 11), abs=1e-12)
+    # the expanded interval (the default) cuts the same resamples at its own levels
+    expanded = bootstrap_ratios(
+        {"polarity": np.array(rows, dtype=np.int64)}, resamples=2000, seed=11
+    )
+    levels = quantile_levels(8, 0.95, "expanded")
+    assert expanded is not None
+    assert expanded["polarity"] == pytest.approx(
+        _direct_bootstrap(rows, 2000, 11, levels), abs=1e-12
+    )
     # order-independent: the same items in another order give the same interval
     shuffled = bootstrap_ratios(
-        {"polarity": np.array(rows[::-1], dtype=np.int64)}, resamples=2000, seed=11
+        {"polarity": np.array(rows[::-1], dtype=np.int64)},
+        resamples=2000,
+        seed=11,
+        method="percentile",
     )
     assert shuffled == ci
 

@@ -63,7 +63,7 @@ def test_two_items_enumerated() -> None:
         (score("0", _ents("Ann"), _ents("Ann")), score("0", _ents("Ann"), _ents("Bob"))),
         (score("1", _ents("Cy"), []), score("1", _ents("Cy"), _ents("Cy"))),
     ]
-    m = paired_compare(pairs, resamples=4000, seed=7).metric("entity_f1")
+    m = paired_compare(pairs, resamples=4000, seed=7, min_items=1).metric("entity_f1")
     assert m.a == pytest.approx(2 / 3) and m.b == pytest.approx(1 / 2)
     assert m.delta == pytest.approx(-1 / 6)
     assert (m.ci_low, m.ci_high) == (-1.0, 1.0)
@@ -115,9 +115,13 @@ def test_four_items_match_an_exact_enumeration() -> None:
     rows_a = [tuple(s.entities) for s, _ in pairs]
     rows_b = [tuple(s.entities) for _, s in pairs]
     dist = _exact_quantiles(rows_a, rows_b)  # type: ignore[arg-type]
-    m = paired_compare(pairs, resamples=10_000, seed=42).metric("entity_f1")
+    m = paired_compare(pairs, resamples=10_000, seed=42, method="percentile").metric("entity_f1")
     assert m.ci_low == pytest.approx(float(_quantile(dist, 0.025)))
     assert m.ci_high == pytest.approx(float(_quantile(dist, 0.975)))
+    # expanded (the default): at n = 4 the quantiles sit at Φ(−√(4/3)·t₀.₉₇₅,₃) ≈ 0.012 %,
+    # below the exact distribution's lowest step: the interval is its whole range
+    expanded = paired_compare(pairs, resamples=10_000, seed=42).metric("entity_f1")
+    assert (expanded.ci_low, expanded.ci_high) == (float(min(dist)), float(max(dist)))
 
 
 def test_identical_runs_have_a_zero_interval_everywhere() -> None:
@@ -126,7 +130,7 @@ def test_identical_runs_have_a_zero_interval_everywhere() -> None:
         score("1", _ents("Cy"), None),
         score("2", [], _ents("Bob")),
     ]
-    result = paired_compare(zip(scores, scores, strict=True), resamples=500, seed=1)
+    result = paired_compare(zip(scores, scores, strict=True), resamples=500, seed=1, min_items=1)
     for m in result.metrics:
         if m.delta is not None:
             assert (m.delta, m.ci_low, m.ci_high) == (0.0, 0.0, 0.0), m.name
@@ -152,17 +156,54 @@ def test_a_gain_on_every_item_is_significant_when_paired() -> None:
 
 
 def test_lower_is_better_flips_the_verdict() -> None:
-    # B errors on every item A got right: error_rate rises, which is a regression
+    # B errors on 10 of 12 items A got right: error_rate rises, which is a regression
+    pairs = [
+        (score(str(i), _ents("Ann"), _ents("Ann")), score(str(i), _ents("Ann"), None))
+        for i in range(10)
+    ] + [
+        (score(str(i), _ents("Ann"), _ents("Ann")), score(str(i), _ents("Ann"), _ents("Ann")))
+        for i in range(10, 12)
+    ]
+    result = paired_compare(pairs, resamples=2000, seed=2)
+    err = result.metric("error_rate")
+    assert (err.a, err.b, err.delta) == (0.0, pytest.approx(10 / 12), pytest.approx(10 / 12))
+    assert err.ci_low is not None and err.ci_low > 0
+    assert err.verdict == "regressed"
+    assert result.metric("entity_f1").verdict == "regressed"
+    assert err.worst_case() == -err.ci_high  # type: ignore[operator]
+
+
+def test_every_item_moving_alike_is_evidence() -> None:
+    # B errors on all 10 items: Δ = 1 on every resample, a CI of zero width, but 10 items
+    # changed the metric: strong evidence (McNemar p = 2/1024), not a lack of it
     pairs = [
         (score(str(i), _ents("Ann"), _ents("Ann")), score(str(i), _ents("Ann"), None))
         for i in range(10)
     ]
     result = paired_compare(pairs, resamples=500, seed=2)
     err = result.metric("error_rate")
-    assert (err.a, err.b, err.delta, err.ci_low, err.ci_high) == (0.0, 1.0, 1.0, 1.0, 1.0)
-    assert err.verdict == "regressed"
-    assert result.metric("entity_f1").verdict == "regressed"
-    assert err.worst_case() == -1.0
+    assert (err.delta, err.ci_low, err.ci_high) == (1.0, 1.0, 1.0)
+    assert err.verdict == "regressed" and err.insufficient is None
+    assert result.mcnemar.p_value == pytest.approx(2 / 1024)
+
+
+def test_a_metric_defined_on_one_item_of_many_is_insufficient() -> None:
+    # 12 items, one gold-empty: B hallucinates on it. The hallucination rate is defined only on
+    # resamples that draw that item and is the same on all of them: a zero-width CI resting on
+    # ONE item, a small-N comparison hidden in a large one
+    pairs = [
+        (score(str(i), _ents("Ann"), _ents("Ann")), score(str(i), _ents("Ann"), _ents("Ann")))
+        for i in range(11)
+    ] + [(score("e", [], []), score("e", [], _ents("Bob")))]
+    result = paired_compare(pairs, resamples=500, seed=2)
+    h = result.metric("hallucination_rate")
+    assert (h.a, h.b, h.ci_low, h.ci_high) == (0.0, 1.0, 1.0, 1.0)
+    assert h.verdict == "insufficient"
+    assert h.insufficient == (
+        "the CI of Δ has zero width and only 1 items changed the metric (fewer than 10)"
+    )
+    (failure,) = regression_gate(result, {"hallucination_rate": 0.5})
+    assert "insufficient evidence (the CI of Δ has zero width" in failure.describe()
 
 
 def test_same_seed_same_bytes_in_any_item_order() -> None:
@@ -253,9 +294,13 @@ def test_a_single_item() -> None:
     result = paired_compare(pairs, resamples=100, seed=1)
     assert (result.mcnemar.b01, result.mcnemar.b10, result.mcnemar.p_value) == (1, 0, 1.0)
     f = result.metric("entity_f1")
-    # one item: every resample is that item, the interval is the point
+    # one item: every resample is that item, the interval is the point; never "improved"
     assert (f.a, f.b, f.delta, f.ci_low, f.ci_high) == (0.0, 1.0, 1.0, 1.0, 1.0)
-    assert f.verdict == "improved"
+    assert f.verdict == "insufficient"
+    assert f.insufficient == "1 paired items, fewer than the minimum of 10"
+    # a floor of 1 is the user's choice: then one item decides
+    low = paired_compare(pairs, resamples=100, seed=1, min_items=1).metric("entity_f1")
+    assert low.verdict == "improved"
 
 
 def test_all_items_errored() -> None:
@@ -298,7 +343,7 @@ def test_gate_uses_the_bad_side_bound() -> None:
         (score("0", _ents("Ann"), _ents("Ann")), score("0", _ents("Ann"), _ents("Ann"))),
         (score("1", _ents("Cy"), _ents("Cy")), score("1", _ents("Cy"), [])),
     ]
-    result = paired_compare(pairs, resamples=2000, seed=1)
+    result = paired_compare(pairs, resamples=2000, seed=1, min_items=1)
     f = result.metric("entity_f1")
     assert f.ci_low == -1.0  # the resample {1, 1}
     assert [g.metric for g in regression_gate(result, {"entity_f1": 0.5})] == ["entity_f1"]
@@ -350,7 +395,7 @@ def test_gate_mirrors_lower_is_better_metrics() -> None:
         (score("0", _ents("Ann"), _ents("Ann")), score("0", _ents("Ann"), _ents("Ann"))),
         (score("1", _ents("Cy"), _ents("Cy")), score("1", _ents("Cy"), None)),
     ]
-    result = paired_compare(pairs, resamples=2000, seed=1)
+    result = paired_compare(pairs, resamples=2000, seed=1, min_items=1)
     err = result.metric("error_rate")
     assert (err.ci_low, err.ci_high, err.worst_case()) == (0.0, 1.0, -1.0)
     (failure,) = regression_gate(result, {"error_rate": 0.5})

@@ -191,6 +191,8 @@ def test_example_report_by_hand() -> None:
     assert r["warnings"] == [
         "1 prediction id(s) not in gold, ignored: ex-unknown",
         "1 item(s) had no prediction (errored) and were scored as failures: ex-missing",
+        "only 7 items: the bootstrap confidence intervals are approximate below 50 (they tend"
+        " to be too narrow)",
     ]
     # macro = mean over the 7 items of the per-item entity F1:
     # employment 6/8, family 1, review 1, empty 0, empty-ok 1, missing 0, errors 4/10.
@@ -229,6 +231,12 @@ def test_table_output_and_bundled_default() -> None:
     ):
         assert text in out
     assert "bundled example" in result.stderr
+    flat = " ".join(out.split())
+    assert "CIs: expanded percentile bootstrap (Hesterberg 2015) over items, 100 resamples" in flat
+    plain = run("--resamples", "100", "--ci", "percentile")
+    assert "CIs: percentile bootstrap over items" in " ".join(plain.stdout.split())
+    bad = run("--ci", "bca")
+    assert bad.exit_code == 2 and "--ci must be one of expanded, percentile" in bad.stderr
 
 
 def test_json_is_byte_stable_and_out_file_matches(tmp_path: Path) -> None:

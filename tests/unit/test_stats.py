@@ -85,7 +85,13 @@ def test_report_ci_shape_and_switch_off() -> None:
         score_item(item_id=str(i), text="a b", gold=gold, pred=pred, config=cfg) for i in range(3)
     ]
     ci = aggregate(items, cfg)["ci"]
-    assert ci["method"] == "percentile bootstrap over items"
+    assert ci["method"] == "expanded percentile bootstrap (Hesterberg 2015) over items"
+    assert ci["ci_method"] == "expanded" and cfg.to_json()["ci"] == "expanded"
+    plain = aggregate(items, ScoringConfig(resamples=200, seed=1, ci="percentile"))["ci"]
+    assert (plain["method"], plain["ci_method"]) == (
+        "percentile bootstrap over items",
+        "percentile",
+    )
     assert (ci["level"], ci["resamples"], ci["seed"]) == (0.95, 200, 1)
     assert ci["entity_recall"] == {"low": 0.5, "high": 0.5}  # identical items
     assert ci["entity_precision"] == {"low": 1.0, "high": 1.0}

@@ -1,0 +1,60 @@
+"""``--ppi --human FILE`` on compare and run-experiment: PPI-corrected P/R/F1, end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import _run_app, app
+
+runner = CliRunner()
+
+
+def _human_file(tmp_path: Path, n: int) -> Path:
+    """The first ``n`` items' gold as a person "verified" it: one more entity each, which the
+    runs never find (so human recall is below model-gold recall)."""
+    path = tmp_path / "human.jsonl"
+    lines = []
+    for item in LocalStore().get_items("extraction-eval")[:n]:
+        entities = [
+            e.model_dump(mode="json", exclude_defaults=True) for e in item.expected.entities
+        ]
+        entities.append({"name": "Zyxwv Qqq", "type": "person"})
+        rels = [
+            r.model_dump(mode="json", exclude_defaults=True) for r in item.expected.relationships
+        ]
+        lines.append(json.dumps({"id": item.id, "text": item.text, "entities": entities,
+                                 "relationships": rels}))  # fmt: skip
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_compare_reports_ppi_for_both_runs(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        result = runner.invoke(_run_app, ["--name", name])
+        assert result.exit_code == 0, result.stderr
+    human = _human_file(tmp_path, 20)
+    out = runner.invoke(
+        app, ["compare", "a", "b", "--ppi", "--human", str(human), "--format", "json"]
+    )
+    assert out.exit_code == 0, out.stderr
+    ppi = json.loads(out.stdout)["ppi"]
+    recall = ppi["a"]["metrics"]["entity_recall"]
+    assert (recall["verified"], recall["unverified"]) == (20, 28)
+    # the verified items show the model gold misses a person per item: PPI pulls recall down
+    assert recall["ppi"]["value"] < recall["naive"]["value"]
+    assert recall["ppi"]["low"] < recall["ppi"]["value"] < recall["ppi"]["high"]
+    # precision's denominator does not depend on the gold; the extra entity is never found,
+    # so tp does not change either: no correction
+    precision = ppi["a"]["metrics"]["entity_precision"]
+    assert precision["ppi"]["value"] == precision["naive"]["value"]
+    text = runner.invoke(app, ["compare", "a", "b", "--ppi", "--human", str(human)])
+    assert "PPI-corrected scores (95% CI), 20 verified of 48 items" in text.stdout
+    bad = runner.invoke(app, ["compare", "a", "b", "--ppi"])
+    assert bad.exit_code == 2 and "--ppi needs --human FILE" in bad.stderr
+    run = runner.invoke(_run_app, ["--name", "c", "--ppi", "--human", str(human)])
+    assert run.exit_code == 0, run.stderr
+    assert "run 'c': PPI-corrected scores" in run.stdout
