@@ -99,7 +99,7 @@ def upload_cmd(
         finally:
             for warning in lines.warnings:
                 _warn(warning)
-    render_upload(report, len(lines.warnings), console)
+    render_upload(report, lines.skipped, console)
 
 
 @datasets_app.command("list")

@@ -23,6 +23,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
+from extraction_eval.experiments.repair import REPAIRED_SCORE, clean_result
 from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.types import DatasetItem, ItemResult
@@ -167,6 +168,7 @@ class Driver:
         self._refold = False
         self._scored: dict[str, ItemScore] = {}  # between an item's run and its record
         self.write_errors: list[str] = []
+        self.repaired = 0  # items whose text needed repair (lone surrogates) to be stored
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
@@ -191,11 +193,17 @@ class Driver:
             self.prep.budget.add(result.usage)
         scored = self._scored.pop(result.item_id, None)
         try:
-            self.store.record_result(self.prep.run.id, result)
+            try:
+                self.store.record_result(self.prep.run.id, result)
+            except UnicodeEncodeError:  # text the runner did not clean: clean it all, again
+                result = clean_result(result) or result
+                self.store.record_result(self.prep.run.id, result)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
             self._fold(result, scored)
+        if any(s.name == REPAIRED_SCORE for s in result.scores):
+            self.repaired += 1
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
@@ -298,6 +306,11 @@ class Driver:
             prep.warnings.append(
                 f"{len(lost)} items produced no result in this run ({', '.join(lost[:5])});"
                 " resume the run to run them"
+            )
+        if self.repaired:
+            prep.warnings.append(
+                f"{self.repaired} items had lone UTF-16 surrogates in their text, stored as"
+                f" U+FFFD (score {REPAIRED_SCORE}: which fields)"
             )
         if self.write_errors:
             raise BackendError(

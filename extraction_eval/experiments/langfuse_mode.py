@@ -56,6 +56,7 @@ from extraction_eval.experiments.driver import (
     answer_by_batch,
     close_pipeline,
 )
+from extraction_eval.experiments.interrupts import SigintWatch
 from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
@@ -355,9 +356,11 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     todo = list(prep.iter_todo())  # the SDK takes a list (its items are all in memory anyway)
     by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in todo}
     unfinished = len(todo)
+    watch = SigintWatch()  # installed in the SDK's loop: a pipeline's KeyboardInterrupt
 
     async def task(*, item: Any, **_: Any) -> Any:
         nonlocal unfinished
+        watch.install()
         try:
             if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
                 raise ItemFailed("not run: the run's cost ceiling was reached")
@@ -366,6 +369,7 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         finally:
             unfinished -= 1
             if unfinished == 0:  # the model client's connections belong to this loop, which
+                watch.remove()
                 await close_pipeline(prep.runner.pipeline)  # the SDK closes on return
         if not result.ok:
             raise ItemFailed(result.error or "extraction failed")

@@ -22,6 +22,8 @@ from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, sc
 from extraction_eval.evaluators.paired import counts_key, encode_counts
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
+from extraction_eval.experiments.interrupts import real_interrupt, watching_sigint
+from extraction_eval.experiments.repair import clean_extraction, clean_texts, repaired_score
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
@@ -37,6 +39,14 @@ _MAX_LABELS_IN_COMMENT = 10
 OnResult = Callable[[ItemResult], None]
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def _attribute(exc: BaseException, name: str) -> Any:
+    """An exception's attribute, or None when reading it raises (a hostile exception)."""
+    try:
+        return getattr(exc, name, None)
+    except Exception:
+        return None
 
 
 def _error_kind(exc: BaseException) -> str:
@@ -71,38 +81,20 @@ class ItemRunner:
             out = await self.pipeline.extract(item)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # every failure becomes a row, whatever raised it
-            latency = (time.perf_counter() - started) * 1000
-            message = one_line(exc, with_type=True)
-            scored = self.score(item, None)
-            tags = taxonomy_tags(scored)
-            spent = getattr(exc, "usage", None)  # a schema failure's answer was paid for
-            failed = ItemResult(
-                item_id=item.id,
-                error=message,
-                error_kind=_error_kind(exc),
-                raw_output=getattr(exc, "raw", None),
-                attempts=int(getattr(exc, "attempts", 1) or 1),
-                latency_ms=round(latency, 3),
-                usage=spent if isinstance(spent, Usage) else Usage(),
-                scores=[
-                    *item_scores(scored),
-                    Score(
-                        name="extraction_error", value=True, data_type="BOOLEAN", comment=message
-                    ),
-                    *category_scores(tags),
-                ],
-                taxonomy=tags,
-                counts=self.counts(scored, schema_failure=_error_kind(exc) == "schema"),
-            )
-            return failed, scored
+        except BaseException as exc:  # every failure becomes a row, whatever raised it
+            if isinstance(exc, KeyboardInterrupt) and real_interrupt():
+                raise  # a Ctrl-C at the terminal stops the run; a pipeline's own is its error
+            return self._failed(item, exc, started)
         latency = (time.perf_counter() - started) * 1000
-        scored = self.score(item, out.extraction)
+        extraction, dirty = clean_extraction(out.extraction)
+        texts, repaired = clean_texts(raw_output=out.raw)
+        repaired = ["output", *repaired] if dirty else repaired
+        scored = self.score(item, extraction)
         tags = taxonomy_tags(scored)
         result = ItemResult(
             item_id=item.id,
-            output=out.extraction,
-            raw_output=out.raw,
+            output=extraction,
+            raw_output=texts["raw_output"],
             attempts=out.attempts,
             latency_ms=round(latency, 3),
             usage=self.pricer.priced(out.usage, out.model) if self.pricer else out.usage,
@@ -111,11 +103,47 @@ class ItemRunner:
                 *item_scores(scored),
                 Score(name="extraction_error", value=False, data_type="BOOLEAN"),
                 *category_scores(tags),
+                *([repaired_score(repaired)] if repaired else []),
             ],
             taxonomy=tags,
             counts=self.counts(scored),
         )
         return result, scored
+
+    def _failed(
+        self, item: DatasetItem, exc: BaseException, started: float
+    ) -> tuple[ItemResult, ItemScore]:
+        """The row of an item whose pipeline raised: whatever the exception is made of (a
+        ``str()`` that raises, attributes that raise, text that cannot be stored)."""
+        latency = (time.perf_counter() - started) * 1000
+        kind = _error_kind(exc)
+        raw = _attribute(exc, "raw")
+        texts, repaired = clean_texts(
+            error=one_line(exc, with_type=True), raw_output=raw if isinstance(raw, str) else None
+        )
+        message = texts["error"] or type(exc).__name__
+        scored = self.score(item, None)
+        tags = taxonomy_tags(scored)
+        spent = _attribute(exc, "usage")  # a schema failure's answer was paid for
+        attempts = _attribute(exc, "attempts")
+        failed = ItemResult(
+            item_id=item.id,
+            error=message,
+            error_kind=kind,
+            raw_output=texts["raw_output"],
+            attempts=attempts if isinstance(attempts, int) and attempts > 0 else 1,
+            latency_ms=round(latency, 3),
+            usage=spent if isinstance(spent, Usage) else Usage(),
+            scores=[
+                *item_scores(scored),
+                Score(name="extraction_error", value=True, data_type="BOOLEAN", comment=message),
+                *category_scores(tags),
+                *([repaired_score(repaired)] if repaired else []),
+            ],
+            taxonomy=tags,
+            counts=self.counts(scored, schema_failure=kind == "schema"),
+        )
+        return failed, scored
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
         return rescore(item, pred, self.scoring, self.context_texts, self.min_gold_confidence)
@@ -249,12 +277,13 @@ async def run_bounded(
             on_result(result)
 
     width = min(concurrency, len(items)) if isinstance(items, Sized) else concurrency
-    workers = [asyncio.create_task(worker()) for _ in range(max(width, 1))]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for w in workers:
-            w.cancel()
+    with watching_sigint():  # a pipeline's own KeyboardInterrupt is its item's error
+        workers = [asyncio.create_task(worker()) for _ in range(max(width, 1))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
 
 
 @dataclass(repr=False)

@@ -1,0 +1,78 @@
+"""Telling a real Ctrl-C from a pipeline that raises ``KeyboardInterrupt`` itself.
+
+A user pipeline may raise any ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, its
+own): that is the item's error and the run goes on. A Ctrl-C at the terminal must still stop
+the run. Both arrive as the same exception type, so while items run, ``watching_sigint``
+chains a counter in front of the process's SIGINT handler (asyncio's, a notebook's, Python's
+default): a ``KeyboardInterrupt`` counts as real only if a SIGINT actually arrived.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+_seen = 0  # SIGINTs received while a watch was installed (process-wide)
+_depth = 0  # watches installed now
+
+
+def real_interrupt() -> bool:
+    """Whether a SIGINT reached this process since the outermost watch was installed."""
+    return _seen > 0
+
+
+class SigintWatch:
+    """Counts SIGINTs between ``install`` and ``remove``, passing each on to the handler it
+    found (asyncio's, a notebook's, Python's default), which still stops the run.
+
+    Installed only in the main thread and only over a Python handler (a process that ignores
+    SIGINT, or lets it kill, has no ``KeyboardInterrupt`` that could be real). ``install`` is
+    idempotent, so a scheduler may call it from its first task (inside the event loop, after
+    ``asyncio.run`` put its own handler in place) and ``remove`` after its last one.
+    """
+
+    def __init__(self) -> None:
+        self._previous: Any = None
+        self._installed = False
+
+    def install(self) -> None:
+        global _seen, _depth
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGINT)
+        if not callable(previous):
+            return
+        self._previous, self._installed = previous, True
+        if _depth == 0:
+            _seen = 0  # a Ctrl-C of an earlier run (a notebook going on) is not this run's
+        _depth += 1
+        signal.signal(signal.SIGINT, self._count)
+
+    def remove(self) -> None:
+        global _depth
+        if not self._installed:
+            return
+        self._installed = False
+        _depth -= 1
+        if signal.getsignal(signal.SIGINT) == self._count:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _count(self, signum: int, frame: FrameType | None) -> Any:
+        global _seen
+        _seen += 1
+        return self._previous(signum, frame)
+
+
+@contextmanager
+def watching_sigint() -> Iterator[None]:
+    """``SigintWatch`` around a block (on the thread that runs the event loop)."""
+    watch = SigintWatch()
+    watch.install()
+    try:
+        yield
+    finally:
+        watch.remove()
