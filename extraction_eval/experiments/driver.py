@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
-from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
+from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, release_lock
 from extraction_eval.experiments.repair import REPAIRED_SCORE, clean_result
 from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
@@ -278,19 +278,27 @@ class Driver:
                 yield
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
-            if not (status != "finished" and discard_if_empty(self.store, prep)):
-                if self._refold or status == "interrupted":  # an exception may have cut a
-                    # fold short (a Ctrl-C lands anywhere): re-score everything stored
-                    summary = finalize(
-                        self.store, prep.run, prep.iter_items(), prep.runner, status=status
-                    )
-                else:
-                    summary = finalize(
-                        self.store, prep.run, self._unfolded(), prep.runner, status=status,
-                        folded=self.folded,
-                    )  # fmt: skip
-                self._closed = summary
-                self.scores.post_run(summary)
+            try:
+                self._close(status)
+            finally:
+                release_lock(self.store, prep)  # also when closing failed: never left held
+
+    def _close(self, status: str) -> None:
+        """Finalize the run (or delete it, when it ended before its first item)."""
+        prep = self.prep
+        if not (status != "finished" and discard_if_empty(self.store, prep)):
+            if self._refold or status == "interrupted":  # an exception may have cut a
+                # fold short (a Ctrl-C lands anywhere): re-score everything stored
+                summary = finalize(
+                    self.store, prep.run, prep.iter_items(), prep.runner, status=status
+                )
+            else:
+                summary = finalize(
+                    self.store, prep.run, self._unfolded(), prep.runner, status=status,
+                    folded=self.folded,
+                )  # fmt: skip
+            self._closed = summary
+            self.scores.post_run(summary)
 
     def outcome(self, *, experiment_url: str | None = None) -> RunOutcome:
         """The finished run; raises ``BackendError`` when results could not be stored."""

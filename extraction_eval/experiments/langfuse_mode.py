@@ -57,7 +57,13 @@ from extraction_eval.experiments.driver import (
     close_pipeline,
 )
 from extraction_eval.experiments.interrupts import SigintWatch
-from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
+from extraction_eval.experiments.prepare import (
+    PreparedRun,
+    RunPlan,
+    plan,
+    prepare,
+    release_lock,
+)
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
@@ -327,7 +333,11 @@ def run_prepared(
     verify_timeout: float,
 ) -> RunOutcome:
     """A prepared run as an experiment: scheduled by the SDK, finalized, read back."""
-    scores = LangfuseScores(lf, store, prep)
+    try:
+        scores = LangfuseScores(lf, store, prep)
+    except BaseException:
+        release_lock(store, prep)
+        raise
     driver = Driver(prep, store, progress=progress, scores=scores)
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)

@@ -12,6 +12,7 @@ from itertools import islice
 from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex
 from extraction_eval.evaluators.vote import trusted_gold
@@ -81,6 +82,7 @@ class PreparedRun(_ItemReads):
     created: bool = False  # this invocation created the run (see ``discard_if_empty``)
     estimate: CostEstimate | None = None  # of the items in ``todo_ids`` (before any call)
     budget: Budget | None = None  # the --max-cost ceiling, with what the run spent before
+    lock: LockHolder | None = None  # this process's lock on the run, until it closes
 
 
 @dataclass
@@ -130,24 +132,33 @@ def open_run(
     dataset_version: int | str | None,
     record: dict[str, Any],
     backend: str = "local",
-) -> tuple[RunRecord, list[str]]:
-    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``; return the ids of
-    the items to run: never finished ones, plus errored ones when asked to retry them."""
+) -> tuple[RunRecord, list[str], LockHolder, str | None]:
+    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``, locked for this
+    process (a second process running it is refused); return the ids of the items to run:
+    never finished ones, plus errored ones when asked to retry them; and the lock, with a note
+    when a dead process's lock was taken over."""
     existing = check_reuse(store, config, record)
+    assert config.name is not None
+    name = config.name
     if existing is None:
-        assert config.name is not None
+        locked: list[tuple[LockHolder, str | None]] = []
         run = store.create_run(
-            name=config.name,
+            name=name,
             dataset=config.dataset,
             dataset_version=dataset_version,
             config=record,
             backend=backend,
+            then=lambda conn, run_id: locked.append(take_run_lock(conn, run_id, name)),
         )
-        return run, list(item_ids)
-    store.update_run(existing.id, status="running")
-    ok = {r.item_id: r.ok for r in store.iter_results(existing.id)}  # streamed, kept small
+        return run, list(item_ids), *locked[0]
+    lock, note = store.lock_run(existing.id, name, take_over=config.take_over_lock)
+    try:
+        ok = {r.item_id: r.ok for r in store.iter_results(existing.id)}  # streamed, kept small
+    except BaseException:
+        store.release_run_lock(lock)
+        raise
     retry = config.retry_errors
-    return existing, [i for i in item_ids if i not in ok or (retry and not ok[i])]
+    return existing, [i for i in item_ids if i not in ok or (retry and not ok[i])], lock, note
 
 
 def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) -> RunRecord | None:
@@ -182,8 +193,18 @@ def _shard_note(config: RunConfig, total: int, held: int) -> str:
 
 def discard_if_empty(store: LocalStore, prep: PreparedRun) -> bool:
     """A run this invocation created that ended before its first item leaves nothing behind:
-    it is deleted, so the same ``--name`` works again without ``--resume``."""
-    return prep.created and store.delete_empty_run(prep.run.id)
+    it is deleted, so the same ``--name`` works again without ``--resume``. Either way the
+    run's lock is given back."""
+    deleted = prep.created and store.delete_empty_run(prep.run.id)
+    release_lock(store, prep)
+    return deleted
+
+
+def release_lock(store: LocalStore, prep: PreparedRun) -> None:
+    """Give the run's lock back (once; a deleted run took its lock with it)."""
+    lock, prep.lock = prep.lock, None
+    if lock is not None:
+        store.release_run_lock(lock)
 
 
 def plan(
@@ -325,10 +346,12 @@ def prepare(
     config, record = p.config, p.record
     warnings.extend(p.notes)
     check_estimate(config.max_cost, p.estimate, p.spent)
-    run, todo = open_run(
+    run, todo, lock, taken_over = open_run(
         store, config, p.item_ids, dataset_version=p.dataset_version, record=record,
         backend=backend,
     )  # fmt: skip
+    if taken_over:
+        warnings.append(taken_over)
     started_with = (run.config.get("pricing") or {}).get("version")
     now_with = record["pricing"].get("version")
     if todo and started_with != now_with:  # a resumed run, priced by another database version
@@ -349,6 +372,7 @@ def prepare(
         created=p.existing is None,
         estimate=p.estimate,
         budget=budget,
+        lock=lock,
     )
 
 
