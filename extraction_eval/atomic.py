@@ -24,11 +24,13 @@ from extraction_eval.errors import UsageError
 _REPLACE = "extraction_eval.replace_with_fffd"
 
 
-def _fffd(exc: UnicodeError) -> tuple[str, int]:
-    return "\ufffd", getattr(exc, "end", 0)
+def _fffd(exc: UnicodeError) -> tuple[bytes, int]:
+    """U+FFFD as UTF-8 bytes (the UTF-8 encoder takes only ASCII text from a handler)."""
+    end = int(getattr(exc, "end", 0))
+    return "\ufffd".encode() * (end - int(getattr(exc, "start", end))), end
 
 
-codecs.register_error(_REPLACE, _fffd)
+codecs.register_error(_REPLACE, _fffd)  # type: ignore[arg-type]
 
 
 class WriteFailed(UsageError):

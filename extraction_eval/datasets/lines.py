@@ -235,10 +235,10 @@ def stream(path: str | Path, convert: Callable[[Line], T]) -> Iterator[Stream[T]
     except OSError as exc:
         raise UsageError(f"{p}: cannot read ({exc.strerror or exc})") from None
     with fh:  # only opening is guarded: an error of the caller's own goes through unchanged
-        yield Stream(_decoded(fh), p.name, convert)
+        yield Stream(decoded_lines(fh), p.name, convert)
 
 
-def _decoded(fh: BinaryIO) -> Iterable[bytes | str]:
+def decoded_lines(fh: BinaryIO) -> Iterable[bytes | str]:
     """The file's lines: bytes (decoded line by line, so one bad line costs only itself), or
     text when the file starts with a UTF-16 byte order mark (its lines are read as UTF-16;
     a bad sequence becomes U+FFFD, which the line's JSON then shows)."""

@@ -578,13 +578,14 @@ def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[s
     A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form (the
     file by its name, as every JSONL reader) and the rest is read; ``value`` of an ``add``
     may be the object itself (it is stored as JSON)."""
-    from extraction_eval.datasets.lines import objects, warning
+    from extraction_eval.datasets.lines import decoded_lines, objects, warning
     from extraction_eval.evaluators.vote import check_override
 
     found: list[GoldOverride] = []
     problems: list[str] = []
     try:
-        lines = path.read_bytes().splitlines()  # each line decoded on its own: one bad costs one
+        with path.open("rb") as fh:  # each line decoded on its own: one bad costs one line
+            lines = list(decoded_lines(fh))
     except OSError as exc:
         raise UsageError(f"{path}: {one_line(exc)}") from None
     for number, raw, (problem, item_id) in objects(lines):
@@ -600,4 +601,6 @@ def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[s
             problems.append(warning(path.name, number, item_id, one_line(exc)))
             continue
         found.append(override)
+        if problem:  # kept, repaired (lone surrogates)
+            problems.append(f"{path.name}:{number} (id {item_id}): {problem}")
     return found, problems

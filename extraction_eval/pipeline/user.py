@@ -149,10 +149,21 @@ class UserPipeline:
         if _is_async(self.func):
             result = await self.func(**kwargs)
         else:
-            result = await in_daemon_thread(self.func, kwargs)
+            try:
+                result = await in_daemon_thread(self.func, kwargs)
+            except _Carried as carried:
+                raise carried.error from None
         if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
             result = await result
         return result
+
+
+class _Carried(Exception):
+    """A ``GeneratorExit`` from a thread, carried across the future as a plain exception."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(repr(error))
+        self.error = error
 
 
 def in_daemon_thread(func: UserFunction, kwargs: dict[str, Any]) -> Any:
@@ -174,6 +185,8 @@ def in_daemon_thread(func: UserFunction, kwargs: dict[str, Any]) -> Any:
             future.set_result(value)
         elif isinstance(error, StopIteration):  # a future cannot hold one
             future.set_exception(RuntimeError(f"StopIteration raised: {error!r}"))
+        elif isinstance(error, GeneratorExit):  # thrown into the awaiting coroutine, it would
+            future.set_exception(_Carried(error))  # close it instead: carried, raised in it
         else:
             future.set_exception(error)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
 from extraction_eval.llm.base import Completion
+from extraction_eval.textsafe import clean_text
 from extraction_eval.types import Usage
 
 
@@ -31,7 +32,7 @@ class CacheTables(StoreConnection):
                 " VALUES (?, ?, ?, ?, ?)",
                 (
                     key,
-                    completion.text,
+                    clean_text(completion.text),  # a lone surrogate would refuse the row
                     completion.model,
                     _dumps(completion.usage.model_dump(mode="json")),
                     _now(),
