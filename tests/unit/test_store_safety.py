@@ -47,6 +47,13 @@ def _store_with_run(home: Path) -> Path:
 def test_a_store_with_an_unknown_migration_is_refused_in_one_line_and_not_written(
     isolated_home: Path,
 ) -> None:
+    from extraction_eval.backends.migrations import migrate
+
+    older = isolated_home.parent / "older.db"  # a store of an older version still migrates
+    conn = sqlite3.connect(older, isolation_level=None)
+    migrate(conn, upto="m005_result_taxonomy")
+    conn.close()
+    LocalStore(older).close()
     path = _store_with_run(isolated_home)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 't')")
@@ -74,16 +81,6 @@ def test_a_store_whose_schema_differs_from_its_migrations_is_refused(isolated_ho
         conn.execute("ALTER TABLE results DROP COLUMN verdict")
     with pytest.raises(UnknownStoreError, match="unexpected table annotations"):
         LocalStore()
-
-
-def test_a_store_of_an_older_version_still_migrates(tmp_path: Path) -> None:
-    from extraction_eval.backends.migrations import migrate
-
-    path = tmp_path / "old.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    migrate(conn, upto="m005_result_taxonomy")
-    conn.close()
-    LocalStore(path).close()  # not refused: its migrations are all known
 
 
 # --- permissions --------------------------------------------------------------------------------
