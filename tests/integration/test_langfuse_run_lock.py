@@ -39,3 +39,30 @@ def test_a_langfuse_run_held_by_another_process_is_refused_and_sends_nothing(
     assert taken.exit_code == 0, taken.stderr
     assert store.run_lock(run.id) is None
     assert len(store.results(run.id)) == 3
+
+
+def test_a_lone_surrogate_in_a_langfuse_items_text_costs_no_row(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Text from the server is outside input too: a lone surrogate in an item's text (an
+    escape in its JSON) is replaced with U+FFFD when the item is read, and logged."""
+    items = LocalStore().get_items(DATASET)[:3]
+    upload(server, items)
+    use_langfuse(server, monkeypatch, "surrogate-item")
+    with server._lock:  # the server hands out "\ud800" (an escape in its JSON body)
+        lf_id, history = next(iter(server._state.items.items()))
+        when, snapshot = history[-1]
+        assert snapshot is not None
+        bad = {**snapshot, "input": {**snapshot["input"], "text": "Broken emoji \ud83d"}}
+        history.append((when, bad))
+    result = run_cli(
+        "--name", "lf-surrogate", "--pipeline", "tests.support.hostile_pipelines:echo_text"
+    )
+    assert result.exit_code == 0, result.stderr
+    store = LocalStore()
+    run = store.get_run("lf-surrogate", DATASET)
+    assert run is not None
+    rows = store.results(run.id)
+    assert len(rows) == 3 and all(r.ok for r in rows)
+    assert "oken emoji \ufffd" in {r.output.entities[0].name for r in rows if r.output}
+    assert any("lone UTF-16 surrogates replaced" in r.getMessage() for r in caplog.records)

@@ -99,3 +99,8 @@ async def async_hang(**_: Any) -> Any:
 
 def huge_message(**_: Any) -> Any:
     raise ValueError("x" * 5_000_000)
+
+
+def echo_text(*, text: str, **_: Any) -> Any:
+    """The item's last words as an entity: whatever the text holds reaches the output."""
+    return {"entities": [{"name": text[-12:], "type": "echo"}], "relationships": []}
