@@ -50,7 +50,7 @@ def test_a_lone_surrogate_in_a_langfuse_items_text_costs_no_row(
     upload(server, items)
     use_langfuse(server, monkeypatch, "surrogate-item")
     with server._lock:  # the server hands out "\ud800" (an escape in its JSON body)
-        lf_id, history = next(iter(server._state.items.items()))
+        history = next(iter(server._state.items.values()))
         when, snapshot = history[-1]
         assert snapshot is not None
         bad = {**snapshot, "input": {**snapshot["input"], "text": "Broken emoji \ud83d"}}
