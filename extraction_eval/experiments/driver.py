@@ -246,9 +246,10 @@ class Driver:
     def _size_thread_pool(self) -> None:
         """Give the running loop a thread pool as wide as the run's concurrency.
 
-        Sync pipelines run in ``asyncio.to_thread``, i.e. the loop's default executor, which
-        has min(32, CPUs + 4) workers: on a 2-CPU machine at most 6 sync calls would overlap
-        whatever the concurrency says. Done in the first item on each loop (LangFuse mode's
+        Blocking work in ``asyncio.to_thread`` (SDK calls, providers' sync parts) uses the
+        loop's default executor, which has min(32, CPUs + 4) workers: on a 2-CPU machine at
+        most 6 such calls would overlap whatever the concurrency says (sync user pipelines
+        run in daemon threads of their own: ``pipeline.user``). Done in the first item on each loop (LangFuse mode's
         loop is created inside the SDK's ``run_experiment``), before any thread work.
         """
         loop = asyncio.get_running_loop()
