@@ -249,8 +249,9 @@ class Driver:
         Blocking work in ``asyncio.to_thread`` (SDK calls, providers' sync parts) uses the
         loop's default executor, which has min(32, CPUs + 4) workers: on a 2-CPU machine at
         most 6 such calls would overlap whatever the concurrency says (sync user pipelines
-        run in daemon threads of their own: ``pipeline.user``). Done in the first item on each loop (LangFuse mode's
-        loop is created inside the SDK's ``run_experiment``), before any thread work.
+        run in daemon threads of their own: ``pipeline.user``). Done in the first item on
+        each loop (LangFuse mode's loop is created inside the SDK's ``run_experiment``),
+        before any thread work.
         """
         loop = asyncio.get_running_loop()
         if self._sized_loop is loop:

@@ -4,7 +4,7 @@ A user pipeline may raise any ``BaseException`` (``SystemExit``, ``KeyboardInter
 own): that is the item's error and the run goes on. A Ctrl-C at the terminal must still stop
 the run. Both arrive as the same exception type, so while items run, ``watching_sigint``
 chains a counter in front of the process's SIGINT handler (asyncio's, a notebook's, Python's
-default): a ``KeyboardInterrupt`` counts as real only if a SIGINT actually arrived.
+default): a ``KeyboardInterrupt`` counts as real only if a SIGINT arrived while the item ran.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-_seen = 0  # SIGINTs received while a watch was installed (process-wide)
-_depth = 0  # watches installed now
+_seen = 0  # SIGINTs received while a watch was installed (process-wide, only ever grows)
 
 
-def real_interrupt() -> bool:
-    """Whether a SIGINT reached this process since the outermost watch was installed."""
-    return _seen > 0
+def sigints() -> int:
+    """How many SIGINTs reached this process under a watch: a ``KeyboardInterrupt`` is real
+    when this grew while the code that raised it ran."""
+    return _seen
 
 
 class SigintWatch:
@@ -40,24 +40,18 @@ class SigintWatch:
         self._installed = False
 
     def install(self) -> None:
-        global _seen, _depth
         if self._installed or threading.current_thread() is not threading.main_thread():
             return
         previous = signal.getsignal(signal.SIGINT)
         if not callable(previous):
             return
         self._previous, self._installed = previous, True
-        if _depth == 0:
-            _seen = 0  # a Ctrl-C of an earlier run (a notebook going on) is not this run's
-        _depth += 1
         signal.signal(signal.SIGINT, self._count)
 
     def remove(self) -> None:
-        global _depth
         if not self._installed:
             return
         self._installed = False
-        _depth -= 1
         if signal.getsignal(signal.SIGINT) == self._count:
             signal.signal(signal.SIGINT, self._previous)
 

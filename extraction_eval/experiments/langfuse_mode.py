@@ -386,18 +386,21 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         return result.output.model_dump(mode="json") if result.output else None
 
     extra: dict[str, Any] = {"_dataset_version": dataset.pinned} if dataset.pinned else {}
-    res = lf.run_experiment(
-        name=prep.run.name,
-        run_name=prep.run.name,
-        description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
-        f" ({prep.config.pipeline.model})",
-        data=[dataset.raw_by_id[i.id] for i in todo],
-        task=task,
-        max_concurrency=prep.config.concurrency,
-        metadata=experiment_metadata(prep.run.config),
-        experiment_id=scores.experiment_id,
-        **extra,
-    )
+    try:
+        res = lf.run_experiment(
+            name=prep.run.name,
+            run_name=prep.run.name,
+            description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
+            f" ({prep.config.pipeline.model})",
+            data=[dataset.raw_by_id[i.id] for i in todo],
+            task=task,
+            max_concurrency=prep.config.concurrency,
+            metadata=experiment_metadata(prep.run.config),
+            experiment_id=scores.experiment_id,
+            **extra,
+        )
+    finally:
+        watch.remove()  # also when the SDK never ran the last task (cancelled)
     scores.experiment_done(res.experiment_id, res.experiment_url)
 
 

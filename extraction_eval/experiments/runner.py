@@ -22,7 +22,7 @@ from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, sc
 from extraction_eval.evaluators.paired import counts_key, encode_counts
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
-from extraction_eval.experiments.interrupts import real_interrupt, watching_sigint
+from extraction_eval.experiments.interrupts import sigints, watching_sigint
 from extraction_eval.experiments.repair import clean_extraction, clean_texts, repaired_score
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
@@ -76,13 +76,13 @@ class ItemRunner:
     async def run_scored(self, item: DatasetItem) -> tuple[ItemResult, ItemScore]:
         """``run_item`` with the item's :class:`ItemScore`, for a caller that folds the run
         summary as items finish instead of re-scoring them at the end."""
-        started = time.perf_counter()
+        started, interrupts = time.perf_counter(), sigints()
         try:
             out = await self.pipeline.extract(item)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # every failure becomes a row, whatever raised it
-            if isinstance(exc, KeyboardInterrupt) and real_interrupt():
+            if isinstance(exc, KeyboardInterrupt) and sigints() > interrupts:
                 raise  # a Ctrl-C at the terminal stops the run; a pipeline's own is its error
             return self._failed(item, exc, started)
         latency = (time.perf_counter() - started) * 1000

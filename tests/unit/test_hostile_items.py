@@ -145,8 +145,6 @@ def test_a_lone_surrogate_in_a_model_reply_is_stored_as_fffd_and_the_run_resumes
 def test_a_pipelines_keyboard_interrupt_is_its_error_but_a_real_sigint_stops_the_run() -> None:
     """A pipeline that raises ``KeyboardInterrupt`` itself is only its item's error; a Ctrl-C
     at the terminal is a SIGINT: the run stops (as before), the rows it finished are kept."""
-    own = _run(LocalStore(), "own-ki", pipeline=HOSTILE + "async_keyboard_interrupt")
-    assert {r.error for r in own} == {"KeyboardInterrupt"}
     import tests.support.hostile_pipelines as hp
 
     calls: list[str] = []
@@ -174,3 +172,7 @@ def test_a_pipelines_keyboard_interrupt_is_its_error_but_a_real_sigint_stops_the
     assert len(calls) < 10
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handed back
     json.dumps(run.summary)  # the interrupted run was finalized
+    # a pipeline's own KeyboardInterrupt is still its item's error, after a real Ctrl-C too
+    for function in ("async_keyboard_interrupt", "keyboard_interrupt"):
+        own = _run(LocalStore(), f"own-{function}", pipeline=HOSTILE + function)
+        assert {r.error for r in own} == {"KeyboardInterrupt"}
