@@ -69,7 +69,7 @@ def build(store_dir: Path, n: int, changed: float) -> None:
     os.environ["EXTRACTION_EVAL_HOME"] = str(store_dir)
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.evaluators import ScoringConfig, score_dataset_item
-    from extraction_eval.evaluators.paired import counts_key, encode_counts
+    from extraction_eval.evaluators.counts import counts_key, encode_counts
     from extraction_eval.types import DatasetItem, Extraction, ItemResult
 
     scoring = ScoringConfig(match="exact")
@@ -196,8 +196,8 @@ def main() -> None:
             build(home, n, args.changed)
         print(f"setup: {n} items, two runs stored ({t})")
 
+        from extraction_eval.analysis.paired import compare_and_diff, compare_stored_runs
         from extraction_eval.backends.local import LocalStore
-        from extraction_eval.experiments.paired import compare_and_diff, compare_stored_runs
 
         store = LocalStore(seed=False)
         a, b = store.get_run("A"), store.get_run("B")

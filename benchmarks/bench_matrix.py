@@ -82,7 +82,8 @@ def worker(args: argparse.Namespace) -> None:
     from extraction_eval.experiments import driver, local_mode
     from extraction_eval.experiments import matrix as matrix_module
     from extraction_eval.experiments.config import RunConfig
-    from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
+    from extraction_eval.experiments.matrix import run_matrix
+    from extraction_eval.experiments.matrix_config import MatrixConfig
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
 

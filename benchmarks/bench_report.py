@@ -84,12 +84,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         os.environ["EXTRACTION_EVAL_HOME"] = str(tmp / "home")
+        from extraction_eval.analysis.report_data import build_report_data
+        from extraction_eval.analysis.stored import get_run
         from extraction_eval.backends.local import LocalStore
-        from extraction_eval.datasets.gold import read_items
+        from extraction_eval.datasets.jsonl import read_items
         from extraction_eval.evaluators import ScoringConfig
         from extraction_eval.experiments.config import RunConfig
-        from extraction_eval.experiments.report_data import build_report_data
-        from extraction_eval.experiments.reporting import get_run
         from extraction_eval.experiments.run import arun_local
         from extraction_eval.reports.html import write_report
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from nervaluate import Evaluator  # type: ignore[import-untyped]
 
-from extraction_eval.datasets.gold import GoldRecord, read_gold
+from extraction_eval.datasets.jsonl import GoldRecord, read_gold
 from extraction_eval.evaluators import (
     ContextIndex,
     ScoringConfig,

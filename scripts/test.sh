@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one test command (README, CI): fresh venv, install, lint, type-check, tests.
+# The one test command (README, CI): fresh venv, install, lint, type-check, docs site, tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -18,4 +18,8 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# The docs site: a broken link or anchor between pages fails here.
+site_tmp=$(mktemp -d)
+.venv/bin/mkdocs build --strict --quiet --site-dir "$site_tmp"
+rm -rf "$site_tmp"
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

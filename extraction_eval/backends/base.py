@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from extraction_eval.datasets.gold import extraction_payload
+from extraction_eval.datasets.jsonl import extraction_payload
 from extraction_eval.types import DatasetItem, Extraction, Schema
 
 

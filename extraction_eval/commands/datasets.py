@@ -75,7 +75,7 @@ def upload_cmd(
     from itertools import chain
 
     from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items, sample_items
-    from extraction_eval.datasets.gold import stream_items
+    from extraction_eval.datasets.jsonl import stream_items
     from extraction_eval.views.datasets import render_upload
 
     if not name.strip():
@@ -137,7 +137,7 @@ def export_cmd(
     version: VersionOpt = None,
 ) -> None:
     """The dataset as JSONL (the upload format), byte-stable: same items, same bytes."""
-    from extraction_eval.datasets.gold import write_items
+    from extraction_eval.datasets.jsonl import write_items
 
     if out is not None:
         check_writable("--out", out)

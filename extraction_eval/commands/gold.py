@@ -83,13 +83,12 @@ def build_cmd(
     from extraction_eval.backends import get_dataset_backend
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.errors import UsageError
-    from extraction_eval.experiments.gold import (
+    from extraction_eval.seeds.ensemble.build import build_gold, plan_gold
+    from extraction_eval.seeds.ensemble.config import (
         GoldConfig,
-        build_gold,
         check_models,
         load_gold_config,
         parse_models,
-        plan_gold,
     )
     from extraction_eval.views.gold import render_build, render_plan
 
@@ -147,7 +146,7 @@ def review_cmd(
 ) -> None:
     """Items of the last build that need a person: each object with the disagreeing votes."""
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.gold import review_items
+    from extraction_eval.seeds.ensemble.review import review_items
     from extraction_eval.views.gold import render_review
 
     found = review_items(LocalStore(), dataset, below=below, item=item)
@@ -188,7 +187,7 @@ def override_cmd(
     """Correct the vote; applied on top of it at every build, flagged source: override."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.errors import UsageError
-    from extraction_eval.experiments.gold import add_override, read_overrides
+    from extraction_eval.seeds.ensemble.review import add_override, read_overrides
     from extraction_eval.types import GoldOverride
 
     store = LocalStore()

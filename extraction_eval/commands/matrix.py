@@ -194,7 +194,7 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
     """The library's config objects (they refuse bad values, naming the field)."""
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig
-    from extraction_eval.experiments.matrix import MatrixConfig
+    from extraction_eval.experiments.matrix_config import MatrixConfig
     from extraction_eval.experiments.partition import parse_shard
     from extraction_eval.pipeline.base import PipelineConfig
 

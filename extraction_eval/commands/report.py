@@ -22,11 +22,11 @@ def report_cmd(
 ) -> None:
     """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
     taxonomy, latency and cost, and every item with its evidence highlighted in the text."""
+    from extraction_eval.analysis.report_data import build_report_data, run_items
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.atomic import WriteFailed
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.errors import UsageError
-    from extraction_eval.experiments.report_data import build_report_data, run_items
-    from extraction_eval.experiments.reporting import get_run
     from extraction_eval.reports.html import write_report
 
     check_writable("--out", out)

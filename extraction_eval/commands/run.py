@@ -198,8 +198,8 @@ def run_cmd(
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     regressed = False
     if base is not None:
+        from extraction_eval.analysis.paired import compare_stored_runs
         from extraction_eval.backends.local import LocalStore
-        from extraction_eval.experiments.paired import compare_stored_runs
 
         store = LocalStore()
         result = compare_stored_runs(
@@ -229,16 +229,16 @@ def run_cmd(
 def _baseline(name: str | None, specs: list[str], dataset: str) -> tuple[dict[str, float], Any]:
     """``--baseline`` / ``--fail-on-regression`` checked before any work: the baseline run
     must exist on the dataset and the metric names and tolerances be valid."""
-    from extraction_eval.experiments.paired import parse_tolerances
+    from extraction_eval.analysis.paired import parse_tolerances
 
     tolerances = parse_tolerances(specs)
     if name is None:
         if tolerances:
             fail("--fail-on-regression needs --baseline RUN (the run to compare with)")
         return tolerances, None
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.errors import NotFoundError
-    from extraction_eval.experiments.reporting import get_run
 
     try:
         return tolerances, get_run(LocalStore(), name, dataset)

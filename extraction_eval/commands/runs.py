@@ -64,9 +64,9 @@ def show_cmd(
     ] = False,
 ) -> None:
     """A run's items, failing ones first: scores, failure categories, error, trace."""
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.evaluators.taxonomy import CATEGORIES
-    from extraction_eval.experiments.reporting import get_run
     from extraction_eval.validation import check_int
 
     if category is not None and category not in CATEGORIES:  # before the store is opened
@@ -81,7 +81,7 @@ def show_cmd(
     store = LocalStore()
     run = get_run(store, name, dataset)
     if worst:
-        from extraction_eval.experiments.worst import run_worst_by_category, run_worst_items
+        from extraction_eval.analysis.worst import run_worst_by_category, run_worst_items
         from extraction_eval.views.runs import render_worst, render_worst_by_category
 
         if by_category:
@@ -124,8 +124,9 @@ def export_cmd(
 ) -> None:
     """One line per item: output or error, categories, attempts, latency, trace, scores
     (byte-stable)."""
+    from extraction_eval.analysis.reporting import write_run_export
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.reporting import get_run, write_run_export
 
     if fmt not in ("jsonl", "csv"):
         fail(f"--format must be jsonl or csv, got {fmt!r}")
@@ -268,10 +269,10 @@ def compare_cmd(
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
     gate. With --item: one item's text with gold, A and B objects side by side."""
+    from extraction_eval.analysis.diff import compare_item
+    from extraction_eval.analysis.paired import compare_and_diff, parse_tolerances
+    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments.diff import compare_item
-    from extraction_eval.experiments.paired import compare_and_diff, parse_tolerances
-    from extraction_eval.experiments.reporting import get_run
     from extraction_eval.validation import check_int
     from extraction_eval.views.diff import render_item_comparison, render_run_diff
 

@@ -57,9 +57,9 @@ def _run(
     err: Console,
     min_gold_confidence: float | None = None,
 ) -> None:
+    from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
     from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
-    from extraction_eval.experiments.score import score_files
     from extraction_eval.views.score_report import print_warnings, render_report
 
     _choice("--format", output_format, ("table", "json"))

@@ -4,7 +4,7 @@ One line reader (``lines``) with one warning format, ``FILE:LINE (id X): problem
 whichever command reads the file. Depends only on ``types`` and ``errors``, so the backends
 (which seed the bundled sample) and the scoring use case can both build on it.
 
-- ``gold``: ``read_gold`` (for ``score``), ``read_items`` / ``write_items`` (datasets),
+- ``jsonl``: ``read_gold`` (for ``score``), ``read_items`` / ``write_items`` (datasets),
   ``parse_extraction`` (the one normalisation of a line's entities and relationships)
 - ``predictions``: ``read_predictions``
 - ``bundled``: ``sample_items``, ``journal_items``, ``example_paths``

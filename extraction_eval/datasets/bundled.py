@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from extraction_eval.datasets.gold import read_items
+from extraction_eval.datasets.jsonl import read_items
 from extraction_eval.errors import UsageError
 from extraction_eval.types import DatasetItem
 

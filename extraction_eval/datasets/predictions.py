@@ -1,6 +1,6 @@
 """Prediction JSONL files for ``score``: ``{"id", "entities", "relationships"}`` per line.
 
-Read with the same line reader and the same normalisation as gold (``gold.parse_extraction``),
+Read with the same line reader and the same normalisation as gold (``jsonl.parse_extraction``),
 so a prediction and its gold line are compared on equal terms.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from extraction_eval.datasets.gold import parse_extraction
+from extraction_eval.datasets.jsonl import parse_extraction
 from extraction_eval.datasets.lines import Line, read
 from extraction_eval.types import Extraction
 

@@ -112,6 +112,14 @@ class ScoringConfig:
             "confidence": self.confidence,
         }
 
+    def count_fields(self) -> dict[str, object]:
+        """The settings that decide an item's counts (how objects match and are grounded), not
+        the bootstrap's resamples, seed and confidence level."""
+        out = self.to_json()
+        for key in ("resamples", "seed", "confidence"):
+            out.pop(key)
+        return out
+
 
 def _normalise_pairs(pairs: Iterable[Iterable[str]]) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []

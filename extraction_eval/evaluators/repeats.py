@@ -1,6 +1,6 @@
 """Across runs of one configuration matrix: run-to-run spread, per-item agreement between
-repeats, and the best cell per metric. Pure functions; the matrix (``experiments/matrix.py``)
-reads the runs and hands the values in.
+repeats, and the best cell per metric. Pure functions; the matrix table
+(``analysis/matrix_table.py``) reads the runs and hands the values in.
 
 **Per-item agreement** of K repeats (K >= 2) of one cell: the fraction of compared items
 whose K extractions are all identical. *Compared* items are those with a stored result in

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from extraction_eval.datasets.gold import extraction_payload
+from extraction_eval.datasets.jsonl import extraction_payload
 from extraction_eval.errors import InvalidValue
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.contract import extraction_json_schema

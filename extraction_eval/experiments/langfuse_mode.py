@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
-import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -42,12 +40,14 @@ from extraction_eval.backends.langfuse import (
     close_client,
     connect,
     fetch_prompt,
+    missing_summary,
     post_score,
-    read_back,
     run_score_id,
+    verify_run,
+    verify_timeout_s,
 )
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.errors import BackendError, ConfigError
+from extraction_eval.errors import BackendError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import (
     Driver,
@@ -74,25 +74,18 @@ if TYPE_CHECKING:
     from langfuse import Langfuse
 
 __all__ = [
-    "DEFAULT_VERIFY_TIMEOUT_S",
-    "VERIFY_TIMEOUT_ENV",
     "ItemFailed",
     "LangfuseScores",
     "VerificationError",
     "experiment_metadata",
-    "missing_summary",
     "post_run_scores",
     "prepare_langfuse_run",
     "run_langfuse",
     "run_prepared",
-    "verify_run",
-    "verify_timeout_s",
 ]
 
 log = logging.getLogger(__name__)
 
-VERIFY_TIMEOUT_ENV = "EXTRACTION_EVAL_VERIFY_TIMEOUT"
-DEFAULT_VERIFY_TIMEOUT_S = 60.0
 # Span attribute the SDK propagates onto the task span (and everything under it).
 _EXPERIMENT_ID_ATTR = "langfuse.experiment.id"
 _PROBE_TRACE_ID = "0" * 32
@@ -133,31 +126,6 @@ def install_log_filter() -> None:
     logger = logging.getLogger("langfuse")
     if _item_failure_filter not in logger.filters:
         logger.addFilter(_item_failure_filter)
-
-
-# --- settings -------------------------------------------------------------------------------
-
-
-def verify_timeout_s(env: Mapping[str, str] | None = None) -> float:
-    """``EXTRACTION_EVAL_VERIFY_TIMEOUT`` (seconds, >= 0; default 60): how long the read-back
-    waits for LangFuse to make what the run sent readable (ingestion is asynchronous)."""
-    env = os.environ if env is None else env
-    raw = env.get(VERIFY_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_VERIFY_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{VERIFY_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
-    return value
-
-
-def _poll_interval(timeout_s: float) -> float:
-    """Short enough that a short timeout still polls several times, long enough that a
-    60 s wait on a real server stays well under the API rate limits."""
-    return min(2.0, max(0.05, timeout_s / 30))
 
 
 # --- metadata -------------------------------------------------------------------------------
@@ -504,73 +472,3 @@ def _verify(
             report=report,
         )
     log.info("%s", report.lines()[0])
-
-
-def missing_summary(report: VerifyReport, *, run_scores: int, untraced: int = 0) -> str:
-    """What ``report`` found missing, in one bounded line (counts and a first example)."""
-    parts: list[str] = []
-    examples: list[str] = []
-    if untraced:
-        parts.append(f"{untraced} items without a trace")
-    if report.missing_traces:
-        parts.append(f"{len(report.missing_traces)} of {report.expected_traces} traces")
-        examples.append(f"trace {report.missing_traces[0]}")
-    if report.missing_scores:
-        parts.append(f"{len(report.missing_scores)} of {report.expected_scores} item scores")
-        trace_id, name = report.missing_scores[0]
-        examples.append(f"{name} on trace {trace_id}")
-    if report.missing_run_scores:
-        parts.append(f"{len(report.missing_run_scores)} of {run_scores} run scores")
-        examples.append(f"run score {report.missing_run_scores[0]}")
-    text = "missing " + ", ".join(parts) if parts else "nothing missing"
-    if examples:
-        text += f" (first: {'; '.join(examples)})"
-    if report.errors:
-        text += f"; last read error: {report.errors[-1]}"
-    return text
-
-
-def verify_run(
-    lf: Langfuse,
-    *,
-    traces: Mapping[str, Collection[str]],
-    experiment_id: str | None,
-    run_score_names: Sequence[str],
-    since: datetime | None,
-    timeout_s: float,
-) -> VerifyReport:
-    """``read_back`` for one run: each trace (``traces``: trace id -> its result's score
-    names) must carry the scores its own result has (they differ between items, e.g.
-    ``zero_fp_pass`` only where the gold is empty), plus the run-level scores on the
-    experiment; one deadline for everything."""
-    deadline = time.monotonic() + timeout_s
-    poll_s = _poll_interval(timeout_s)
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for trace_id, score_names in traces.items():
-        groups.setdefault(tuple(sorted(set(score_names))), []).append(trace_id)
-    if not groups:
-        groups[()] = []
-    reports: list[VerifyReport] = []
-    for index, (names, trace_ids) in enumerate(sorted(groups.items())):
-        first = index == 0
-        reports.append(
-            read_back(
-                lf,
-                trace_ids=sorted(trace_ids),
-                score_names=names,
-                experiment_id=experiment_id if first else None,
-                run_score_names=run_score_names if first else (),
-                since=since,
-                timeout_s=max(deadline - time.monotonic(), 0.0),
-                poll_s=poll_s,
-            )
-        )
-    return VerifyReport(
-        expected_traces=sum(r.expected_traces for r in reports),
-        expected_scores=sum(r.expected_scores for r in reports),
-        missing_traces=tuple(sorted(t for r in reports for t in r.missing_traces)),
-        missing_scores=tuple(sorted(s for r in reports for s in r.missing_scores)),
-        missing_run_scores=reports[0].missing_run_scores,
-        waited_s=round(sum(r.waited_s for r in reports), 3),
-        errors=tuple(e for r in reports for e in r.errors)[-5:],
-    )

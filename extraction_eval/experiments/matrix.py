@@ -9,39 +9,23 @@ finalized as soon as its own last item ends. LangFuse mode runs the cells one af
 each as its own experiment on the same dataset (the SDK's ``run_experiment`` owns the event
 loop and the concurrency of one experiment at a time).
 
-The table at the end (:func:`matrix_table`) is computed from the stored runs, so a resumed
-matrix reports every cell, including those finished by an earlier invocation.
+The cells are :mod:`extraction_eval.experiments.matrix_config`'s; the table at the end
+(:func:`~extraction_eval.analysis.matrix_table.matrix_table`) is computed from the stored
+runs, so a resumed matrix reports every cell, including those finished by an earlier
+invocation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
+from extraction_eval.analysis.matrix_table import MatrixTable, matrix_table
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ContextIndex, ScoringConfig
-from extraction_eval.evaluators.paired import WIDTH as PAIRED_WIDTH
-from extraction_eval.evaluators.paired import (
-    PairedComparison,
-    item_row,
-    paired_compare_counts,
-)
-from extraction_eval.evaluators.repeats import (
-    Agreement,
-    Spread,
-    best_cells,
-    canonical_extraction,
-    item_agreement,
-    spread,
-)
 from extraction_eval.experiments.budget import (
     Budget,
     CostEstimate,
@@ -50,234 +34,11 @@ from extraction_eval.experiments.budget import (
 )
 from extraction_eval.experiments.config import RunConfig, git_state, package_versions
 from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline, gc_frozen
+from extraction_eval.experiments.matrix_config import NOT_STARTED, Cell, CellOutcome, MatrixConfig
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
 from extraction_eval.experiments.run import uses_langfuse
-from extraction_eval.experiments.runner import rescore, run_bounded
+from extraction_eval.experiments.runner import run_bounded
 from extraction_eval.types import DatasetItem, ItemResult
-from extraction_eval.validation import check_int, check_number, check_text
-
-# The matrix table's metrics: headline scores (higher is better, with their CIs), then the
-# run's cost, latency and failures (lower is better).
-HEADLINE = ("entity_f1", "entity_typed_f1", "relationship_f1")
-LOWER_IS_BETTER = ("cost_usd", "latency_p50_ms", "error_rate")
-METRICS = HEADLINE + LOWER_IS_BETTER
-
-
-def temperature_tag(temperature: float) -> str:
-    """``t0``, ``t0.7``, ``t1``: the shortest spelling that reads back as the same float."""
-    text = repr(float(temperature))
-    return "t" + (text[:-2] if text.endswith(".0") else text)
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One run of the matrix: its name and parameters, and the full run config."""
-
-    name: str
-    model: str
-    prompt_label: str | None
-    temperature: float
-    repeat: int | None
-    config: RunConfig
-
-    @property
-    def group(self) -> str:
-        """The cell without its repeat index: what repeats are compared within."""
-        return self.name.rsplit("/", 1)[0] if self.repeat is not None else self.name
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "prompt_label": self.prompt_label,
-            "temperature": self.temperature,
-            "repeat": self.repeat,
-        }
-
-
-@dataclass(frozen=True)
-class MatrixConfig:
-    """The axes of a matrix and what every cell shares (``base``: dataset, scoring,
-    concurrency, limit, backend, timeout, prices...; its name, model, prompt label and
-    temperature are replaced per cell).
-
-    ``name`` is the prefix of every cell's run name, ``{name}/{model}/{label}/t{temp}[/r{k}]``
-    (label ``bundled`` when no label is asked for). ``repeats`` > 1 runs each cell that many
-    times, differing only in the repeat index of the response-cache key.
-    """
-
-    models: tuple[str, ...]
-    prompt_labels: tuple[str | None, ...] = (None,)
-    temperatures: tuple[float, ...] = (0.0,)
-    repeats: int = 1
-    name: str | None = None
-    base: RunConfig = field(default_factory=RunConfig)
-
-    def __post_init__(self) -> None:
-        """Refuse axes that cannot make a matrix, before anything is read or written."""
-        if not self.models:
-            raise InvalidValue("model", "is needed at least once (one per model of the matrix)")
-        for model in self.models:
-            check_text("model", model)
-        for label in self.prompt_labels:
-            if label is not None:
-                check_text("prompt_label", label)
-        if not self.prompt_labels:
-            raise InvalidValue("prompt_label", "needs at least one value (or none given at all)")
-        if not self.temperatures:
-            raise InvalidValue("temperature", "needs at least one value")
-        for temperature in self.temperatures:
-            check_number("temperature", temperature, minimum=0.0)
-        _no_duplicates("model", self.models)
-        _no_duplicates("prompt_label", self.prompt_labels)
-        _no_duplicates("temperature", [float(t) for t in self.temperatures])
-        check_int("repeats", self.repeats, minimum=1)
-        if self.name is not None:
-            check_text("name", self.name)
-        if self.base.name is not None:
-            raise InvalidValue("name", "is the matrix's prefix: set MatrixConfig.name")
-        if self.base.retry_errors:
-            raise InvalidValue("retry_errors", "is not supported by a matrix (use resume)")
-        if self.base.resume and self.name is None:
-            raise InvalidValue(
-                "resume", "needs the matrix's {name} (the prefix of its runs)", mentions=("name",)
-            )
-        _distinct_names(self.models, self.prompt_labels)
-
-    def named(self) -> MatrixConfig:
-        """This config with a prefix (``matrix-<timestamp>`` when none was given)."""
-        if self.name is not None:
-            return self
-        return replace(self, name=f"matrix-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
-
-    def cells(self) -> list[Cell]:
-        """Every cell, in axis order (model, label, temperature, repeat)."""
-        prefix = self.named().name
-        repeats: list[int | None] = (
-            [None] if self.repeats == 1 else list(range(1, self.repeats + 1))
-        )
-        out = []
-        for model in self.models:
-            for label in self.prompt_labels:
-                for temperature in self.temperatures:
-                    for repeat in repeats:
-                        parts = [prefix, model, label or "bundled", temperature_tag(temperature)]
-                        if repeat is not None:
-                            parts.append(f"r{repeat}")
-                        pipeline = replace(
-                            self.base.pipeline,
-                            model=model,
-                            prompt_label=label,
-                            temperature=float(temperature),
-                            repeat=repeat or 0,  # 0: no repeat (the cache key as always)
-                        )
-                        name = "/".join(str(p) for p in parts)
-                        config = replace(self.base, name=name, pipeline=pipeline)
-                        out.append(Cell(name, model, label, float(temperature), repeat, config))
-        return out
-
-
-def _distinct_names(models: Sequence[str], labels: Sequence[str | None]) -> None:
-    """Two cells must not share a run name: no label and a label ``bundled``, or a ``/`` in a
-    model or label (``a/x`` + ``y`` vs ``a`` + ``x/y``), would make them one run."""
-    seen: dict[str, tuple[str, str | None]] = {}
-    for model in models:
-        for label in labels:
-            key = f"{model}/{label or 'bundled'}"
-            if key in seen:
-                other = seen[key]
-                raise InvalidValue(
-                    "prompt_label",
-                    f"model {model!r} with label {label!r} and model {other[0]!r} with label"
-                    f" {other[1]!r} would give two cells the same run name ({key!r})",
-                )
-            seen[key] = (model, label)
-
-
-def _no_duplicates(field_name: str, values: Sequence[object]) -> None:
-    seen: set[object] = set()
-    for value in values:
-        if value in seen:
-            raise InvalidValue(field_name, f"{value!r} is given twice")
-        seen.add(value)
-
-
-# --- outcome and table ------------------------------------------------------------------------
-
-
-@dataclass
-class CellOutcome:
-    """One cell after the matrix: its stored run (with its summary) and what this invocation
-    did with it (``ran`` items; ``skipped``: it was finished already and left alone)."""
-
-    cell: Cell
-    run: RunRecord
-    ran: int = 0
-    skipped: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        return self.run.summary or {}
-
-
-@dataclass
-class CellRow:
-    """A matrix table row: the run's headline values with their CIs, cost, latency, errors."""
-
-    name: str
-    values: dict[str, float | None]  # METRICS
-    ci: dict[str, tuple[float, float] | None]  # HEADLINE -> (low, high)
-    items: int
-    expected_items: int
-    errors: int
-    status: str
-
-
-@dataclass
-class RepeatGroup:
-    """A cell's K repeats: run-to-run mean and std of each metric, and per-item agreement."""
-
-    name: str
-    runs: list[str]
-    spread: dict[str, Spread]
-    agreement: Agreement
-
-
-@dataclass
-class MatrixTable:
-    rows: list[CellRow]
-    best: dict[str, tuple[str, ...]]  # metric -> the best row name(s)
-    repeats: list[RepeatGroup]
-    # headline metric -> the rows NOT significantly different from the best one (paired
-    # bootstrap CI of Δ = row − best contains 0; the best rows themselves not listed)
-    similar: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cells": [
-                {
-                    "name": r.name,
-                    "values": r.values,
-                    "ci": {k: list(v) if v else None for k, v in r.ci.items()},
-                    "items": r.items,
-                    "expected_items": r.expected_items,
-                    "errors": r.errors,
-                    "status": r.status,
-                }
-                for r in self.rows
-            ],
-            "best": {k: list(v) for k, v in self.best.items()},
-            "not_significantly_different": {k: list(v) for k, v in self.similar.items()},
-            "repeats": [
-                {
-                    "name": g.name,
-                    "runs": g.runs,
-                    "spread": {k: vars(s) for k, s in g.spread.items()},
-                    "agreement": g.agreement.to_json(),
-                }
-                for g in self.repeats
-            ],
-        }
 
 
 @dataclass
@@ -291,159 +52,6 @@ class MatrixOutcome:
     @property
     def ran(self) -> int:
         return sum(c.ran for c in self.cells)
-
-
-def cell_row(name: str, run: RunRecord) -> CellRow:
-    summary = run.summary or {}
-    values_in: Mapping[str, Any] = summary.get("values") or {}
-    values: dict[str, float | None] = {m: _num(values_in.get(m)) for m in HEADLINE}
-    values["cost_usd"] = _num(summary.get("cost_usd"))
-    values["latency_p50_ms"] = _num(summary.get("latency_p50_ms"))
-    values["error_rate"] = _num(values_in.get("error_rate"))
-    ci: dict[str, tuple[float, float] | None] = {}
-    for metric in HEADLINE:
-        low, high = (
-            _num(values_in.get(f"{metric}_ci_low")),
-            _num(values_in.get(f"{metric}_ci_high")),
-        )
-        ci[metric] = (low, high) if low is not None and high is not None else None
-    return CellRow(
-        name=name,
-        values=values,
-        ci=ci,
-        items=int(summary.get("items") or 0),
-        expected_items=int(summary.get("expected_items") or 0),
-        errors=int(summary.get("errors") or 0),
-        status=run.status,
-    )
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def matrix_table(
-    store: LocalStore,
-    cells: Sequence[CellOutcome],
-    items: Sequence[DatasetItem],
-    scoring: ScoringConfig | None = None,
-) -> MatrixTable:
-    """The table of every cell, the best cell per metric, the cells not significantly
-    different from the best (headline metrics), and each repeat group's spread and per-item
-    agreement (read from the stored results)."""
-    rows = [cell_row(c.cell.name, c.run) for c in cells]
-    best = best_cells({r.name: r.values for r in rows}, METRICS, lower_is_better=LOWER_IS_BETTER)
-    similar = not_significantly_different(store, cells, items, best, scoring or ScoringConfig())
-    groups: dict[str, list[CellOutcome]] = {}
-    for c in cells:
-        if c.cell.repeat is not None:
-            groups.setdefault(c.cell.group, []).append(c)
-    ids = [item.id for item in items]
-    by_name = {r.name: r for r in rows}
-    repeats = []
-    for group, members in groups.items():
-        outputs = [_canonical_outputs(_stored(store, m.run, ids)) for m in members]
-        repeats.append(
-            RepeatGroup(
-                name=group,
-                runs=[m.cell.name for m in members],
-                spread={
-                    metric: spread(by_name[m.cell.name].values[metric] for m in members)
-                    for metric in METRICS
-                },
-                agreement=item_agreement(outputs),
-            )
-        )
-    return MatrixTable(rows=rows, best=best, repeats=repeats, similar=similar)
-
-
-def not_significantly_different(
-    store: LocalStore,
-    cells: Sequence[CellOutcome],
-    items: Sequence[DatasetItem],
-    best: Mapping[str, tuple[str, ...]],
-    scoring: ScoringConfig,
-) -> dict[str, tuple[str, ...]]:
-    """Per headline metric, the cells whose paired bootstrap CI of Δ (cell − best) contains
-    0: on the items both runs have a result, each bootstrap replicate draws the same items
-    for both (``evaluators/paired.py``; ``scoring``'s resamples, seed and confidence). With
-    several tied best cells, the first (by name) is the reference. One comparison per
-    (reference, cell) pair serves every metric."""
-    by_name = {c.cell.name: c for c in cells}
-    context = ContextIndex({item.id: item.text for item in items})
-    rows: dict[str, tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}
-
-    def counts(name: str) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-        if name not in rows:
-            rows[name] = _count_rows(store, by_name[name].run, items, scoring, context)
-        return rows[name]
-
-    compared: dict[tuple[str, str], PairedComparison] = {}
-    out: dict[str, tuple[str, ...]] = {}
-    for metric in HEADLINE:
-        if not best.get(metric) or scoring.resamples == 0:
-            out[metric] = ()
-            continue
-        reference = best[metric][0]
-        ref_rows, ref_present = counts(reference)
-        close = []
-        for name in by_name:
-            if name in best[metric]:
-                continue
-            key = (reference, name)
-            if key not in compared:
-                other, present = counts(name)
-                both = ref_present & present
-                compared[key] = paired_compare_counts(
-                    ref_rows[both],
-                    other[both],
-                    resamples=scoring.resamples,
-                    seed=scoring.seed,
-                    confidence=scoring.confidence,
-                )
-            if compared[key].metric(metric).verdict == "no significant change":
-                close.append(name)
-        out[metric] = tuple(close)
-    return out
-
-
-def _count_rows(
-    store: LocalStore,
-    run: RunRecord,
-    items: Sequence[DatasetItem],
-    scoring: ScoringConfig,
-    context: ContextIndex,
-) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-    """The run's per-item count rows (``paired.item_row``) in dataset order, re-scored from
-    the stored results as ``finalize`` does (against the gold the run trusted, with
-    ``--min-gold-confidence``), and which items have a result."""
-    trust = run.config.get("min_gold_confidence")
-    trusted = float(trust) if isinstance(trust, (int, float)) else None
-    index = {item.id: i for i, item in enumerate(items)}
-    matrix = np.zeros((len(items), PAIRED_WIDTH), dtype=np.int64)
-    present = np.zeros(len(items), dtype=np.bool_)
-    for result in _stored(store, run, [item.id for item in items]):
-        i = index[result.item_id]
-        item = items[i]
-        score = rescore(item, result.output, scoring, context, trusted)
-        matrix[i] = item_row(score, schema_failure=result.error_kind == "schema")
-        present[i] = True
-    return matrix, present
-
-
-def _stored(store: LocalStore, run: RunRecord, ids: Sequence[str]) -> Iterator[ItemResult]:
-    """The run's stored results; none for a cell that never started (its run was deleted)."""
-    if run.status == NOT_STARTED:
-        return iter(())
-    return store.iter_item_results(run.id, ids)
-
-
-def _canonical_outputs(results: Any) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for result in results:
-        assert isinstance(result, ItemResult)
-        out[result.item_id] = canonical_extraction(result.output) if result.ok else None
-    return out
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -576,9 +184,6 @@ async def arun_matrix_local(
     warnings = [f"{c.cell.name}: {w}" for c in ordered for w in c.warnings]
     table = matrix_table(store, ordered, limited, base.scoring)
     return MatrixOutcome(matrix, ordered, table, warnings)
-
-
-NOT_STARTED = "not started: budget"
 
 
 def _not_started(cell: Cell, prep: PreparedRun) -> CellOutcome:
@@ -730,7 +335,12 @@ def run_matrix_langfuse(
     run record) before the first one runs, so a refused cell costs nothing; then the cells
     run one after another. A cell whose read-back misses data is reported in ``problems``
     and the next cell goes on."""
-    from extraction_eval.backends.langfuse import LangfuseDatasetBackend, close_client, connect
+    from extraction_eval.backends.langfuse import (
+        LangfuseDatasetBackend,
+        close_client,
+        connect,
+        verify_timeout_s,
+    )
     from extraction_eval.experiments import langfuse_mode as lfm
     from extraction_eval.experiments.driver import NoProgress
 
@@ -739,7 +349,7 @@ def run_matrix_langfuse(
     base = matrix.base
     cells = matrix.cells()
     _check_names(store, matrix, cells)
-    timeout_s = lfm.verify_timeout_s() if base.verify else 0.0
+    timeout_s = verify_timeout_s() if base.verify else 0.0
     lfm.install_log_filter()
     lf = connect()  # checks the keys and the server before anything is spent
     try:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
+from extraction_eval.analysis.score_files import gold_ignored_warning
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
@@ -26,7 +27,6 @@ from extraction_eval.experiments.budget import (
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.partition import shard_record
 from extraction_eval.experiments.runner import ItemRunner
-from extraction_eval.experiments.score import gold_ignored_warning
 from extraction_eval.llm.base import Provider
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_dataset_item
-from extraction_eval.evaluators.paired import counts_key, encode_counts
+from extraction_eval.evaluators.counts import counts_key, encode_counts
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.interrupts import sigints, watching_sigint

@@ -295,7 +295,7 @@ def finalize_run(
     so in the outcome's warnings), and a dataset whose items are not those the shards ran
     (its fingerprint differs).
     """
-    from extraction_eval.experiments.reporting import get_run
+    from extraction_eval.analysis.stored import get_run
 
     run = get_run(store, name, dataset)
     items, lf = _run_items(store, run)
@@ -367,13 +367,9 @@ def _finalize(
 
 
 def _post_to_experiment(lf: Any, run: RunRecord, scores: Sequence[Any], *, verify: bool) -> None:
+    from extraction_eval.backends.langfuse import missing_summary, verify_run, verify_timeout_s
     from extraction_eval.errors import BackendError
-    from extraction_eval.experiments.langfuse_mode import (
-        missing_summary,
-        post_run_scores,
-        verify_run,
-        verify_timeout_s,
-    )
+    from extraction_eval.experiments.langfuse_mode import post_run_scores
 
     assert run.experiment_id, "checked before finalizing"
     post_run_scores(lf, run.experiment_id, scores)

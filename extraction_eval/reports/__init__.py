@@ -1,6 +1,6 @@
 """HTML presentation of runs (``extraction-eval report``): one self-contained file.
 
-Same layer as ``views`` (Rich presentation): renders what ``experiments.report_data`` returns.
+Same layer as ``views`` (Rich presentation): renders what ``analysis.report_data`` returns.
 jinja2 and vl-convert are imported here only, so the CLI does not load them at import time.
 """
 
@@ -13,10 +13,12 @@ from extraction_eval.errors import UsageError
 
 
 def require(module: str) -> Any:
-    """Import one of the ``report`` extra's packages, or say in one line how to get it."""
+    """Import one of the report's packages (core dependencies), or say in one line how to get
+    it back when an environment lost it."""
     try:
         return importlib.import_module(module)
     except ImportError:
         raise UsageError(
-            f"the HTML report needs {module}: pip install 'extraction-eval[report]'"
+            f"the HTML report needs {module}, a dependency of extraction-eval: "
+            "reinstall it (pip install --force-reinstall extraction-eval)"
         ) from None

@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from extraction_eval.analysis.report_data import ReportData
 from extraction_eval.atomic import write_text_atomic
-from extraction_eval.experiments.report_data import ReportData
 from extraction_eval.reports import charts, require
 
 _JSON_ESCAPES = {

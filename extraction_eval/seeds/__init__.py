@@ -1,2 +1,2 @@
-"""Seeding datasets from production traces (``from_trace``); reading and writing JSONL files
-is ``datasets/``."""
+"""Datasets made from elsewhere: production traces (``from_trace``) and ensemble gold voted by
+several models (``ensemble``). Reading and writing our JSONL files is ``datasets/``."""

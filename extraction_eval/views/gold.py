@@ -13,7 +13,8 @@ from rich.table import Table
 from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no scoring code
-    from extraction_eval.experiments.gold import GoldBuild, GoldConfig, GoldPlan
+    from extraction_eval.seeds.ensemble.build import GoldBuild, GoldPlan
+    from extraction_eval.seeds.ensemble.config import GoldConfig
 
 
 def _say(out: Console, message: str) -> None:

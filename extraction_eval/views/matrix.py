@@ -9,15 +9,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from extraction_eval.analysis.matrix_table import HEADLINE, CellRow, MatrixTable
 from extraction_eval.experiments.budget import CostEstimate, sum_estimates
-from extraction_eval.experiments.matrix import (
-    HEADLINE,
-    Cell,
-    CellRow,
-    MatrixConfig,
-    MatrixOutcome,
-    MatrixTable,
-)
+from extraction_eval.experiments.matrix import MatrixOutcome
+from extraction_eval.experiments.matrix_config import Cell, MatrixConfig
 from extraction_eval.views.score_report import fmt_number
 from extraction_eval.views.tables import print_table
 

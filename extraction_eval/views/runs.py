@@ -17,11 +17,11 @@ from extraction_eval.views.score_report import fmt_number, render_report
 from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
+    from extraction_eval.analysis.worst import WorstItem
     from extraction_eval.backends.local import RunRecord
     from extraction_eval.experiments.budget import CostEstimate
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.runner import RunOutcome
-    from extraction_eval.experiments.worst import WorstItem
     from extraction_eval.types import ItemResult
 
 
@@ -352,7 +352,7 @@ def render_worst(
     *,
     category: str | None = None,
 ) -> None:
-    """``runs show --worst``: failing items, most severe first (``experiments.worst``)."""
+    """``runs show --worst``: failing items, most severe first (``analysis.worst``)."""
     scope = f" with category {category}" if category else ""
     if not rows:
         console.print(f"run {run.name!r} on {run.dataset!r}: no failing items{scope}")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from extraction_eval.analysis.report_data import ReportData, build_report_data
+from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.experiments.report_data import ReportData, build_report_data
-from extraction_eval.experiments.reporting import get_run
 from extraction_eval.reports.html import write_report
 from tests.support.report_runs import FILLERS, HOSTILE, make_runs
 

@@ -8,16 +8,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.experiments.report_data import build_report_data
-from extraction_eval.experiments.reporting import get_run
 from extraction_eval.reports.html import write_report
 from extraction_eval.types import DatasetItem, Entity, Extraction
 
 TEXT = "😀😀 Ada met Bob in 🇫🇷 Paris 👋."
 
 
-def _build(tmp: Path) -> Path:
+def _build(tmp: Path, item: DatasetItem | None = None) -> Path:
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import arun_local
     from extraction_eval.pipeline.base import PipelineConfig
@@ -29,7 +29,7 @@ def _build(tmp: Path) -> Path:
             Entity(name="Paris", type="location", evidence="Paris 👋"),
         ]
     )
-    store.upload_items("emoji", [DatasetItem(id="e-1", text=TEXT, expected=gold)])
+    store.upload_items("emoji", [item or DatasetItem(id="e-1", text=TEXT, expected=gold)])
     support = Path(__file__).resolve().parents[1] / "support" / "report_runs.py"
     config = RunConfig(
         dataset="emoji", name="emo", pipeline=PipelineConfig(pipeline=f"{support}:run_a")
@@ -53,9 +53,38 @@ def test_highlights_are_right_after_characters_outside_the_bmp(
         page.wait_for_selector("body[data-ready=true]", timeout=10_000)
         page.click("tr.item-row[data-item='e-1'] button.expand")
         page.wait_for_selector("tr.detail[data-detail='e-1']")
-        marks = page.locator("tr.detail .panel[data-run='0'] .text mark").all_inner_texts()
+        marks = page.locator("tr.detail .panel[data-run='0'] .text mark:not(.ev)").all_inner_texts()
+        quiet = page.locator("tr.detail .panel[data-run='0'] .text mark.ev").all_inner_texts()
         text = page.locator("tr.detail .panel[data-run='0'] .text").inner_text()
     finally:
         context.close()
     assert text == TEXT
-    assert sorted(marks) == ["Ada", "Paris 👋"]
+    # the mention is marked inside its evidence "Paris 👋"; the rest of the quote quietly
+    assert sorted(marks) == ["Ada", "Paris"]
+    assert quiet == [" 👋"]
+
+
+SENTENCE = "In 1843 the countess Ada Lovelace published her notes on the engine."
+
+
+def test_a_sentence_long_quote_marks_the_mention_inside_it(chromium: Any, tmp_path: Path) -> None:
+    """The quote is the whole sentence: the name is marked in full, the rest quietly, so the
+    highlight still says where the entity is."""
+    gold = Extraction(entities=[Entity(name="ada lovelace", type="person", evidence=SENTENCE)])
+    item = DatasetItem(id="e-1", text=f"Notes. {SENTENCE} Later.", expected=gold)
+    with ThreadPoolExecutor(1) as pool:
+        out = pool.submit(_build, tmp_path, item).result()
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        page.goto(out.as_uri())
+        page.wait_for_selector("body[data-ready=true]", timeout=10_000)
+        page.click("tr.item-row[data-item='e-1'] button.expand")
+        page.wait_for_selector("tr.detail[data-detail='e-1']")
+        text = "tr.detail .panel[data-run='0'] .text"
+        marks = page.locator(f"{text} mark:not(.ev)").all_inner_texts()
+        quiet = page.locator(f"{text} mark.ev").all_inner_texts()
+    finally:
+        context.close()
+    assert set(marks) == {"Ada Lovelace"}  # found case-insensitively, shown as written
+    assert "".join(quiet) == SENTENCE.replace("Ada Lovelace", "")

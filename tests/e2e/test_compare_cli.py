@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
-from extraction_eval.evaluators.paired import METRICS
+from extraction_eval.evaluators.counts import METRICS
 
 runner = CliRunner()
 FIRST = "tests.support.pipelines:first_entity"  # the first gold entity only: recall < 1

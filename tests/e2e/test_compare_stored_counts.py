@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from extraction_eval.analysis.diff import diff_runs
+from extraction_eval.analysis.paired import compare_and_diff, compare_stored_runs, run_gold
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.backends.migrations import migrate
+from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.cli import _run_app, app
 from extraction_eval.evaluators import diff as evaluators_diff
 from extraction_eval.evaluators import item as evaluators_item
-from extraction_eval.experiments.diff import diff_runs
-from extraction_eval.experiments.paired import compare_and_diff, compare_stored_runs, run_gold
 
 runner = CliRunner()
 FIRST = "tests.support.pipelines:first_entity"  # the first gold entity only: recall < 1

@@ -20,7 +20,8 @@ from extraction_eval.cli import main
 from extraction_eval.errors import InvalidValue
 from extraction_eval.experiments import matrix as matrix_module
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
+from extraction_eval.experiments.matrix import run_matrix
+from extraction_eval.experiments.matrix_config import MatrixConfig
 from extraction_eval.llm.base import CompletionRequest
 from extraction_eval.llm.fake import SCRIPT_ENV, register_fake, unregister_fake
 from extraction_eval.pipeline.base import PipelineConfig

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from extraction_eval.experiments.report_data import build_report_data
-from extraction_eval.experiments.reporting import get_run
 from extraction_eval.reports.html import render_report, script_json
 from tests.support.report_runs import FILLERS, HOSTILE, make_runs
 
@@ -191,6 +191,8 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
     html = render_report(data)
     assert 'id="paired-table"' in html and html.count(">regressed<") == 2
     assert 'id="diff-table"' in html
+    # the sentence above the diff table names the counts, never a Python repr
+    assert f"3 of {3 + FILLERS} paired items changed" in html and "built-in method" not in html
 
 
 def test_one_run_has_no_paired_section(store: LocalStore) -> None:

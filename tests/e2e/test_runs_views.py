@@ -12,12 +12,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from extraction_eval.analysis.reporting import INVOCATION_FIELDS
+from extraction_eval.analysis.score_files import score_files
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from extraction_eval.datasets.bundled import example_paths
 from extraction_eval.evaluators import CATEGORIES, ScoringConfig
-from extraction_eval.experiments.reporting import INVOCATION_FIELDS
-from extraction_eval.experiments.score import score_files
 from extraction_eval.llm.fake import read_fake_log
 from extraction_eval.views.score_report import render_report
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from extraction_eval.analysis.stored import get_run
+from extraction_eval.analysis.worst import run_worst_by_category, run_worst_items
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from extraction_eval.evaluators.taxonomy import CATEGORIES
-from extraction_eval.experiments.reporting import get_run
-from extraction_eval.experiments.worst import run_worst_by_category, run_worst_items
 
 runner = CliRunner()
 

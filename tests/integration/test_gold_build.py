@@ -11,19 +11,13 @@ from pathlib import Path
 import pytest
 
 from extraction_eval.backends.local import SAMPLE_DATASET, LocalStore
-from extraction_eval.datasets.gold import read_items
+from extraction_eval.datasets.jsonl import read_items
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators.vote import trusted_gold
-from extraction_eval.experiments.gold import (
-    GoldConfig,
-    GoldModel,
-    add_override,
-    build_gold,
-    parse_models,
-    plan_gold,
-    review_items,
-)
 from extraction_eval.llm.fake import FakeProvider, register_fake, unregister_fake
+from extraction_eval.seeds.ensemble.build import build_gold, plan_gold
+from extraction_eval.seeds.ensemble.config import GoldConfig, GoldModel, parse_models
+from extraction_eval.seeds.ensemble.review import add_override, review_items
 from extraction_eval.types import DatasetItem, Extraction, GoldOverride, Schema
 
 
@@ -334,7 +328,7 @@ def langfuse_id(item_id: str) -> str:
 
 
 def test_a_bad_config_file_is_an_invalid_config_value(tmp_path: Path) -> None:
-    from extraction_eval.experiments.gold import load_gold_config
+    from extraction_eval.seeds.ensemble.config import load_gold_config
 
     cfg = tmp_path / "gold.toml"
     cfg.write_text('dataset = "small"\ncolour = 1\n')

@@ -1,6 +1,6 @@
 """``compare`` of two LangFuse-mode runs: the gold is read from the LangFuse dataset (through
-the real SDK, against the loopback fake server), not from the local store; without keys it is
-refused in one line."""
+the real SDK, against the loopback fake server), not from the local store, by the paired
+comparison and the item diff alike; without keys it is refused in one line."""
 
 from __future__ import annotations
 
@@ -53,6 +53,11 @@ def test_compare_two_langfuse_runs_reads_the_gold_from_langfuse(
             run.summary["values"]["entity_f1"]
         )
     assert data["metrics"]["entity_recall"]["delta"] > 0  # first entity only -> baseline
+    # the item diff reads the same gold as the paired part (not the local store, which has
+    # no such dataset): every paired item is diffed, the changed ones are listed
+    diff = data["diff"]
+    assert diff["gold_missing"] is None and diff["no_gold"] == []
+    assert diff["counts"]["items"] == 8 and diff["items"]
 
     # without keys: one line naming what is needed, exit 2, nothing else done
     for var in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_BASE_URL"):

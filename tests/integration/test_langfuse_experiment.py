@@ -24,6 +24,7 @@ from typer.testing import CliRunner, Result
 
 from extraction_eval import __version__
 from extraction_eval.backends.langfuse import (
+    VERIFY_TIMEOUT_ENV,
     close_client,
     langfuse_item_id,
     push_prompt,
@@ -32,7 +33,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from extraction_eval.errors import BackendError
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.langfuse_mode import VERIFY_TIMEOUT_ENV, VerificationError
+from extraction_eval.experiments.langfuse_mode import VerificationError
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.llm.fake import register_fake, unregister_fake
 from extraction_eval.pipeline.base import PipelineConfig

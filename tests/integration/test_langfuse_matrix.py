@@ -12,7 +12,8 @@ import pytest
 from extraction_eval.backends.langfuse import close_client, push_prompt
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
+from extraction_eval.experiments.matrix import run_matrix
+from extraction_eval.experiments.matrix_config import MatrixConfig
 from extraction_eval.llm.fake import register_fake, unregister_fake
 from tests.integration.test_langfuse_experiment import (
     DATASET,

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from extraction_eval.datasets.gold import parse_lines
+from extraction_eval.datasets.jsonl import parse_lines
 from extraction_eval.errors import NotFoundError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment

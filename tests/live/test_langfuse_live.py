@@ -179,10 +179,10 @@ def test_shards_finalize_and_paired_compare(monkeypatch: pytest.MonkeyPatch, tmp
     gold from this LangFuse."""
     from pathlib import Path
 
+    from extraction_eval.analysis.paired import compare_stored_runs
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.datasets.bundled import sample_items
     from extraction_eval.experiments.config import RunConfig
-    from extraction_eval.experiments.paired import compare_stored_runs
     from extraction_eval.experiments.partition import Shard
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.experiments.shards import finalize_run, merge_runs
@@ -217,8 +217,9 @@ def test_shards_finalize_and_paired_compare(monkeypatch: pytest.MonkeyPatch, tmp
 def test_gold_build_writes_a_langfuse_dataset_version(monkeypatch: pytest.MonkeyPatch) -> None:
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.datasets.bundled import sample_items
-    from extraction_eval.experiments.gold import GoldConfig, build_gold, parse_models
     from extraction_eval.llm.fake import register_fake, unregister_fake
+    from extraction_eval.seeds.ensemble.build import build_gold
+    from extraction_eval.seeds.ensemble.config import GoldConfig, parse_models
 
     client = _use_live(monkeypatch)
     backend = LangfuseDatasetBackend(client)
@@ -280,7 +281,8 @@ def test_matrix_cells_are_experiments_on_one_dataset(monkeypatch: pytest.MonkeyP
     its run scores, on the same dataset version; then a budget-limited run stops early."""
     from extraction_eval.datasets.bundled import sample_items
     from extraction_eval.experiments.config import RunConfig
-    from extraction_eval.experiments.matrix import MatrixConfig, run_matrix
+    from extraction_eval.experiments.matrix import run_matrix
+    from extraction_eval.experiments.matrix_config import MatrixConfig
     from extraction_eval.llm.fake import register_fake, unregister_fake
 
     client = _use_live(monkeypatch)

@@ -7,8 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from extraction_eval.backends.langfuse import LangfuseDatasetBackend, close_client
-from extraction_eval.experiments.langfuse_mode import VERIFY_TIMEOUT_ENV
+from extraction_eval.backends.langfuse import (
+    VERIFY_TIMEOUT_ENV,
+    LangfuseDatasetBackend,
+    close_client,
+)
 from extraction_eval.types import DatasetItem
 from tests.support.langfuse_server import FakeLangfuse, client_for
 

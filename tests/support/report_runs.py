@@ -123,7 +123,7 @@ def make_runs(store: Any, tmp: Path, *, dataset: str = "report-set") -> None:
     """Upload the dataset and run both pipelines on it (local mode, the real runner)."""
     import asyncio
 
-    from extraction_eval.datasets.gold import read_items
+    from extraction_eval.datasets.jsonl import read_items
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import arun_local
     from extraction_eval.pipeline.base import PipelineConfig

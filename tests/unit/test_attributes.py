@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from extraction_eval.datasets.gold import item_to_json, parse_lines
+from extraction_eval.datasets.jsonl import item_to_json, parse_lines
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import ScoringConfig, aggregate, item_scores, score_item
 from extraction_eval.evaluators.stats import bootstrap_ratios

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from extraction_eval.analysis.reporting import compare_runs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig
@@ -17,7 +18,6 @@ from extraction_eval.experiments.config import (
     parse_fail_over,
     parse_fail_under,
 )
-from extraction_eval.experiments.reporting import compare_runs
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.types import ItemResult
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from extraction_eval.analysis import diff as run_diff
+from extraction_eval.analysis.diff import compare_item, diff_runs
+from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import count_diffs, diff_item
-from extraction_eval.experiments import diff as run_diff
 from extraction_eval.experiments.config import RunConfig, describe
-from extraction_eval.experiments.diff import compare_item, diff_runs, scoring_config
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult
 
 
@@ -119,9 +120,9 @@ def test_scoring_config_is_read_back_from_the_run_record(store: LocalStore) -> N
     scoring = ScoringConfig(match="exact", evidence="strict", symmetric=frozenset({"knows"}))
     record = describe(RunConfig(dataset="d", name="x", scoring=scoring))
     run = store.create_run(name="x", dataset="d", dataset_version=1, config=record)
-    assert scoring_config(run) == scoring
+    assert run_scoring(run) == scoring
     legacy = store.create_run(name="y", dataset="d", dataset_version=1, config={})
-    assert scoring_config(legacy) == ScoringConfig()
+    assert run_scoring(legacy) == ScoringConfig()
 
 
 def test_the_diff_uses_run_a_scoring_and_says_when_b_differs(store: LocalStore) -> None:

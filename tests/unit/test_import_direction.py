@@ -1,11 +1,13 @@
 """The package's import direction (README "Design"), checked on the source with ``ast``.
 
-``cli -> commands, views -> experiments / seeds -> pipeline -> evaluators, llm, backends,
-prompts, datasets -> types``: a module may import its own layer or lower ones, never a higher
-one; ``evaluators`` (pure scoring) imports nothing from ``llm`` or ``backends``; ``datasets``
-(our JSONL files) imports only ``types`` and ``errors``, so every building block may read them;
-``views`` (Rich presentation) never imports ``commands``, which call them. Nothing is imported
-to check this, so a violation is found even in a module no test loads.
+``cli -> commands, views/reports -> experiments / analysis / seeds -> pipeline -> evaluators,
+llm, backends, prompts, datasets -> types``: a module may import its own layer or lower ones,
+never a higher one; ``analysis`` (read-only over stored runs) never starts a run (the modes,
+the driver, prepare); ``evaluators`` (pure scoring) imports nothing from ``llm`` or
+``backends``; ``datasets`` (our JSONL files) imports only ``types`` and ``errors``, so every
+building block may read them; ``views`` (Rich presentation) never imports ``commands``, which
+call them. Nothing is imported to check this, so a violation is found even in a module no test
+loads.
 
 Every import counts, wherever it sits: at module level, deferred inside a function, or under
 ``if TYPE_CHECKING:`` (a type-only import is still a dependency a reader has to follow, and it
@@ -37,8 +39,9 @@ LAYERS: dict[str, int] = {
     # pipelines: providers + prompts + tracing put together
     "extraction_eval.pipeline": 2,
     # use cases
-    "extraction_eval.experiments": 3,
-    "extraction_eval.seeds": 3,
+    "extraction_eval.experiments": 3,  # the run path: plan, drive, record, finalize, shards
+    "extraction_eval.analysis": 3,  # read-only over stored runs: compare, diff, report data
+    "extraction_eval.seeds": 3,  # datasets from elsewhere: production traces, ensemble gold
     # presentation (views render what the library returns) and the commands that call both
     "extraction_eval.commands": 4,
     "extraction_eval.views": 4,
@@ -65,6 +68,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     # inside experiments: run (picks the mode) -> local_mode / langfuse_mode -> driver ->
     # prepare -> runner; a mode never imports the other mode or the entry point
+    # an analysis reads stored runs: it never starts one
+    "extraction_eval.analysis": (*_MODES, f"{_EXP}.driver", f"{_EXP}.prepare"),
     f"{_EXP}.driver": _MODES,
     f"{_EXP}.prepare": (*_MODES, f"{_EXP}.driver"),
     f"{_EXP}.runner": (*_MODES, f"{_EXP}.driver", f"{_EXP}.prepare"),

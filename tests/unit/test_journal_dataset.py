@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from extraction_eval.datasets.bundled import journal_items
-from extraction_eval.datasets.gold import read_items, write_items
+from extraction_eval.datasets.jsonl import read_items, write_items
 
 JOURNAL = Path(str(resources.files("extraction_eval").joinpath("data", "journal_dataset.jsonl")))
 

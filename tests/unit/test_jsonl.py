@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from extraction_eval.datasets.gold import parse_lines, read_items, write_items
+from extraction_eval.datasets.jsonl import parse_lines, read_items, write_items
 from extraction_eval.errors import UsageError
 from extraction_eval.types import DatasetItem
 

@@ -14,8 +14,9 @@ from extraction_eval.commands.common import error_line
 from extraction_eval.errors import InvalidValue
 from extraction_eval.experiments.budget import CostEstimate, check_estimate
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.gold import GoldConfig, parse_models, plan_gold
-from extraction_eval.experiments.matrix import MatrixConfig
+from extraction_eval.experiments.matrix_config import MatrixConfig
+from extraction_eval.seeds.ensemble.build import plan_gold
+from extraction_eval.seeds.ensemble.config import GoldConfig, parse_models
 
 PACKAGE = Path(__file__).resolve().parents[2] / "extraction_eval"
 FLAG = re.compile(r"(?<![\w-])--[a-z]")

@@ -15,7 +15,8 @@ from extraction_eval.evaluators.repeats import (
     spread,
 )
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.matrix import MatrixConfig, interleave, temperature_tag
+from extraction_eval.experiments.matrix import interleave
+from extraction_eval.experiments.matrix_config import MatrixConfig, temperature_tag
 from extraction_eval.pipeline.llm import cache_key
 from extraction_eval.types import DatasetItem, Entity, Extraction
 
@@ -169,10 +170,10 @@ def test_significance_rows_use_the_gold_the_run_was_scored_against(tmp_path: Pat
     the rows the paired bootstrap draws from sum to the run's own counts."""
     import asyncio
 
+    from extraction_eval.analysis.matrix_table import _count_rows
     from extraction_eval.backends.local import SAMPLE_DATASET, LocalStore
     from extraction_eval.evaluators import ContextIndex, ScoringConfig
-    from extraction_eval.evaluators.paired import COLUMNS
-    from extraction_eval.experiments.matrix import _count_rows
+    from extraction_eval.evaluators.counts import COLUMNS
     from extraction_eval.experiments.run import arun_local
     from extraction_eval.pipeline.base import PipelineConfig
 

@@ -14,15 +14,12 @@ import pytest
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig, score_item
+from extraction_eval.evaluators.counts import COLUMNS, METRICS, item_row, metric_arrays
 from extraction_eval.evaluators.item import ItemScore
 from extraction_eval.evaluators.paired import (
-    COLUMNS,
-    METRICS,
     PairedAccumulator,
     check_tolerances,
-    item_row,
     mcnemar_exact,
-    metric_arrays,
     paired_compare,
     regression_gate,
 )
@@ -329,7 +326,7 @@ def test_no_paired_items_has_no_interval_and_fails_a_gate() -> None:
 
 
 def test_parse_tolerances() -> None:
-    from extraction_eval.experiments.paired import parse_tolerances
+    from extraction_eval.analysis.paired import parse_tolerances
 
     assert parse_tolerances(["entity_f1=0.01", " error_rate = 0 "]) == {
         "entity_f1": 0.01,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.backends.migrations import MIGRATIONS, migrate
+from extraction_eval.backends.local.migrations import MIGRATIONS, migrate
 from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.prompts.template import load_local_prompt, messages_hash

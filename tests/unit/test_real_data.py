@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from extraction_eval.datasets.gold import read_gold
+from extraction_eval.analysis.score_files import score_files
+from extraction_eval.datasets.jsonl import read_gold
 from extraction_eval.evaluators import MatchMode, ScoringConfig
-from extraction_eval.experiments.score import score_files
 
 
 def _shared_data() -> Path | None:

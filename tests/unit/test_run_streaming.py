@@ -22,7 +22,7 @@ from extraction_eval.backends.base import canonical_json, item_content_hash
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.local import datasets as store_datasets
 from extraction_eval.cli import main
-from extraction_eval.datasets import gold
+from extraction_eval.datasets import jsonl
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.budget import estimate_cost
@@ -209,7 +209,7 @@ def test_datasets_upload_converts_a_line_only_when_the_store_takes_it(
     lines.insert(7, {"id": "big-3", "text": "a duplicate"})
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     converted = 0
-    convert = gold._dataset_item
+    convert = jsonl._dataset_item
 
     def counting(line: Any) -> DatasetItem:
         nonlocal converted
@@ -230,7 +230,7 @@ def test_datasets_upload_converts_a_line_only_when_the_store_takes_it(
 
         return upload(self, name, watched(), **kw)
 
-    monkeypatch.setattr(gold, "_dataset_item", counting)
+    monkeypatch.setattr(jsonl, "_dataset_item", counting)
     monkeypatch.setattr(LocalStore, "upload_items", watching)
     monkeypatch.setattr(sys, "argv", ["extraction-eval", "datasets", "upload", "big", str(path)])
     with pytest.raises(SystemExit) as exit_info:

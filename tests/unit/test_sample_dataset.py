@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from extraction_eval.datasets.gold import read_items, write_items
+from extraction_eval.datasets.jsonl import read_items, write_items
 
 ENTITY_TYPES = ["person", "organization", "location", "date"]
 RELATIONSHIP_TYPES = [

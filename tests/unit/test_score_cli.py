@@ -11,12 +11,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from extraction_eval.analysis.score_files import score_files
 from extraction_eval.commands.score import score
 from extraction_eval.datasets.bundled import example_paths
-from extraction_eval.datasets.gold import read_gold
+from extraction_eval.datasets.jsonl import read_gold
 from extraction_eval.datasets.predictions import read_predictions
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.experiments.score import score_files
 
 app = typer.Typer()
 app.command("score")(score)

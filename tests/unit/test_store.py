@@ -19,7 +19,7 @@ from extraction_eval.backends.local import (
     default_home,
     default_store_path,
 )
-from extraction_eval.backends.migrations import MIGRATIONS, applied_migrations, migrate
+from extraction_eval.backends.local.migrations import MIGRATIONS, applied_migrations, migrate
 from extraction_eval.errors import BackendError, NotFoundError, UsageError
 from extraction_eval.llm.base import Completion, ResponseCache
 from extraction_eval.types import (

@@ -47,7 +47,7 @@ def _store_with_run(home: Path) -> Path:
 def test_a_store_with_an_unknown_migration_is_refused_in_one_line_and_not_written(
     isolated_home: Path,
 ) -> None:
-    from extraction_eval.backends.migrations import migrate
+    from extraction_eval.backends.local.migrations import migrate
 
     older = isolated_home.parent / "older.db"  # a store of an older version still migrates
     conn = sqlite3.connect(older, isolation_level=None)

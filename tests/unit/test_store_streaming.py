@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from extraction_eval.analysis.reporting import compare_runs, export_run, write_run_export
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import NotFoundError, UsageError
-from extraction_eval.experiments.reporting import compare_runs, export_run, write_run_export
 from extraction_eval.types import Extraction, ItemResult, Score, TaxonomyTag
 from extraction_eval.views import runs as views
 

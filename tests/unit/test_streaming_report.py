@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import extraction_eval
-from extraction_eval.datasets.gold import read_gold
+from extraction_eval.datasets.jsonl import read_gold
 from extraction_eval.evaluators import (
     ItemScore,
     ReportAccumulator,

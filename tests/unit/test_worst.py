@@ -1,16 +1,16 @@
-"""The worst-case view's ordering (``experiments.worst``) on hand-built results."""
+"""The worst-case view's ordering (``analysis.worst``) on hand-built results."""
 
 from __future__ import annotations
 
 import pytest
 
-from extraction_eval.errors import InvalidValue
-from extraction_eval.experiments.worst import (
+from extraction_eval.analysis.worst import (
     is_failing,
     severity,
     worst_by_category,
     worst_items,
 )
+from extraction_eval.errors import InvalidValue
 from extraction_eval.types import ItemResult, Score, TaxonomyTag
 
 

@@ -8,7 +8,8 @@
   management, falling back to the local template visibly.
 - ``tracer``: ``LangfuseTracer``, the ``CallTracer`` seam as a LangFuse ``generation``.
 - ``scores``: posting scores, and deterministic ids for run-level ones.
-- ``readback``: ``read_back``, after a run poll LangFuse until every trace and score arrived.
+- ``readback``: ``read_back`` / ``verify_run``, after a run poll LangFuse until every trace and
+  score arrived (``verify_timeout_s``: how long), ``missing_summary`` what did not.
 
 Secrets never appear in messages: errors name the server URL and the status, not the keys.
 """
@@ -35,16 +36,26 @@ from extraction_eval.backends.langfuse.datasets import (
 )
 from extraction_eval.backends.langfuse.errors import api_errors
 from extraction_eval.backends.langfuse.prompts import fetch_prompt, push_prompt
-from extraction_eval.backends.langfuse.readback import VerifyReport, read_back
+from extraction_eval.backends.langfuse.readback import (
+    DEFAULT_VERIFY_TIMEOUT_S,
+    VERIFY_TIMEOUT_ENV,
+    VerifyReport,
+    missing_summary,
+    read_back,
+    verify_run,
+    verify_timeout_s,
+)
 from extraction_eval.backends.langfuse.scores import post_score, run_score_id
 from extraction_eval.backends.langfuse.tracer import LangfuseTracer
 
 __all__ = [
+    "DEFAULT_VERIFY_TIMEOUT_S",
     "ENV_BASE_URL",
     "ENV_HOST",
     "ENV_PUBLIC_KEY",
     "ENV_SECRET_KEY",
     "META_KEY",
+    "VERIFY_TIMEOUT_ENV",
     "LangfuseDatasetBackend",
     "LangfuseTracer",
     "RunDataset",
@@ -57,6 +68,7 @@ __all__ = [
     "fetch_prompt",
     "langfuse_configured",
     "langfuse_item_id",
+    "missing_summary",
     "normalise_item",
     "post_score",
     "push_prompt",
@@ -64,4 +76,6 @@ __all__ = [
     "resolve_base_url",
     "run_score_id",
     "to_dataset_item",
+    "verify_run",
+    "verify_timeout_s",
 ]

@@ -1,15 +1,19 @@
-"""``read_back``: after a run, poll LangFuse until every trace and score arrived (bounded)."""
+"""``read_back``: after a run, poll LangFuse until every trace and score arrived (bounded);
+``verify_run`` for one run (one deadline for every trace and run score), ``missing_summary``
+for the one-line message, ``verify_timeout_s`` for how long to wait."""
 
 from __future__ import annotations
 
+import math
+import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from extraction_eval.backends.langfuse.errors import api_errors
-from extraction_eval.errors import BackendError, ExtractionEvalError
+from extraction_eval.errors import BackendError, ConfigError, ExtractionEvalError
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -203,4 +207,100 @@ def read_back(
         missing_run_scores=tuple(sorted(missing_run)),
         waited_s=round(time.monotonic() - started, 3),
         errors=tuple(errors[-5:]),
+    )
+
+
+VERIFY_TIMEOUT_ENV = "EXTRACTION_EVAL_VERIFY_TIMEOUT"
+DEFAULT_VERIFY_TIMEOUT_S = 60.0
+
+
+def verify_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``EXTRACTION_EVAL_VERIFY_TIMEOUT`` (seconds, >= 0; default 60): how long the read-back
+    waits for LangFuse to make what the run sent readable (ingestion is asynchronous)."""
+    env = os.environ if env is None else env
+    raw = env.get(VERIFY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_VERIFY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{VERIFY_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def _poll_interval(timeout_s: float) -> float:
+    """Short enough that a short timeout still polls several times, long enough that a
+    60 s wait on a real server stays well under the API rate limits."""
+    return min(2.0, max(0.05, timeout_s / 30))
+
+
+def missing_summary(report: VerifyReport, *, run_scores: int, untraced: int = 0) -> str:
+    """What ``report`` found missing, in one bounded line (counts and a first example)."""
+    parts: list[str] = []
+    examples: list[str] = []
+    if untraced:
+        parts.append(f"{untraced} items without a trace")
+    if report.missing_traces:
+        parts.append(f"{len(report.missing_traces)} of {report.expected_traces} traces")
+        examples.append(f"trace {report.missing_traces[0]}")
+    if report.missing_scores:
+        parts.append(f"{len(report.missing_scores)} of {report.expected_scores} item scores")
+        trace_id, name = report.missing_scores[0]
+        examples.append(f"{name} on trace {trace_id}")
+    if report.missing_run_scores:
+        parts.append(f"{len(report.missing_run_scores)} of {run_scores} run scores")
+        examples.append(f"run score {report.missing_run_scores[0]}")
+    text = "missing " + ", ".join(parts) if parts else "nothing missing"
+    if examples:
+        text += f" (first: {'; '.join(examples)})"
+    if report.errors:
+        text += f"; last read error: {report.errors[-1]}"
+    return text
+
+
+def verify_run(
+    lf: Langfuse,
+    *,
+    traces: Mapping[str, Collection[str]],
+    experiment_id: str | None,
+    run_score_names: Sequence[str],
+    since: datetime | None,
+    timeout_s: float,
+) -> VerifyReport:
+    """``read_back`` for one run: each trace (``traces``: trace id -> its result's score
+    names) must carry the scores its own result has (they differ between items, e.g.
+    ``zero_fp_pass`` only where the gold is empty), plus the run-level scores on the
+    experiment; one deadline for everything."""
+    deadline = time.monotonic() + timeout_s
+    poll_s = _poll_interval(timeout_s)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for trace_id, score_names in traces.items():
+        groups.setdefault(tuple(sorted(set(score_names))), []).append(trace_id)
+    if not groups:
+        groups[()] = []
+    reports: list[VerifyReport] = []
+    for index, (names, trace_ids) in enumerate(sorted(groups.items())):
+        first = index == 0
+        reports.append(
+            read_back(
+                lf,
+                trace_ids=sorted(trace_ids),
+                score_names=names,
+                experiment_id=experiment_id if first else None,
+                run_score_names=run_score_names if first else (),
+                since=since,
+                timeout_s=max(deadline - time.monotonic(), 0.0),
+                poll_s=poll_s,
+            )
+        )
+    return VerifyReport(
+        expected_traces=sum(r.expected_traces for r in reports),
+        expected_scores=sum(r.expected_scores for r in reports),
+        missing_traces=tuple(sorted(t for r in reports for t in r.missing_traces)),
+        missing_scores=tuple(sorted(s for r in reports for s in r.missing_scores)),
+        missing_run_scores=reports[0].missing_run_scores,
+        waited_s=round(sum(r.waited_s for r in reports), 3),
+        errors=tuple(e for r in reports for e in r.errors)[-5:],
     )

@@ -14,7 +14,7 @@ import functools
 import sqlite3
 from pathlib import Path
 
-from extraction_eval.backends.migrations import MIGRATIONS
+from extraction_eval.backends.local.migrations import MIGRATIONS
 from extraction_eval.errors import UsageError
 
 Schema = tuple[tuple[str, str, tuple[str, ...]], ...]  # (type, name, columns), sorted

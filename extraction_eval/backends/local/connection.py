@@ -21,7 +21,7 @@ from typing import Any
 from extraction_eval.backends.base import canonical_json
 from extraction_eval.backends.local.compat import check_store_schema
 from extraction_eval.backends.local.files import private_store_files
-from extraction_eval.backends.migrations import migrate
+from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.errors import BackendError
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from extraction_eval.backends.base import RunRecord
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _loads, _now
-from extraction_eval.datasets.gold import extraction_payload
+from extraction_eval.datasets.jsonl import extraction_payload
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.types import (
     Extraction,

@@ -193,19 +193,26 @@
   function highlight(text, objs) {
     var cuts = [0, text.length], spans = [], units = unitOffsets(text);
     function at(cp) { return units ? units[Math.max(0, Math.min(units.length - 1, cp))] : cp; }
+    // sp: where the evidence is; mn: the object's names inside it. A piece of a long quote
+    // outside every mention is marked lightly (class ev), the mention itself fully.
     objs.forEach(function (x) {
-      (x.o.sp || []).forEach(function (s) {
-        var a = Math.max(0, Math.min(text.length, at(s[0]))), b = Math.max(a, Math.min(text.length, at(s[1])));
-        if (b > a) { spans.push([a, b, x]); cuts.push(a, b); }
+      [[x.o.sp, false], [x.o.mn, true]].forEach(function (list) {
+        (list[0] || []).forEach(function (s) {
+          var a = Math.max(0, Math.min(text.length, at(s[0]))), b = Math.max(a, Math.min(text.length, at(s[1])));
+          if (b > a) { spans.push([a, b, x, list[1]]); cuts.push(a, b); }
+        });
       });
     });
     cuts = cuts.filter(function (v, i, all) { return all.indexOf(v) === i; }).sort(function (a, b) { return a - b; });
     var box = el("div", { cls: "text" });
     for (var c = 0; c + 1 < cuts.length; c++) {
       var a = cuts[c], b = cuts[c + 1], piece = text.slice(a, b);
-      var cover = spans.filter(function (s) { return s[0] <= a && s[1] >= b; }).map(function (s) { return s[2]; });
-      if (!cover.length) { box.appendChild(document.createTextNode(piece)); continue; }
-      var ids = [], classes = ["hl"], titles = [];
+      var covering = spans.filter(function (s) { return s[0] <= a && s[1] >= b; });
+      if (!covering.length) { box.appendChild(document.createTextNode(piece)); continue; }
+      // quiet only when every object here has a mention elsewhere in its quote
+      var mention = covering.some(function (s) { return s[3] || !(s[2].o.mn && s[2].o.mn.length); });
+      var cover = covering.map(function (s) { return s[2]; }).filter(function (x, i, all) { return all.indexOf(x) === i; });
+      var ids = [], classes = mention ? ["hl"] : ["hl", "ev"], titles = [];
       cover.forEach(function (x) {
         if (ids.indexOf(x.id) < 0) ids.push(x.id);
         if (classes.indexOf("st-" + x.st) < 0) classes.push("st-" + x.st);

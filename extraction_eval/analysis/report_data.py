@@ -9,10 +9,13 @@ exactly what was scored as grounded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from extraction_eval.analysis.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
+from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
@@ -27,8 +30,6 @@ from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
-from extraction_eval.experiments.diff import scoring_config
-from extraction_eval.experiments.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
@@ -102,6 +103,22 @@ def _spans(found: tuple[Span, ...] | None) -> list[list[int]] | None:
     return None if found is None else [[s, e] for s, e in found]
 
 
+def _mentions(text: str, spans: list[list[int]] | None, names: tuple[str, ...]) -> list[list[int]]:
+    """Where the object's names occur inside its evidence spans (case-insensitive), so a
+    sentence-long quote marks the mention in it rather than the whole sentence."""
+    out: list[list[int]] = []
+    for start, end in spans or ():
+        piece = text[start:end]
+        for name in names:
+            name = name.strip()
+            if not name or len(name) >= len(piece):
+                continue
+            m = re.search(re.escape(name), piece, re.IGNORECASE)
+            if m is not None:
+                out.append([start + m.start(), start + m.end()])
+    return out
+
+
 def _locate_entity(
     e: Entity, index: TextIndex, quote_spans: tuple[Span, ...] | None
 ) -> tuple[list[list[int]] | None, str | None]:
@@ -121,10 +138,13 @@ def _gold_objects(gold: Extraction, index: TextIndex) -> list[dict[str, Any]]:
     for e in gold.entities:
         quote = index.find(e.evidence) if e.evidence and e.evidence.strip() else None
         sp, via = _locate_entity(e, index, quote)
-        out.append(_obj("e", e.name, e.type, e.evidence, sp, via))
+        mn = _mentions(index.text, sp, _names(e)) if via == "evidence" else None
+        out.append(_obj("e", e.name, e.type, e.evidence, sp, via, mn))
     for r in gold.relationships:
         quote = index.find(r.evidence) if r.evidence and r.evidence.strip() else None
-        out.append(_obj("r", relationship_label(r), r.type, r.evidence, _spans(quote), _via(quote)))
+        sp = _spans(quote)
+        mn = _mentions(index.text, sp, _names(r))
+        out.append(_obj("r", relationship_label(r), r.type, r.evidence, sp, _via(quote), mn))
     return out
 
 
@@ -139,8 +159,16 @@ def _obj(
     evidence: str | None,
     spans: list[list[int]] | None,
     via: str | None,
+    mentions: list[list[int]] | None = None,
 ) -> dict[str, Any]:
-    return {"k": kind, "label": label, "type": type_, "ev": evidence, "sp": spans, "via": via}
+    obj = {"k": kind, "label": label, "type": type_, "ev": evidence, "sp": spans, "via": via}
+    if mentions:
+        obj["mn"] = mentions
+    return obj
+
+
+def _names(o: Entity | Relationship) -> tuple[str, ...]:
+    return (o.name,) if isinstance(o, Entity) else (o.source, o.target)
 
 
 def _run_objects(
@@ -164,11 +192,13 @@ def _run_objects(
             quote = None if g is None else g.spans
             if isinstance(o, Entity):
                 sp, via = _locate_entity(o, index, quote)
-                obj = _obj("e", o.name, o.type, o.evidence, sp, via)
+                mn = _mentions(index.text, sp, _names(o)) if via == "evidence" else None
+                obj = _obj("e", o.name, o.type, o.evidence, sp, via, mn)
             else:
                 assert isinstance(o, Relationship)
-                obj = _obj("r", relationship_label(o), o.type, o.evidence, _spans(quote), None)
-                obj["via"] = _via(quote)
+                sp = _spans(quote)
+                mn = _mentions(index.text, sp, _names(o))
+                obj = _obj("r", relationship_label(o), o.type, o.evidence, sp, _via(quote), mn)
             if g is not None and not g.grounded:
                 obj["st"] = "ungrounded"
             else:
@@ -279,7 +309,7 @@ def build_report_data(
         if key not in loaded:
             loaded[key] = {item.id: with_trusted_gold(item, floor) for item in get_items(run)}
         by_run.append(loaded[key])
-    scorings = [scoring_config(run) for run in runs]
+    scorings = [run_scoring(run) for run in runs]
     order = list(by_run[0])
     seen = set(order)
     for items in by_run[1:]:

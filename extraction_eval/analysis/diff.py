@@ -5,38 +5,25 @@ only in one run are listed, never diffed); each pair is diffed against the item'
 the scorer's alignment (:mod:`extraction_eval.evaluators.diff`). Memory stays bounded: the
 counts are a fold, and only the ``top`` items with the most regressions are held.
 
-The gold is the local store's items of run A's dataset version. When the store cannot give
-them (a LangFuse dataset never stored locally), the run-level comparison still works and the
-diff says why it is empty (``gold_missing``).
+The gold is run A's (:func:`~extraction_eval.analysis.stored.run_gold`, as the paired
+comparison reads it: the local store's items of its dataset version, or LangFuse's for a
+LangFuse-mode run). When it cannot be read (no LangFuse keys), the diff says why it is empty
+(``gold_missing``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
-from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
-
-
-def scoring_config(run: RunRecord) -> ScoringConfig:
-    """The scoring config a run was scored with (its record), defaults for what it lacks."""
-    recorded = run.config.get("scoring") or {}
-    names = {f.name for f in dataclasses.fields(ScoringConfig) if not f.name.startswith("_")}
-    kwargs: dict[str, Any] = {k: v for k, v in recorded.items() if k in names}
-    if "inverse_pairs" in kwargs:
-        kwargs["inverse_pairs"] = tuple(tuple(p) for p in kwargs["inverse_pairs"])
-    if "symmetric" in kwargs:
-        kwargs["symmetric"] = frozenset(kwargs["symmetric"])
-    return ScoringConfig(**kwargs)
 
 
 @dataclass
@@ -78,17 +65,11 @@ def _prediction(result: ItemResult) -> Extraction | None:
 PRUNE_SLACK = 1000
 
 
-def _gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
-    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
-    items = store.get_items(run.dataset, version=run.dataset_version)
-    return {i.id: with_trusted_gold(i, floor) for i in items}
-
-
 def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetItem], str | None]:
     try:
-        return _gold(store, run), None
+        return run_gold(store, run), None
     except ExtractionEvalError as exc:
-        return {}, f"no gold for run A's dataset in the local store: {one_line(exc)}"
+        return {}, f"no gold for run A's dataset: {one_line(exc)}"
 
 
 def _diff(item: DatasetItem, ra: ItemResult, rb: ItemResult, config: ScoringConfig) -> ItemDiff:
@@ -114,8 +95,8 @@ def diff_runs(
     """Diff every item both runs have; keep the ``top`` changed items with the most
     regressions (broken objects + new false positives). ``config``: default run A's."""
     check_int("top", top, minimum=0)
-    cfg = config if config is not None else scoring_config(a)
-    differs = scoring_config(a) != scoring_config(b)
+    cfg = config if config is not None else run_scoring(a)
+    differs = run_scoring(a) != run_scoring(b)
     gold, why = _gold_or_why(store, a)
     fold = DiffFold(RunDiff(a.name, b.name, cfg, differs, DiffCounts(), [], gold_missing=why), top)
     out = fold.out
@@ -213,5 +194,5 @@ def compare_item(
     item = gold.get(item_id)
     if item is None:
         raise NotFoundError(f"item {item_id!r} is not in dataset {a.dataset!r}")
-    cfg = config if config is not None else scoring_config(a)
+    cfg = config if config is not None else run_scoring(a)
     return ItemComparison(a.name, b.name, item, ra, rb, _diff(item, ra, rb, cfg))

@@ -14,29 +14,25 @@ LangFuse, and its rows are re-scored.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from extraction_eval.analysis.diff import DiffFold, RunDiff
+from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.errors import ConfigError, InvalidValue
+from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators.counts import StoredCounts, counts_key, decode_counts, item_row
 from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
 from extraction_eval.evaluators.paired import (
     GateFailure,
     PairedAccumulator,
     PairedComparison,
-    StoredCounts,
     check_tolerances,
-    counts_key,
-    decode_counts,
-    item_row,
     regression_gate,
 )
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
-from extraction_eval.experiments.diff import DiffFold, RunDiff, scoring_config
-from extraction_eval.experiments.reporting import in_both_runs
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
 
@@ -45,51 +41,6 @@ GoldLoader = Callable[[RunRecord], Mapping[str, DatasetItem]]
 _SHOWN_IDS = 20
 # how a forced comparison's warning starts (the HTML report shortens it to this)
 RUNS_DIFFER = "the runs differ"
-
-
-def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
-    """The gold a run was scored against: its dataset version's items, from the local store,
-    or from LangFuse for a LangFuse-mode run (keys needed)."""
-    if run.backend == "langfuse":
-        from extraction_eval.backends.langfuse import LangfuseDatasetBackend, langfuse_configured
-
-        if not langfuse_configured():
-            raise ConfigError(
-                f"run {run.name!r} ran in LangFuse mode: its gold is LangFuse dataset "
-                f"{run.dataset!r}; set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and "
-                "LANGFUSE_BASE_URL to compare it"
-            )
-        backend = LangfuseDatasetBackend.from_env()
-        try:
-            items = backend.get_items(run.dataset, version=run.dataset_version)
-        finally:
-            backend.close()
-    else:
-        items = store.get_items(run.dataset, version=run.dataset_version)
-    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
-    return {item.id: with_trusted_gold(item, floor) for item in items}
-
-
-def run_scoring(run: RunRecord) -> ScoringConfig:
-    """The scoring config recorded with a run (defaults for fields it does not record)."""
-    recorded = run.config.get("scoring") if isinstance(run.config, dict) else None
-    if not isinstance(recorded, dict):
-        return ScoringConfig()
-    known = {f.name for f in dataclasses.fields(ScoringConfig) if f.init}
-    kwargs: dict[str, Any] = {k: v for k, v in recorded.items() if k in known}
-    if "inverse_pairs" in kwargs:
-        kwargs["inverse_pairs"] = tuple(tuple(p) for p in kwargs["inverse_pairs"])
-    if "symmetric" in kwargs:
-        kwargs["symmetric"] = frozenset(kwargs["symmetric"])
-    return ScoringConfig(**kwargs)
-
-
-def _scoring_fields(config: ScoringConfig) -> dict[str, object]:
-    """What decides a count (not the bootstrap's resamples / seed / level)."""
-    out = config.to_json()
-    for key in ("resamples", "seed", "confidence"):
-        out.pop(key, None)
-    return out
 
 
 @dataclass
@@ -159,7 +110,7 @@ class RunComparison:
             **self.comparison.to_json(),
             "scoring": {
                 k: v
-                for k, v in _scoring_fields(self.scoring).items()
+                for k, v in self.scoring.count_fields().items()
                 if k in ("match", "threshold", "span_threshold", "evidence")
             },
             "only_in_a": ids(self.only_in_a),
@@ -284,7 +235,7 @@ def compare_and_diff(
     force: bool = False,
     tolerances: Mapping[str, float] | None = None,
 ) -> tuple[RunComparison, RunDiff]:
-    """:func:`compare_stored_runs` and :func:`~extraction_eval.experiments.diff.diff_runs`
+    """:func:`compare_stored_runs` and :func:`~extraction_eval.analysis.diff.diff_runs`
     (what ``compare`` shows) from ONE pass over both runs: the same results as calling both.
 
     Local runs: the count rows stored with each result are used as they are when they were
@@ -297,15 +248,15 @@ def compare_and_diff(
     if tolerances:
         check_tolerances(tolerances)
     if not _counts_readable(a):  # gold from LangFuse: the two parts as they are
-        from extraction_eval.experiments.diff import diff_runs
+        from extraction_eval.analysis.diff import diff_runs
 
         result = compare_stored_runs(
             store, a, b, resamples=resamples, seed=seed, force=force, tolerances=tolerances
         )
         return result, diff_runs(store, a, b, top=top)
     differences, scoring, warnings = _prelude(a, b, force, "force")
-    cfg = scoring_config(a)
-    diff = RunDiff(a.name, b.name, cfg, cfg != scoring_config(b), DiffCounts(), [])
+    cfg = run_scoring(a)
+    diff = RunDiff(a.name, b.name, cfg, cfg != run_scoring(b), DiffCounts(), [])
     fold = DiffFold(diff, top)
     paired = _one_pass(store, a, b, scoring, fold)
     result = _epilogue(
@@ -472,9 +423,9 @@ def _prelude(
     scoring = run_scoring(a)
     warnings = []
     b_scoring = run_scoring(b)
-    if _scoring_fields(b_scoring) != _scoring_fields(scoring):
+    if b_scoring.count_fields() != scoring.count_fields():
         changed = sorted(
-            k for k, v in _scoring_fields(scoring).items() if _scoring_fields(b_scoring).get(k) != v
+            k for k, v in scoring.count_fields().items() if b_scoring.count_fields().get(k) != v
         )
         warnings.append(
             f"the runs were scored with different settings ({', '.join(changed)}); both are "

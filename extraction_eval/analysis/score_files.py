@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.datasets.gold import GoldRecord, read_gold
+from extraction_eval.datasets.jsonl import GoldRecord, read_gold
 from extraction_eval.datasets.predictions import read_predictions
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import (

@@ -11,22 +11,13 @@ import io
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal, TextIO, TypeVar
+from typing import Any, Literal, TextIO
 
+from extraction_eval.analysis.stored import in_both_runs
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.errors import NotFoundError
 from extraction_eval.experiments.runner import FAILURE_CATEGORY_SCORE
 from extraction_eval.types import ItemResult, Score
 from extraction_eval.validation import check_int
-
-
-def get_run(store: LocalStore, name: str, dataset: str | None = None) -> RunRecord:
-    run = store.get_run(name, dataset)
-    if run is None:
-        known = ", ".join(sorted({r.name for r in store.list_runs(dataset)})) or "none"
-        raise NotFoundError(f"no run named {name!r}; known runs: {known}")
-    return run
-
 
 # Fields that describe one invocation, not the result: wall-clock time, retries, the cache
 # (a cache hit spends no attempt and no token), the trace of this invocation. ``--deterministic``
@@ -211,44 +202,3 @@ def _most_moved(
     moved: list[tuple[str, float, float, float]], top: int
 ) -> list[tuple[str, float, float, float]]:
     return heapq.nsmallest(top, moved, key=lambda row: (-abs(row[3]), row[0]))
-
-
-T = TypeVar("T")
-U = TypeVar("U")
-
-
-def join_by_item_id(
-    a: Iterator[tuple[str, T]], b: Iterator[tuple[str, U]]
-) -> Iterator[tuple[str, T | None, U | None]]:
-    """Merge two streams sorted by item id (the store's ``order_by="item_id"``) into
-    (id, A's value or None, B's value or None): the one pairing of two runs' items, so a
-    comparison, a diff and a report pair them alike and never hold a run in memory."""
-    x, y = next(a, None), next(b, None)
-    while x is not None or y is not None:
-        if y is None or (x is not None and x[0] < y[0]):
-            assert x is not None
-            yield x[0], x[1], None
-            x = next(a, None)
-        elif x is None or y[0] < x[0]:
-            yield y[0], None, y[1]
-            y = next(b, None)
-        else:
-            yield x[0], x[1], y[1]
-            x, y = next(a, None), next(b, None)
-
-
-def in_both_runs(
-    a: Iterator[tuple[str, T]],
-    b: Iterator[tuple[str, U]],
-    only_in_a: list[str],
-    only_in_b: list[str],
-) -> Iterator[tuple[str, T, U]]:
-    """:func:`join_by_item_id` keeping the items both runs have; the ids of the others are
-    appended to ``only_in_a`` / ``only_in_b`` (what every comparison reports)."""
-    for item_id, x, y in join_by_item_id(a, b):
-        if y is None:
-            only_in_a.append(item_id)
-        elif x is None:
-            only_in_b.append(item_id)
-        else:
-            yield item_id, x, y

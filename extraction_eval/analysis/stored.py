@@ -1,0 +1,106 @@
+"""The one way to read a stored run back for an analysis: find it by name, the scoring config
+and the gold it was scored with, and the pairing of two runs' items by id.
+
+Every analysis (compare, diff, report, worst) goes through these, so they cannot disagree on
+what a run was scored with or against: a LangFuse-mode run's gold is read from LangFuse here,
+for every one of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.errors import ConfigError, NotFoundError
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.types import DatasetItem
+
+
+def get_run(store: LocalStore, name: str, dataset: str | None = None) -> RunRecord:
+    """The stored run of that name; a ``NotFoundError`` naming the known runs otherwise."""
+    run = store.get_run(name, dataset)
+    if run is None:
+        known = ", ".join(sorted({r.name for r in store.list_runs(dataset)})) or "none"
+        raise NotFoundError(f"no run named {name!r}; known runs: {known}")
+    return run
+
+
+def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
+    """The gold a run was scored against: its dataset version's items, from the local store,
+    or from LangFuse for a LangFuse-mode run (keys needed)."""
+    if run.backend == "langfuse":
+        from extraction_eval.backends.langfuse import LangfuseDatasetBackend, langfuse_configured
+
+        if not langfuse_configured():
+            raise ConfigError(
+                f"run {run.name!r} ran in LangFuse mode: its gold is LangFuse dataset "
+                f"{run.dataset!r}; set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and "
+                "LANGFUSE_BASE_URL to compare it"
+            )
+        backend = LangfuseDatasetBackend.from_env()
+        try:
+            items = backend.get_items(run.dataset, version=run.dataset_version)
+        finally:
+            backend.close()
+    else:
+        items = store.get_items(run.dataset, version=run.dataset_version)
+    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+    return {item.id: with_trusted_gold(item, floor) for item in items}
+
+
+def run_scoring(run: RunRecord) -> ScoringConfig:
+    """The scoring config recorded with a run (defaults for fields it does not record)."""
+    recorded = run.config.get("scoring") if isinstance(run.config, dict) else None
+    if not isinstance(recorded, dict):
+        return ScoringConfig()
+    known = {f.name for f in dataclasses.fields(ScoringConfig) if f.init}
+    kwargs: dict[str, Any] = {k: v for k, v in recorded.items() if k in known}
+    if "inverse_pairs" in kwargs:
+        kwargs["inverse_pairs"] = tuple(tuple(p) for p in kwargs["inverse_pairs"])
+    if "symmetric" in kwargs:
+        kwargs["symmetric"] = frozenset(kwargs["symmetric"])
+    return ScoringConfig(**kwargs)
+
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def join_by_item_id(
+    a: Iterator[tuple[str, T]], b: Iterator[tuple[str, U]]
+) -> Iterator[tuple[str, T | None, U | None]]:
+    """Merge two streams sorted by item id (the store's ``order_by="item_id"``) into
+    (id, A's value or None, B's value or None): the one pairing of two runs' items, so a
+    comparison, a diff and a report pair them alike and never hold a run in memory."""
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            assert x is not None
+            yield x[0], x[1], None
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            yield y[0], None, y[1]
+            y = next(b, None)
+        else:
+            yield x[0], x[1], y[1]
+            x, y = next(a, None), next(b, None)
+
+
+def in_both_runs(
+    a: Iterator[tuple[str, T]],
+    b: Iterator[tuple[str, U]],
+    only_in_a: list[str],
+    only_in_b: list[str],
+) -> Iterator[tuple[str, T, U]]:
+    """:func:`join_by_item_id` keeping the items both runs have; the ids of the others are
+    appended to ``only_in_a`` / ``only_in_b`` (what every comparison reports)."""
+    for item_id, x, y in join_by_item_id(a, b):
+        if y is None:
+            only_in_a.append(item_id)
+        elif x is None:
+            only_in_b.append(item_id)
+        else:
+            yield item_id, x, y
