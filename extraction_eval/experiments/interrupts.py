@@ -9,6 +9,7 @@ default): a ``KeyboardInterrupt`` counts as real only if a SIGINT arrived while 
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 from collections.abc import Iterator
@@ -53,7 +54,7 @@ class SigintWatch:
             return
         self._installed = False
         if signal.getsignal(signal.SIGINT) == self._count:
-            signal.signal(signal.SIGINT, self._previous)
+            signal.signal(signal.SIGINT, _handed_back(self._previous))
 
     def _count(self, signum: int, frame: FrameType | None) -> Any:
         global _seen
@@ -70,3 +71,17 @@ def watching_sigint() -> Iterator[None]:
         yield
     finally:
         watch.remove()
+
+
+def _handed_back(previous: Any) -> Any:
+    """The handler to put back. ``asyncio.run`` puts Python's default back when its run ends,
+    but only if its own handler is still installed; when a run was interrupted, ours may still
+    be when it ends (tasks the SDK never started never reach ``remove``), so ``remove`` comes
+    after: then it puts back what asyncio would have (its handler, for a finished main task,
+    would keep the next ``asyncio.run`` from installing its own)."""
+    if isinstance(previous, functools.partial):
+        main_task = previous.keywords.get("main_task")
+        done = getattr(main_task, "done", None)
+        if callable(done) and done():
+            return signal.default_int_handler
+    return previous

@@ -66,3 +66,41 @@ def test_a_lone_surrogate_in_a_langfuse_items_text_costs_no_row(
     assert len(rows) == 3 and all(r.ok for r in rows)
     assert "oken emoji \ufffd" in {r.output.entities[0].name for r in rows if r.output}
     assert any("lone UTF-16 surrogates replaced" in r.getMessage() for r in caplog.records)
+
+
+def test_an_interrupted_langfuse_run_hands_the_sigint_handler_back(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C mid-run: the SDK never starts the items still queued, so the run's SIGINT watch
+    is removed after asyncio.run ends; the handler the process had before is put back (not
+    asyncio's, which would keep the next run from handling Ctrl-C gracefully)."""
+    import os
+    import signal
+    import time
+    from typing import Any
+
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+
+    items = LocalStore().get_items(DATASET)[:4]
+    upload(server, items)
+    use_langfuse(server, monkeypatch, "sigint-handback")
+    record = LocalStore.record_result
+
+    def interrupting_record(self: LocalStore, run_id: int, result: Any) -> None:
+        record(self, run_id, result)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+
+    monkeypatch.setattr(LocalStore, "record_result", interrupting_record)
+    config = RunConfig(
+        dataset=DATASET,
+        name="handback",
+        pipeline=PipelineConfig(pipeline="tests.support.pipelines:first_entity"),
+        concurrency=1,
+    )
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(config)
+    assert signal.getsignal(signal.SIGINT) is before
