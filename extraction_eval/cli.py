@@ -6,10 +6,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 import typer
-from dotenv import find_dotenv, load_dotenv
+from dotenv import load_dotenv
 from rich.markup import escape
 
 from extraction_eval.commands.common import err_console
@@ -46,6 +47,20 @@ _seed_app = typer.Typer(add_completion=False)
 _seed_app.command()(seed)
 
 
+class RedactingFilter(logging.Filter):
+    """Log lines pass the same redaction as error text: at DEBUG the SDKs log request and
+    response details, and a body may echo a key."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from extraction_eval.redact import redact
+
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -53,14 +68,25 @@ def _error(message: str) -> None:
     err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+def load_env() -> None:
+    """The current folder's ``.env``, never overriding the real environment.
+
+    Only the current folder: searching the parent folders (python-dotenv's ``find_dotenv``)
+    would let a ``.env`` planted in any ancestor folder send the API key to another server."""
+    load_dotenv(Path.cwd() / ".env", override=False)
+
+
 def _startup() -> None:
     """Read ``.env`` (never overriding the real environment) and keep library logs quiet."""
-    load_dotenv(find_dotenv(usecwd=True), override=False)
+    load_env()
     level = os.environ.get("EXTRACTION_EVAL_LOG_LEVEL", "WARNING").strip().upper() or "WARNING"
     if level not in _LOG_LEVELS:
         _error(f"EXTRACTION_EVAL_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
         sys.exit(2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # every library's records pass these
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
     if level != "DEBUG":
         # The SDK logs export failures itself; we report what is missing after a read-back.
         logging.getLogger("langfuse").setLevel(logging.CRITICAL)

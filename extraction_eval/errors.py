@@ -5,11 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from extraction_eval.redact import redact
+
 
 class ExtractionEvalError(Exception):
-    """Base class: a problem a user can act on, shown without a traceback."""
+    """Base class: a problem a user can act on, shown without a traceback.
+
+    Its message is redacted as it is built (``redact``): error text often quotes a server's
+    body, and from here it reaches the store, the terminal, exports and LangFuse."""
 
     exit_code = 1
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class UsageError(ExtractionEvalError):
@@ -60,7 +68,7 @@ class SchemaFailure(ExtractionEvalError):
         self, message: str, *, raw: str | None = None, attempts: int = 1, usage: Any = None
     ) -> None:
         super().__init__(message)
-        self.raw = raw
+        self.raw = redact(raw) if raw else raw  # stored and shown: redacted like error text
         self.attempts = attempts  # model calls made for the answer that failed to parse
         self.usage = usage  # the tokens (and cost) that answer took: a failed call is paid too
 
@@ -85,7 +93,7 @@ class InvalidValue(UsageError, ValueError):
         text = self._template
         for mentioned in self.mentions:
             text = text.replace("{" + mentioned + "}", name(mentioned))
-        return text
+        return redact(text)
 
 
 def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str:
@@ -93,7 +101,8 @@ def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str
 
     A pydantic ``ValidationError`` becomes its first three problems (``loc: msg``); an
     exception with no message becomes its type name; ``with_type`` puts the type first
-    (``TimeoutError: ...``), for rows where the kind of failure matters.
+    (``TimeoutError: ...``), for rows where the kind of failure matters. Configured secrets
+    and token-shaped strings are masked (``redact``) before the line is capped.
     """
     errors = getattr(error, "errors", None)
     if isinstance(error, BaseException) and callable(errors) and hasattr(error, "error_count"):
@@ -104,13 +113,14 @@ def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str
         more = int(error.error_count()) - len(parts)
         text = "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
     else:
-        text = " ".join(_text_of(error)[: limit * 8].split())
+        text = " ".join(_text_of(error).split())
     if isinstance(error, BaseException):
         name = type(error).__name__
         if not text:
             text = name
         elif with_type:
             text = f"{name}: {text}"
+    text = redact(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -10,13 +10,16 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from extraction_eval.errors import InvalidValue
+from extraction_eval.redact import safe_url
 
 
-def check_int(field: str, value: object, *, minimum: int) -> int:
+def check_int(field: str, value: object, *, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidValue(field, f"must be a whole number, got {value!r}")
     if value < minimum:
         raise InvalidValue(field, f"must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidValue(field, f"must be at most {maximum:,}, got {value:,}")
     return value
 
 
@@ -59,8 +62,38 @@ def check_text(field: str, value: object) -> str:
 
 
 def check_url(field: str, value: str) -> str:
-    """An http(s) URL with a host (a typo here would fail every item, not the run)."""
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InvalidValue(field, f"must be an http:// or https:// URL, got {value!r}")
+    """An http(s) URL with a host and no credentials (a typo here would fail every item, not
+    the run). Refusals show the URL with ``***`` for what may be a secret.
+
+    A ``user:password@`` or a query string (``?api_key=``) is refused rather than half
+    supported. With user info, the OpenAI client's aiohttp transport fails every call
+    ("cannot combine AUTHORIZATION header with ... credentials encoded in URL") and its httpx
+    transport sends HTTP basic auth in place of the API key; a query string is glued into the
+    path (``/v1/?api_key=...chat/completions``), so every call fails after its retries while
+    the key is logged with each request. Keys belong in the provider's variable."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+    except ValueError:
+        raise InvalidValue(field, f"is not a valid URL: {safe_url(value)!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidValue(field, f"must be an http:// or https:// URL, got {safe_url(value)!r}")
+    if "@" in parts.netloc or parts.query:
+        raise InvalidValue(
+            field,
+            f"must not carry credentials or a query string, got {safe_url(value)!r}:"
+            " give the key in the provider's variable (OPENAI_API_KEY), not in the URL",
+        )
     return value
+
+
+def web_url(value: object) -> str | None:
+    """``value`` when it is an http(s) URL, else None: what may become a link in a page (a
+    ``javascript:`` or ``data:`` URL from a hostile store would run on click)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        scheme = urlsplit(value.strip()).scheme.lower()
+    except ValueError:
+        return None
+    return value if scheme in ("http", "https") else None

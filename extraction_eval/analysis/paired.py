@@ -33,6 +33,7 @@ from extraction_eval.evaluators.paired import (
     regression_gate,
 )
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.limits import MAX_RESAMPLES
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
 
@@ -209,7 +210,7 @@ def compare_stored_runs(
     ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
     any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
     a refusal names (``baseline`` when run-experiment compares with its baseline)."""
-    check_int("resamples", resamples, minimum=1)
+    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
     check_int("seed", seed, minimum=0)
     if tolerances:
         check_tolerances(tolerances)
@@ -243,7 +244,7 @@ def compare_and_diff(
     other rows are re-scored. Only items whose outputs differ are diffed, and only their gold
     (and that of re-scored items) is read."""
     check_int("top", top, minimum=0)
-    check_int("resamples", resamples, minimum=1)
+    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
     check_int("seed", seed, minimum=0)
     if tolerances:
         check_tolerances(tolerances)

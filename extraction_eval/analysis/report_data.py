@@ -31,6 +31,7 @@ from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
 from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
+from extraction_eval.validation import web_url
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
 
@@ -237,7 +238,7 @@ def run_entry(
         "fail": result.error is not None or bool(categories),
         "lat": result.latency_ms,
         "cost": result.usage.cost_usd,
-        "url": result.trace_url,
+        "url": web_url(result.trace_url),  # only http(s) becomes a link
         "pred": objects,
         "gst": gold_status,
     }

@@ -22,6 +22,7 @@ from extraction_eval.evaluators import (
     aggregate,
     score_item,
 )
+from extraction_eval.evaluators.limits import over_cap
 from extraction_eval.evaluators.vote import trusted_gold
 
 __all__ = ["ScoredFiles", "score_files"]
@@ -58,6 +59,30 @@ def gold_ignored_warning(ignored: int, min_confidence: float) -> str:
 def _id_list(ids: list[str], limit: int = 20) -> str:
     shown = ", ".join(ids[:limit])
     return shown + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def _within_cap(
+    gold: list[Any], preds: dict[str, Any], limit: int, warnings: list[str]
+) -> tuple[list[Any], dict[str, Any]]:
+    """Items over the per-item object cap (``ScoringConfig.max_objects``), each a warning:
+    a prediction over it is scored as no prediction (its gold counts as missed); a gold item
+    over it cannot be scored and is left out. Matching would need memory quadratic in the count.
+    """
+    kept, dropped = [], set()
+    for g in gold:
+        found = over_cap(g.extraction, limit)
+        if found is not None:
+            warnings.append(f"item {g.id}: the gold has {found}, over {limit:,}; skipped")
+            continue
+        kept.append(g)
+        pred = preds.get(g.id)
+        found = over_cap(pred, limit) if pred is not None else None
+        if found is not None:
+            warnings.append(
+                f"item {g.id}: the prediction has {found}, over {limit:,}; scored as no prediction"
+            )
+            dropped.add(g.id)
+    return kept, {k: v for k, v in preds.items() if k not in dropped}
 
 
 def score_files(
@@ -100,6 +125,7 @@ def score_files(
     if min_gold_confidence is not None:
         gold, ignored = trust_gold_records(gold, min_gold_confidence)
         warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
+    gold, preds = _within_cap(gold, preds, config.max_objects, warnings)
     items = [
         score_item(
             item_id=g.id,

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError, one_line
+from extraction_eval.views.console import SafeConsole
 
-console = Console()
-err_console = Console(stderr=True)
+# every command prints through these: text from outside cannot drive the terminal
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -40,6 +41,17 @@ def error_line(exc: ExtractionEvalError) -> str:
     if isinstance(exc, InvalidValue):
         return f"{flag(exc.field)} {exc.problem_as(flag)}"
     return one_line(exc)
+
+
+NO_CACHE_HELP = "Neither read nor write the response cache (every item calls the model)."
+REFRESH_CACHE_HELP = "Call the model for every item and store the answers (no cache reads)."
+
+
+def cache_mode(no_cache: bool, refresh_cache: bool) -> str:
+    """``--no-cache`` / ``--refresh-cache`` as ``PipelineConfig.cache``."""
+    if no_cache and refresh_cache:
+        raise UsageError("--no-cache and --refresh-cache exclude each other; give one")
+    return "off" if no_cache else "refresh" if refresh_cache else "use"
 
 
 def check_writable(option: str, path: Path) -> None:

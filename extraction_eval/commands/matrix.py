@@ -10,6 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from extraction_eval.commands.common import (
+    NO_CACHE_HELP,
+    REFRESH_CACHE_HELP,
+    cache_mode,
     check_readable,
     console,
     err_console,
@@ -17,6 +20,7 @@ from extraction_eval.commands.common import (
     handle_errors,
 )
 from extraction_eval.errors import InvalidValue, UsageError
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 
 # Keys a matrix.toml may set: the command's options (``-`` or ``_``), each once.
 _LIST_KEYS = ("model", "prompt_label", "temperature")
@@ -37,6 +41,9 @@ _SCALAR_KEYS = (
     "price_out",
     "max_cost",
     "shard",
+    "max_objects",
+    "no_cache",
+    "refresh_cache",
 )
 _DEFAULTS: dict[str, Any] = {
     "dataset": "extraction-eval",
@@ -48,18 +55,19 @@ _DEFAULTS: dict[str, Any] = {
     "match": "fuzzy",
     "threshold": 0.85,
     "backend": "auto",
+    "max_objects": DEFAULT_MAX_OBJECTS,
 }
 
 
 def read_matrix_toml(path: Path) -> dict[str, Any]:
     """The file's keys as option names; lists for the axes. An unknown key is refused."""
-    import tomllib
+    from extraction_eval.tomlfile import TomlProblem, read_toml
 
     check_readable("--config", path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"--config {path}: not valid TOML: {exc}") from None
+        data = read_toml(path)
+    except TomlProblem as exc:
+        raise UsageError(f"--config {path}: {exc}") from None
     out: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
@@ -136,6 +144,14 @@ def matrix_cmd(
         str | None,
         typer.Option(help="I/N: every cell runs only shard I of N of the items (by id hash)."),
     ] = None,
+    max_objects: Annotated[
+        int | None,
+        typer.Option(help="Entities or relationships per item above which it is an error."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+    refresh_cache: Annotated[
+        bool, typer.Option("--refresh-cache", help=REFRESH_CACHE_HELP)
+    ] = False,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
@@ -159,9 +175,13 @@ def matrix_cmd(
         "price_out": price_out,
         "max_cost": max_cost,
         "shard": shard,
+        "max_objects": max_objects,
     }
     opts = {**_DEFAULTS, **(read_matrix_toml(config) if config else {})}
     opts.update({k: v for k, v in given.items() if v is not None})
+    opts["cache"] = cache_mode(
+        bool(no_cache or opts.get("no_cache")), bool(refresh_cache or opts.get("refresh_cache"))
+    )
     matrix = _matrix_config(opts, resume=resume, verify=verify)
 
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
@@ -211,8 +231,11 @@ def _matrix_config(opts: dict[str, Any], *, resume: bool, verify: bool) -> Any:
             max_attempts=opts["max_attempts"],
             price_in=opts.get("price_in"),
             price_out=opts.get("price_out"),
+            cache=opts["cache"],
         ),
-        scoring=ScoringConfig(match=opts["match"], threshold=opts["threshold"]),
+        scoring=ScoringConfig(
+            match=opts["match"], threshold=opts["threshold"], max_objects=opts["max_objects"]
+        ),
         concurrency=opts["concurrency"],
         limit=opts.get("limit"),
         resume=resume,

@@ -10,7 +10,16 @@ from typing import Annotated, Any
 
 import typer
 
-from extraction_eval.commands.common import console, err_console, fail, handle_errors
+from extraction_eval.commands.common import (
+    NO_CACHE_HELP,
+    REFRESH_CACHE_HELP,
+    cache_mode,
+    console,
+    err_console,
+    fail,
+    handle_errors,
+)
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 
 
 @handle_errors
@@ -112,6 +121,17 @@ def run_cmd(
             " then runs merge + runs finalize."
         ),
     ] = None,
+    max_objects: Annotated[
+        int,
+        typer.Option(
+            help="Entities or relationships per item (gold or answer) above which the item is"
+            " an error instead of being scored (matching memory grows with their product)."
+        ),
+    ] = DEFAULT_MAX_OBJECTS,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+    refresh_cache: Annotated[
+        bool, typer.Option("--refresh-cache", help=REFRESH_CACHE_HELP)
+    ] = False,
     baseline: Annotated[
         str | None,
         typer.Option(help="A stored run to compare this run with when it ends (paired)."),
@@ -135,7 +155,11 @@ def run_cmd(
     from extraction_eval.views.runs import render_run_summary
 
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
-    scoring = ScoringConfig(match=match, threshold=threshold)  # type: ignore[arg-type]
+    scoring = ScoringConfig(
+        match=match,  # type: ignore[arg-type]
+        threshold=threshold,
+        max_objects=max_objects,
+    )
     config = RunConfig(
         dataset=dataset,
         name=name,
@@ -151,6 +175,7 @@ def run_cmd(
             max_attempts=max_attempts,
             price_in=price_in,
             price_out=price_out,
+            cache=cache_mode(no_cache, refresh_cache),
         ),
         scoring=scoring,
         concurrency=concurrency,

@@ -17,6 +17,8 @@ from rich.markup import escape
 
 from extraction_eval.commands.common import check_readable, check_writable, error_line
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS
+from extraction_eval.views.console import SafeConsole
 
 if TYPE_CHECKING:
     from extraction_eval.evaluators.config import EvidenceMode, MatchMode
@@ -56,6 +58,7 @@ def _run(
     seed: int,
     err: Console,
     min_gold_confidence: float | None = None,
+    max_objects: int = DEFAULT_MAX_OBJECTS,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -88,6 +91,7 @@ def _run(
             evidence=cast("EvidenceMode", _choice("--evidence", evidence, EVIDENCE_MODES)),
             resamples=resamples,
             seed=seed,
+            max_objects=max_objects,
         )
     except InvalidValue as exc:
         raise UsageError(error_line(exc)) from None
@@ -109,7 +113,7 @@ def _run(
         sys.stdout.flush()
         print_warnings(report["warnings"], err)
     else:
-        render_report(report, Console())
+        render_report(report, SafeConsole())
 
 
 def score(
@@ -146,6 +150,12 @@ def score(
         int, typer.Option("--resamples", help="Bootstrap resamples for the CIs (0 = none).")
     ] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
+    max_objects: Annotated[
+        int,
+        typer.Option(
+            "--max-objects", help="Entities or relationships per item and side; more: skipped."
+        ),
+    ] = DEFAULT_MAX_OBJECTS,
     min_gold_confidence: Annotated[
         float | None,
         typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
@@ -159,7 +169,7 @@ def score(
 
     Malformed lines are reported as warnings and skipped; the rest is scored.
     """
-    err = Console(stderr=True)
+    err = SafeConsole(stderr=True)
     try:
         _run(
             gold,
@@ -175,6 +185,7 @@ def score(
             seed,
             err,
             min_gold_confidence,
+            max_objects,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Literal, get_args
 
 from extraction_eval.errors import InvalidValue
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_RESAMPLES
 from extraction_eval.validation import check_choice, check_int, check_number
 
 MatchMode = Literal["exact", "casefold", "fuzzy", "span"]
@@ -72,6 +73,8 @@ class ScoringConfig:
     resamples: int = 10_000
     seed: int = 42
     confidence: float = 0.95
+    # objects of one kind (entities, relationships) per item and side; more is the item's error
+    max_objects: int = DEFAULT_MAX_OBJECTS
     _inverse: dict[str, str] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -83,7 +86,8 @@ class ScoringConfig:
         check_number("confidence", self.confidence, above=0.0)
         if self.confidence >= 1.0:
             raise InvalidValue("confidence", f"must be below 1, got {self.confidence:g}")
-        check_int("resamples", self.resamples, minimum=0)
+        check_int("resamples", self.resamples, minimum=0, maximum=MAX_RESAMPLES)
+        check_int("max_objects", self.max_objects, minimum=1)
         check_int("seed", self.seed, minimum=0)  # numpy refuses negative seeds
         pairs = _normalise_pairs(self.inverse_pairs)
         object.__setattr__(self, "inverse_pairs", pairs)

@@ -9,13 +9,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
-from urllib.parse import urlsplit, urlunsplit
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.partition import Shard
+from extraction_eval.limits import MAX_CONCURRENCY
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.redact import safe_url
 from extraction_eval.types import DatasetItem
 from extraction_eval.validation import check_choice, check_int, check_number, check_text
 
@@ -63,7 +64,7 @@ class RunConfig:
         check_text("dataset", self.dataset)
         if self.name is not None:
             check_text("name", self.name)
-        check_int("concurrency", self.concurrency, minimum=1)
+        check_int("concurrency", self.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
         if self.limit is not None:
             check_int("limit", self.limit, minimum=1)
         check_choice("backend", self.backend, get_args(Backend))
@@ -233,14 +234,9 @@ def git_state(cwd: Path | None = None) -> dict[str, Any] | None:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without what can hold a credential (``user:password@``, the query string: some
-    proxies and Azure take ``?api-key=``): the record reaches exports, reports and LangFuse."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = "***" if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    """``url`` without what can hold a credential (``user:password@``, the query string): the
+    record reaches exports, reports and LangFuse."""
+    return safe_url(url)
 
 
 def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:

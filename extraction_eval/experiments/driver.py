@@ -102,7 +102,7 @@ async def answer_by_batch(prep: PreparedRun, store: LocalStore) -> None:
         todo,
         store,
         owner=f"run {prep.run.name} (dataset {prep.run.dataset})",
-        cache=store.cache(),
+        cache=getattr(prep.runner.pipeline, "cache", None),  # as the run's cache mode has it
     )
     asked = len(results.answers) + len(results.errors)
     prep.warnings.append(summary_line(results, asked))

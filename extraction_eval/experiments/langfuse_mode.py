@@ -47,7 +47,7 @@ from extraction_eval.backends.langfuse import (
     verify_timeout_s,
 )
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.errors import BackendError
+from extraction_eval.errors import BackendError, one_line
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import (
     Driver,
@@ -178,7 +178,7 @@ def _trace_url_prefix(lf: Langfuse) -> str | None:
     try:
         url = lf.get_trace_url(trace_id=_PROBE_TRACE_ID)
     except Exception as exc:  # a URL is a convenience: never fail a run for it
-        log.warning("no LangFuse trace URLs for this run: %s", exc)
+        log.warning("no LangFuse trace URLs for this run: %s", one_line(exc))
         return None
     if not url or not url.endswith(_PROBE_TRACE_ID):
         return None

@@ -14,6 +14,7 @@ from typing import Any
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.experiments.config import RunConfig
+from extraction_eval.limits import MAX_REPEATS
 from extraction_eval.validation import check_int, check_number, check_text
 
 # A cell the matrix's cost ceiling kept from starting: its run's status.
@@ -87,7 +88,7 @@ class MatrixConfig:
         _no_duplicates("model", self.models)
         _no_duplicates("prompt_label", self.prompt_labels)
         _no_duplicates("temperature", [float(t) for t in self.temperatures])
-        check_int("repeats", self.repeats, minimum=1)
+        check_int("repeats", self.repeats, minimum=1, maximum=MAX_REPEATS)
         if self.name is not None:
             check_text("name", self.name)
         if self.base.name is not None:

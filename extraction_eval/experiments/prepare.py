@@ -264,9 +264,8 @@ def plan(
     # --pipeline, --max-cost below the estimate) runs before the run record exists: a refused
     # setup leaves nothing behind.
     existing = check_reuse(store, config, record)
-    cache = store.cache()
     pipeline = make_pipeline(
-        config.pipeline, cache=cache, prompt=prompt, tracer=tracer, provider=provider
+        config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer, provider=provider
     )
     pricer = Pricer.for_config(config.pipeline)
     runner = ItemRunner(
@@ -286,9 +285,10 @@ def plan(
         spent = spent_before({i: cost for i, (_, cost) in done.items()}, todo_ids)
         del done
     key_for = getattr(pipeline, "key_for", None)  # a model pipeline with a response cache
+    cache = getattr(pipeline, "cache", None)  # as the run's cache mode has it (None: off)
 
     def cached(item: DatasetItem) -> bool:
-        return key_for is not None and cache.get(key_for(item)) is not None
+        return key_for is not None and cache is not None and cache.get(key_for(item)) is not None
 
     # one pass over the items: the gold-confidence count over all, the estimate over the todo
     confidence = config.min_gold_confidence

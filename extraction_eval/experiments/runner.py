@@ -20,6 +20,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_dataset_item
 from extraction_eval.evaluators.counts import counts_key, encode_counts
+from extraction_eval.evaluators.limits import TooManyObjects, check_object_cap
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.interrupts import sigints, watching_sigint
@@ -56,6 +57,8 @@ def _error_kind(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, ProviderError):
         return "provider"
+    if isinstance(exc, TooManyObjects):
+        return "limit"
     return "pipeline"
 
 
@@ -77,8 +80,18 @@ class ItemRunner:
         """``run_item`` with the item's :class:`ItemScore`, for a caller that folds the run
         summary as items finish instead of re-scoring them at the end."""
         started, interrupts = time.perf_counter(), sigints()
+        cap = self.scoring.max_objects
         try:
+            check_object_cap(item.expected, cap, side="gold")  # before paying for a call
             out = await self.pipeline.extract(item)
+            check_object_cap(
+                out.extraction,
+                cap,
+                side="prediction",
+                raw=out.raw,
+                usage=self.pricer.priced(out.usage, out.model) if self.pricer else out.usage,
+                attempts=out.attempts,
+            )
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # every failure becomes a row, whatever raised it

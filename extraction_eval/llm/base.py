@@ -37,7 +37,10 @@ class Completion:
 
 @runtime_checkable
 class Provider(Protocol):
-    """A model backend. ``complete`` raises ``ProviderError`` (with ``retryable``) on failure."""
+    """A model backend. ``complete`` raises ``ProviderError`` (with ``retryable``) on failure.
+
+    A provider that talks to a server may also have ``endpoint``: the URL its answers come
+    from (part of the response-cache key, so server B is never given server A's answers)."""
 
     name: str
 

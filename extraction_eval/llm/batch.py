@@ -312,6 +312,7 @@ class BatchProvider:
 
     def __init__(self, inner: Any, by_item: dict[str, str], results: BatchResults) -> None:
         self.name = inner.name
+        self.endpoint = getattr(inner, "endpoint", None)  # the same response-cache keys
         self._inner = inner
         self._by_item = by_item  # item id -> custom id
         self._results = results

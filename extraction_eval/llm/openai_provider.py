@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from extraction_eval.errors import ConfigError, ProviderError
 from extraction_eval.llm.base import Completion, CompletionRequest
 from extraction_eval.llm.retry import ProviderTimeout, retry_after_from_headers
+from extraction_eval.redact import register_secret
 from extraction_eval.types import Usage
 
 if TYPE_CHECKING:
@@ -116,6 +117,17 @@ def map_openai_error(exc: BaseException) -> ProviderError:
     return ProviderError(f"OpenAI client error: {type(exc).__name__}: {exc}")
 
 
+def _check_env_url(url: str) -> None:
+    """``OPENAI_BASE_URL`` (read by the SDK) held to the same rule as ``base_url``."""
+    from extraction_eval.errors import InvalidValue
+    from extraction_eval.validation import check_url
+
+    try:
+        check_url("OPENAI_BASE_URL", url)
+    except InvalidValue as exc:
+        raise ConfigError(str(exc)) from None
+
+
 class OpenAIProvider:
     """Chat completions with structured outputs (strict JSON schema) where the server has them.
 
@@ -156,6 +168,10 @@ class OpenAIProvider:
     ) -> AsyncOpenAI:
         from openai import AsyncOpenAI, DefaultAioHttpClient
 
+        env_url = os.environ.get("OPENAI_BASE_URL", "").strip()
+        if base_url is None and env_url:
+            _check_env_url(env_url)
+        register_secret(api_key)  # a key given as an argument is redacted like the env's
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
@@ -182,6 +198,12 @@ class OpenAIProvider:
     @property
     def client(self) -> AsyncOpenAI:
         return self._client
+
+    @property
+    def endpoint(self) -> str:
+        """Where the answers come from: the client's base URL (``base_url``, else
+        ``OPENAI_BASE_URL``, else OpenAI's), as the SDK resolved it."""
+        return str(self._client.base_url).rstrip("/")
 
     def request_body(self, request: CompletionRequest) -> dict[str, Any]:
         """The chat-completions body of ``request``: what ``complete`` sends, and what a

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from extraction_eval.limits import MAX_ATTEMPTS
 from extraction_eval.types import DatasetItem, Extraction, Usage
-from extraction_eval.validation import check_int, check_number, check_text, check_url
+from extraction_eval.validation import check_choice, check_int, check_number, check_text, check_url
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class PipelineConfig:
     price_out: float | None = None
     # > 0: another independent answer to the same request (a new response-cache key)
     repeat: int = 0
+    # the response cache: "use" (read and write), "refresh" (write only), "off" (neither)
+    cache: str = "use"
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -41,8 +44,9 @@ class PipelineConfig:
         if self.prompt_version is not None:
             check_int("prompt_version", self.prompt_version, minimum=1)
         check_number("timeout_s", self.timeout_s, above=0.0)
-        check_int("max_attempts", self.max_attempts, minimum=1)
+        check_int("max_attempts", self.max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
         check_int("repeat", self.repeat, minimum=0)
+        check_choice("cache", self.cache, ("use", "refresh", "off"))
         from extraction_eval.pipeline.pricing import check_prices
 
         check_prices(self.price_in, self.price_out)

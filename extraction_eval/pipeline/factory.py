@@ -38,13 +38,14 @@ def make_pipeline(
             raise ConfigError(f"unknown offline model {config.model!r}; use {BASELINE_MODEL}")
         return BaselinePipeline(config)
     from extraction_eval.llm.registry import make_provider
+    from extraction_eval.pipeline.cache import with_cache_mode
     from extraction_eval.pipeline.llm import LLMPipeline
 
     return LLMPipeline(
         provider=provider or make_provider(config),
         prompt=prompt or load_local_prompt(),
         config=config,
-        cache=cache,
+        cache=with_cache_mode(cache, config.cache),
         tracer=tracer,
         retry=retry,
     )

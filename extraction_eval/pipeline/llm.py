@@ -29,32 +29,17 @@ def _sha256(payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def cache_key(
-    *,
-    provider: str,
-    model: str,
-    prompt_hash: str,
-    temperature: float,
-    text: str,
-    schema: Schema | None,
-    contract_hash: str,
-    repeat: int = 0,
-) -> str:
-    """Everything that changes the answer; an unchanged config maps to the same key.
+def cache_key(**fields: Any) -> str:
+    """The response-cache key: a hash of the fields, those whose value is None left out.
 
-    ``repeat`` > 0 asks for another, independent answer to the same request (repeated runs,
-    ensemble gold); 0 leaves the key as it was before repeats existed, so caches stay valid."""
-    payload: dict[str, Any] = {
-        "provider": provider,
-        "model": model,
-        "prompt": prompt_hash,
-        "temperature": float(temperature),
-        "input": _sha256({"text": text, "schema": schema.model_dump() if schema else None}),
-        "contract": contract_hash,
-    }
-    if repeat:
-        payload["repeat"] = repeat
-    return _sha256(payload)
+    Leaving out None keeps the keys of configs that do not set a field as they were before
+    the field existed, so adding a field never empties existing caches for nobody's benefit.
+    The fields themselves are chosen in one place, :meth:`LLMPipeline.answer_fields`."""
+    return _sha256({k: v for k, v in fields.items() if v is not None})
+
+
+def input_hash(text: str, schema: Schema | None) -> str:
+    return _sha256({"text": text, "schema": schema.model_dump() if schema else None})
 
 
 _SchemaKey = str  # the schema's canonical JSON (types and attribute declarations)
@@ -119,16 +104,27 @@ class LLMPipeline:
         )
 
     def key_for(self, item: DatasetItem) -> str:
-        return cache_key(
-            provider=self.provider.name,
-            model=self.config.model_name,
-            prompt_hash=self.prompt.content_hash,
-            temperature=self.config.temperature,
-            text=item.text,
-            schema=item.schema_,
-            contract_hash=self._contract(item.schema_)[1],
-            repeat=self.config.repeat,
-        )
+        return cache_key(**self.answer_fields(item))
+
+    def answer_fields(self, item: DatasetItem) -> dict[str, Any]:
+        """Everything that changes the answer to ``item``: the response-cache key's fields.
+
+        The ONE place the key is derived from. To make something else part of the key, add
+        one line here (``"name": value``); a value of None is left out of the key (see
+        :func:`cache_key`), so give a new field None when it is unset. Not in the key: the
+        item id, the prompt's label and version (its content hash is), the HTTP transport.
+        """
+        return {
+            "provider": self.provider.name,
+            "model": self.config.model_name,
+            "prompt": self.prompt.content_hash,
+            "temperature": float(self.config.temperature),
+            "input": input_hash(item.text, item.schema_),
+            "contract": self._contract(item.schema_)[1],
+            "repeat": self.config.repeat or None,  # > 0: another independent answer
+            # the server answering (--base-url / OPENAI_BASE_URL): B never gets A's answers
+            "endpoint": getattr(self.provider, "endpoint", None),
+        }
 
     async def extract(self, item: DatasetItem) -> PipelineOutput:
         request = self.request_for(item)

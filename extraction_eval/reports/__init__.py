@@ -20,5 +20,5 @@ def require(module: str) -> Any:
     except ImportError:
         raise UsageError(
             f"the HTML report needs {module}, a dependency of extraction-eval: "
-            "reinstall it (pip install --force-reinstall extraction-eval)"
+            "reinstall extraction-eval to restore it"
         ) from None

@@ -28,7 +28,19 @@ from typing import Any, Literal
 EMPTY_EXTRACTION: dict[str, Any] = {"entities": [], "relationships": []}
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
-FaultKind = Literal["status", "slow", "malformed_body", "content", "disconnect"]
+FaultKind = Literal[
+    "status",
+    "slow",
+    "malformed_body",
+    "content",
+    "disconnect",
+    "echo",
+    "html",
+    "truncated",
+    "reset",
+    "drip",
+    "hang",
+]
 
 
 @dataclass
@@ -70,6 +82,37 @@ def disconnect(**kw: Any) -> Fault:
 def content(text: str, **kw: Any) -> Fault:
     """A well-formed completion whose message content is ``text`` (bad JSON, off-schema...)."""
     return Fault("content", content=text, **kw)
+
+
+def echo_auth(status: int = 401, **kw: Any) -> Fault:
+    """An error whose body echoes the request's ``Authorization`` header and the bare key (a
+    misconfigured proxy): what a client does with error text is then visible."""
+    return Fault("echo", status=status, **kw)
+
+
+def html_error(status: int = 503, **kw: Any) -> Fault:
+    """An HTML error page instead of JSON (a load balancer's 503)."""
+    return Fault("html", status=status, **kw)
+
+
+def truncated(**kw: Any) -> Fault:
+    """HTTP 200 announcing more bytes than it sends, then closing the connection."""
+    return Fault("truncated", **kw)
+
+
+def reset(**kw: Any) -> Fault:
+    """Reset the TCP connection (RST) after reading the request."""
+    return Fault("reset", **kw)
+
+
+def drip(delay_s: float, **kw: Any) -> Fault:
+    """A correct answer sent one byte at a time, ``delay_s`` apart (slow-drip)."""
+    return Fault("drip", delay_s=delay_s, **kw)
+
+
+def hang(**kw: Any) -> Fault:
+    """Read the request and never answer (until the server stops)."""
+    return Fault("hang", **kw)
 
 
 @dataclass
@@ -304,6 +347,10 @@ class LoopbackServer:
             record.status = fault.status
             handler._send_json(fault.status, _error_body(fault.status, gemini), headers)
             return
+        if fault is not None and fault.kind in _RAW_FAULTS:
+            record.status = fault.status if fault.kind in ("echo", "html") else None
+            _RAW_FAULTS[fault.kind](self, handler, record, fault)
+            return
         if fault is not None and fault.kind == "disconnect":
             handler.close_connection = True  # the server closes the socket; no status line
             return
@@ -324,6 +371,75 @@ class LoopbackServer:
         )
         record.status = 200
         handler._send_json(200, payload)
+
+
+def _echo(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+    auth = record.headers.get("authorization", "")
+    key = auth.split(" ", 1)[-1]
+    message = f"proxy refused Authorization: {auth} (key {key}) for {record.path}"
+    handler._send_json(fault.status, {"error": {"message": message, "type": "invalid_request"}})
+
+
+def _html(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+    page = b"<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>"
+    handler.send_response(fault.status)
+    handler.send_header("Content-Type", "text/html")
+    handler.send_header("Content-Length", str(len(page)))
+    handler.end_headers()
+    handler.wfile.write(page)
+
+
+def _truncated(
+    owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault
+) -> None:
+    payload = json.dumps(_chat_body("{}", owner.model, 1)).encode("utf-8")
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload[: len(payload) // 2])
+    handler.wfile.flush()
+    handler.close_connection = True
+
+
+def _reset(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+    import socket
+    import struct
+
+    # SO_LINGER with a zero timeout: close() sends RST instead of FIN
+    handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    handler.close_connection = True
+
+
+def _drip(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+    answer = owner.answer(record.body)
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    payload = json.dumps(_chat_body(text, owner.model, 1)).encode("utf-8")
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    for i in range(len(payload)):
+        if owner._stopping.wait(fault.delay_s):
+            break
+        handler.wfile.write(payload[i : i + 1])
+        handler.wfile.flush()
+    record.status = 200
+
+
+def _hang(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+    owner._stopping.wait()
+    handler.close_connection = True
+
+
+_RAW_FAULTS: dict[str, Callable[[LoopbackServer, _Handler, RecordedRequest, Fault], None]] = {
+    "echo": _echo,
+    "html": _html,
+    "truncated": _truncated,
+    "reset": _reset,
+    "drip": _drip,
+    "hang": _hang,
+}
 
 
 def _error_body(status: int, gemini: bool) -> dict[str, Any]:

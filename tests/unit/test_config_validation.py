@@ -106,17 +106,18 @@ def test_delete_empty_run_never_deletes_a_run_with_results() -> None:
 def test_the_run_record_holds_no_credential_of_the_base_url() -> None:
     import json
 
-    from extraction_eval.experiments.config import RunConfig, describe
+    from extraction_eval.errors import InvalidValue
+    from extraction_eval.experiments.config import RunConfig, describe, redact_url
     from extraction_eval.pipeline.base import PipelineConfig
 
     url = "http://user:hunter2@127.0.0.1:9/v1?api-key=hunter3"
-    record = describe(
-        RunConfig(pipeline=PipelineConfig(model="openai:gpt-4o-mini", base_url=url)),
-        packages={},
-        git=None,
-    )
-    assert "hunter" not in json.dumps(record)
-    assert record["pipeline"]["base_url"] == "http://***@127.0.0.1:9/v1?***"
+    # a URL with credentials is refused (the message shows none of them) ...
+    with pytest.raises(InvalidValue) as info:
+        PipelineConfig(model="openai:gpt-4o-mini", base_url=url)
+    assert "hunter" not in str(info.value)
+    # ... and the record's redaction would hide them anyway
+    assert redact_url(url) == "http://***@127.0.0.1:9/v1?***"
+    assert "hunter" not in json.dumps(redact_url(url))
     plain = describe(
         RunConfig(pipeline=PipelineConfig(model="llama3", base_url="http://127.0.0.1:9/v1")),
         packages={},

@@ -30,6 +30,8 @@ LAYERS: dict[str, int] = {
     "extraction_eval": 0,  # the package root only re-exports types (and __version__)
     "extraction_eval.types": 0,
     "extraction_eval.errors": 0,
+    "extraction_eval.redact": 0,  # secrets out of error text; imported by errors
+    "extraction_eval.limits": 0,  # every bound on an accepted value
     # building blocks
     "extraction_eval.evaluators": 1,
     "extraction_eval.llm": 1,

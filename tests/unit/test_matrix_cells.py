@@ -17,7 +17,6 @@ from extraction_eval.evaluators.repeats import (
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.matrix import interleave
 from extraction_eval.experiments.matrix_config import MatrixConfig, temperature_tag
-from extraction_eval.pipeline.llm import cache_key
 from extraction_eval.types import DatasetItem, Entity, Extraction
 
 
@@ -93,18 +92,25 @@ def test_interleave_takes_one_item_of_each_cell_in_turn() -> None:
 
 
 def test_the_repeat_index_is_in_the_cache_key_only_when_set() -> None:  # 0: not set
-    common = {
-        "provider": "openai",
-        "model": "m",
-        "prompt_hash": "p",
-        "temperature": 0.7,
-        "text": "t",
-        "schema": None,
-        "contract_hash": "c",
-    }
-    plain = cache_key(**common)  # type: ignore[arg-type]
-    assert cache_key(**common, repeat=0) == plain  # type: ignore[arg-type]
-    keys = {cache_key(**common, repeat=k) for k in (1, 2, 3)}  # type: ignore[arg-type]
+    from extraction_eval.llm.fake import FakeProvider
+    from extraction_eval.pipeline.base import PipelineConfig
+    from extraction_eval.pipeline.llm import LLMPipeline
+    from extraction_eval.prompts.template import load_local_prompt
+    from extraction_eval.types import DatasetItem
+
+    item = DatasetItem(id="i", text="t")
+
+    def key(repeat: int) -> str:
+        config = PipelineConfig(model="fake:m", temperature=0.7, repeat=repeat)
+        pipe = LLMPipeline(FakeProvider.from_script({}), load_local_prompt(), config)
+        return pipe.key_for(item)
+
+    plain = key(0)
+    fields = LLMPipeline(
+        FakeProvider.from_script({}), load_local_prompt(), PipelineConfig(model="fake:m")
+    ).answer_fields(item)
+    assert "repeat" not in {k for k, v in fields.items() if v is not None}
+    keys = {key(k) for k in (1, 2, 3)}
     assert len(keys) == 3 and plain not in keys
 
 

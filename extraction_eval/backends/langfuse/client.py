@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from extraction_eval.errors import ConfigError
+from extraction_eval.redact import register_secret, safe_url
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -45,6 +46,55 @@ def resolve_base_url(base_url: str | None = None) -> str:
     return url.rstrip("/")
 
 
+# Variables the SDK parses itself with a bare int()/float() (a traceback on "abc"): checked
+# first, each with its bounds. name -> (whole number?, minimum, maximum)
+SDK_NUMBER_ENVS: dict[str, tuple[bool, float, float]] = {
+    "LANGFUSE_TIMEOUT": (True, 1, 600),  # seconds per request
+    "LANGFUSE_FLUSH_AT": (True, 1, 100_000),
+    "LANGFUSE_FLUSH_INTERVAL": (False, 0.01, 3600),
+    "LANGFUSE_SAMPLE_RATE": (False, 0, 1),
+    "LANGFUSE_MEDIA_UPLOAD_THREAD_COUNT": (True, 1, 64),
+}
+
+
+def check_sdk_env(env: Mapping[str, str] | None = None) -> None:
+    """Each of :data:`SDK_NUMBER_ENVS` that is set is a number within its bounds, else one
+    ``ConfigError`` line naming it."""
+    env = os.environ if env is None else env
+    for name, (whole, low, high) in SDK_NUMBER_ENVS.items():
+        raw = env.get(name)
+        if raw is None:
+            continue
+        kind = "a whole number" if whole else "a number"
+        try:
+            value = int(raw) if whole else float(raw)
+            ok = low <= value <= high  # NaN compares False
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConfigError(f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
+
+
+def check_base_url(url: str) -> None:
+    """An http(s) URL with no credentials in it, refused in one line that shows no secret:
+    the SDK authenticates with the keys (HTTP basic auth), so a ``user:password@`` in the
+    URL is never what the server expects, and a query string would be sent in every call."""
+    from urllib.parse import urlsplit
+
+    shown = safe_url(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ConfigError(f"LangFuse base URL is not a valid URL: {shown!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"LangFuse base URL must start with http:// or https://, got {shown!r}")
+    if "@" in parts.netloc or parts.query:
+        raise ConfigError(
+            f"LangFuse base URL must not carry a user name, password or query string,"
+            f" got {shown!r}: the keys go in {ENV_PUBLIC_KEY} and {ENV_SECRET_KEY}"
+        )
+
+
 def connect(
     *,
     public_key: str | None = None,
@@ -71,9 +121,11 @@ def connect(
     ]
     if missing:
         raise ConfigError(f"LangFuse keys missing: set {' and '.join(missing)}")
+    register_secret(public_key)  # keys given as arguments are redacted like the env's
+    register_secret(secret_key)
     url = resolve_base_url(base_url)
-    if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"LangFuse base URL must start with http:// or https://, got {url!r}")
+    check_base_url(url)
+    check_sdk_env()
 
     from langfuse import Langfuse  # deferred: keeps `--help` and local mode fast
 
@@ -102,7 +154,7 @@ def close_client(lf: Langfuse) -> None:
 
 
 def base_url_of(lf: Langfuse) -> str:
-    return str(getattr(lf, "_base_url", None) or "LangFuse").rstrip("/")
+    return safe_url(str(getattr(lf, "_base_url", None) or "LangFuse")).rstrip("/")
 
 
 def check_auth(lf: Langfuse) -> None:

@@ -71,6 +71,7 @@ class LangfuseTracer:
         prompt: Any = None,
         metadata: dict[str, Any] | None = None,
     ) -> Iterator[GenerationHandle]:
+        failure: BaseException | None = None
         with self._lf.start_as_current_observation(
             as_type="generation",
             name=name,
@@ -86,4 +87,10 @@ class LangfuseTracer:
             except BaseException as exc:
                 if not handle.level_set:
                     observation.update(level="ERROR", status_message=one_line(exc))
-                raise
+                failure = exc
+        # Re-raised outside the SDK's block: an exception escaping it is recorded on the span
+        # with its whole traceback, whose chained causes hold the raw, unredacted error body
+        # of the provider (an echoing proxy's copy of the API key). The redacted one-line
+        # status message above is what LangFuse gets.
+        if failure is not None:
+            raise failure

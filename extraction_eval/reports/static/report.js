@@ -279,7 +279,8 @@
       panel.appendChild(el("h4", { text: LETTERS[r] + ": " + RUNS[r].name }));
       if (run === null) { panel.appendChild(el("p", { cls: "error-box", text: "no result in this run" })); panels.appendChild(panel); return; }
       if (run.err) panel.appendChild(el("p", { cls: "error-box", text: (run.ek || "error") + ": " + run.err }));
-      if (run.url) panel.appendChild(el("p", null, [el("a", { href: run.url, rel: "noopener noreferrer", text: "trace" })]));
+      // only an http(s) URL becomes a link: a javascript: one would run on click
+      if (run.url && /^https?:\/\//i.test(run.url)) panel.appendChild(el("p", null, [el("a", { href: run.url, rel: "noopener noreferrer", text: "trace" })]));
       var objs = objectsOf(it, r);
       panel.appendChild(highlight(run.text != null ? run.text : it.text, objs));
       panel.appendChild(objs.length ? objectTable(objs, panel)

@@ -12,6 +12,7 @@ from typing import Any
 from extraction_eval.errors import InvalidValue, one_line
 from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.experiments.config import scoring_record
+from extraction_eval.limits import MAX_CONCURRENCY, MAX_REPEATS
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.validation import check_int, check_number
 
@@ -32,7 +33,7 @@ class GoldModel:
     def __post_init__(self) -> None:
         if ":" not in self.model:
             raise InvalidValue("models", f"{self.model!r}: expected provider:model")
-        check_int("runs", self.runs, minimum=1)
+        check_int("runs", self.runs, minimum=1, maximum=MAX_REPEATS)
         check_number("weight", self.weight, above=0.0)
 
     @classmethod
@@ -86,14 +87,12 @@ def load_gold_config(path: Path) -> dict[str, Any]:
         ]
 
     ``models`` becomes a tuple of :class:`GoldModel`; unknown keys are refused."""
-    import tomllib
+    from extraction_eval.tomlfile import TomlProblem, read_toml
 
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_toml(path)
+    except TomlProblem as exc:
         raise InvalidValue("config", f"{path}: {one_line(exc)}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidValue("config", f"{path}: not valid TOML: {one_line(exc)}") from None
     unknown = sorted(set(raw) - set(CONFIG_KEYS))
     if unknown:
         raise InvalidValue(
@@ -169,7 +168,7 @@ class GoldConfig:
         check_number("review_below", self.review_below, minimum=0.0, maximum=1.0)
         if self.temperature is not None:
             check_number("temperature", self.temperature, minimum=0.0)
-        check_int("concurrency", self.concurrency, minimum=1)
+        check_int("concurrency", self.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
 
     def runs(self) -> list[tuple[str, float, PipelineConfig]]:
         """(run label, weight, pipeline config) of every model run, run index in the key."""
