@@ -22,19 +22,27 @@ _SURROGATE_ESCAPE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F][0-9a-fA-F]{2}
 
 
 def has_surrogates(text: str) -> bool:
-    return _SURROGATE.search(text) is not None
+    """Fast on every item: ASCII text is answered from a flag, other text by the C encoder;
+    only text that fails to encode is searched."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.search(text) is not None
+    return False
 
 
 def clean_text(text: str) -> str:
     """``text`` encodable as UTF-8: surrogate pairs joined, lone surrogates -> U+FFFD."""
-    if _SURROGATE.search(text) is None:
+    if not has_surrogates(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def clean_optional(text: str | None) -> tuple[str | None, bool]:
     """``clean_text`` of an optional string, and whether anything was replaced."""
-    if text is None or _SURROGATE.search(text) is None:
+    if text is None or not has_surrogates(text):
         return text, False
     return clean_text(text), True
 
@@ -42,6 +50,8 @@ def clean_optional(text: str | None) -> tuple[str | None, bool]:
 def may_hold_surrogates(json_text: str) -> bool:
     """Whether a JSON document (before ``json.loads``) can decode to a lone surrogate: a
     cheap test, so the objects of the usual line are never walked."""
+    if "\\u" not in json_text and not has_surrogates(json_text):
+        return False
     return _SURROGATE_ESCAPE.search(json_text) is not None
 
 
@@ -49,6 +59,6 @@ def clean_json_value(value: Any) -> tuple[Any, bool]:
     """A decoded JSON value (keys and strings at any depth) with surrogates cleaned, and
     whether anything changed. Goes through the C encoder and decoder, not a Python walk."""
     dumped = json.dumps(value, ensure_ascii=False)
-    if _SURROGATE.search(dumped) is None:
+    if not has_surrogates(dumped):
         return value, False
     return json.loads(clean_text(dumped)), True
