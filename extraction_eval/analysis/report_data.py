@@ -14,7 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.paired import RUNS_DIFFER, RunComparison, compare_stored_runs
+from extraction_eval.analysis.paired import (
+    RUNS_DIFFER,
+    CompareOptions,
+    RunComparison,
+    compare_stored_runs,
+)
 from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
@@ -377,7 +382,9 @@ def build_report_data(
     if pairing is not None:
         a, b = runs
         # compare's defaults (10,000 resamples, seed 42): the figures `compare A B` prints
-        paired = compare_stored_runs(store, a, b, force=True, gold=lambda run: by_run[0])
+        paired = compare_stored_runs(
+            store, a, b, gold=lambda run: by_run[0], options=CompareOptions(force=True)
+        )
         comparison = comparison_view(paired)
         comparison["diff"] = pairing.diff_counts()
     return ReportData(
