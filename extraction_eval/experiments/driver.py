@@ -17,10 +17,10 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from extraction_eval.backends.base import ResultStore
-from extraction_eval.backends.local import LocalStore
+from extraction_eval.backends.local import LocalStore, SQLiteResponseCache
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, release_lock
@@ -196,6 +196,10 @@ class Driver:
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
+        # the run's response cache: an item's writes are committed with its result
+        cache = getattr(prep.runner.pipeline, "cache", None)
+        cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
+        self._cache = cache if isinstance(cache, SQLiteResponseCache) else None
 
     # per item ---------------------------------------------------------------------------------
 
@@ -216,12 +220,14 @@ class Driver:
         if self.prep.budget is not None:
             self.prep.budget.add(result.usage)
         scored = self._scored.pop(result.item_id, None)
+        cache = self._cache
+        cache_rows = cache.take(result.item_id) if cache is not None else []
         try:
             try:
-                self.store.record_result(self.prep.run.id, result)
+                self._write(result, cache_rows)
             except UnicodeEncodeError:  # text the runner did not clean: clean it all, again
                 result = clean_result(result) or result
-                self.store.record_result(self.prep.run.id, result)
+                self._write(result, cache_rows)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
@@ -234,6 +240,16 @@ class Driver:
         )
         self.progress.advance(result)
         self.scores.post_item(result)
+
+    def _write(self, result: ItemResult, cache_rows: list[Any]) -> None:
+        cache = self._cache
+        if cache_rows and isinstance(self.store, LocalStore):
+            # the item's cache writes join its result's transaction
+            self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
+        else:
+            self.store.record_result(self.prep.run.id, result)
+            if cache is not None and cache_rows:  # another result store: on their own
+                cache.write(cache_rows)
 
     def may_start(self) -> bool:
         """Whether a new item may start: False once the spend reached ``--max-cost`` (the
@@ -297,6 +313,8 @@ class Driver:
     def _close(self, status: str) -> None:
         """Finalize the run (or delete it, when it ended before its first item)."""
         prep = self.prep
+        if self._cache is not None:
+            self._cache.flush()  # writes of items whose result was not stored
         if not (status != "finished" and discard_if_empty(self.store, prep)):
             if self._fold.broken or status == "interrupted":  # an exception may have cut a
                 # fold short (a Ctrl-C lands anywhere): re-score everything stored
