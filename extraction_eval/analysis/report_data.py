@@ -23,7 +23,7 @@ from extraction_eval.analysis.paired import (
 from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import (
     COUNTER_NAMES,
     DiffCounts,
@@ -32,9 +32,9 @@ from extraction_eval.evaluators.diff import (
     diff_item,
 )
 from extraction_eval.evaluators.evidence import Span, TextIndex
+from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.item import Grounding
 from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 from extraction_eval.validation import web_url
 
@@ -191,6 +191,7 @@ def _run_objects(
     category: dict[tuple[str, int], str] = {
         (t.kind, t.index): t.category for t in scored.taxonomy if t.side == "pred"
     }
+    ignored = set(scored.ignored)
     objects: list[dict[str, Any]] = []
     for kind, objs, gold_of in (("entity", ents, ent_gold), ("relationship", rels, rel_gold)):
         for i, o in enumerate(objs):
@@ -205,16 +206,23 @@ def _run_objects(
                 sp = _spans(quote)
                 mn = _mentions(index.text, sp, _names(o))
                 obj = _obj("r", relationship_label(o), o.type, o.evidence, sp, _via(quote), mn)
-            if g is not None and not g.grounded:
+            if (kind, "pred", i) in ignored:
+                obj["st"] = "ignored"  # aligned with gold below the run's confidence floor
+            elif g is not None and not g.grounded:
                 obj["st"] = "ungrounded"
             else:
                 obj["st"] = "matched" if i in gold_of else "spurious"
             obj["g"] = gold_of.get(i)
             obj["cat"] = category.get((kind, i))
             objects.append(obj)
-    n_gold = n_gold_entities + scored.n_gold_relationships
+    n_gold = n_gold_entities + scored.listed("relationship", "gold")
     matched = set(ent_gold.values()) | set(rel_gold.values())
-    statuses = ["matched" if j in matched else "missed" for j in range(n_gold)]
+    low = {j for k, side, j in scored.ignored if side == "gold" and k == "entity"} | {
+        j + n_gold_entities for k, side, j in scored.ignored if side == "gold" and k != "entity"
+    }
+    statuses = [
+        "matched" if j in matched else "ignored" if j in low else "missed" for j in range(n_gold)
+    ]
     return objects, statuses
 
 
@@ -307,13 +315,13 @@ def build_report_data(
             " a report compares runs on one dataset",
         )
     get_items = items_for or local_items(store)
-    loaded: dict[tuple[str, Any, float | None], dict[str, DatasetItem]] = {}
+    loaded: dict[tuple[str, Any, str], dict[str, DatasetItem]] = {}
     by_run: list[dict[str, DatasetItem]] = []
     for run in runs:
-        floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
-        key = (run.dataset, run.dataset_version, floor)
+        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
+        key = (run.dataset, run.dataset_version, repr(view))
         if key not in loaded:
-            loaded[key] = {item.id: with_trusted_gold(item, floor) for item in get_items(run)}
+            loaded[key] = {item.id: view.item(item) for item in get_items(run)}
         by_run.append(loaded[key])
     scorings = [run_scoring(run) for run in runs]
     order = list(by_run[0])
@@ -454,14 +462,19 @@ class _Pairing:
             self.unchanged.add(item.id)
             self.counts.add_unchanged(gold_empty=score_a.gold_empty, failed=not result.ok)
             return
+        pa = result_a.output if result_a.ok else None
+        pb = result.output if result.ok else None
         self.diffs[item.id] = diff = diff_item(
             item_id=item.id,
             text=item.text,
-            gold=item.expected,
-            pred_a=result_a.output if result_a.ok else None,
-            pred_b=result.output if result.ok else None,
+            gold=scored_gold(item),
+            pred_a=pa,
+            pred_b=pb,
             config=self.scoring,
-            schema=item.schema_,
+            scores=(
+                score_dataset_item(item, pa, self.scoring),
+                score_dataset_item(item, pb, self.scoring),
+            ),
         )
         self.counts.add(diff)
 

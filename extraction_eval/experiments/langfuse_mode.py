@@ -228,6 +228,7 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
             dataset_version=dataset.version,
             prompt=prompt,
             extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+            dataset_schema=dataset.schema,
         )
     finally:
         close_client(lf)
@@ -281,6 +282,7 @@ def prepare_langfuse_run(
         tracer=LangfuseTracer(lf),
         backend="langfuse",
         extra_record={"langfuse_dataset_id": dataset.langfuse_id, **(extra_record or {})},
+        dataset_schema=dataset.schema,
     )
     prep.warnings.extend(warnings)
     return prep

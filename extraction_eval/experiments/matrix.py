@@ -174,6 +174,7 @@ async def arun_matrix_local(
                 dataset_version=version,
                 extra_record=_matrix_record(matrix, cell, shared),
                 provider=providers.get(key),
+                dataset_schema=info.schema,
             )
             provider = getattr(prep.runner.pipeline, "provider", None)
             if provider is not None:

@@ -16,7 +16,7 @@ from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
-from extraction_eval.evaluators import ContextIndex
+from extraction_eval.evaluators import ContextIndex, GoldView
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import (
     Budget,
@@ -27,13 +27,13 @@ from extraction_eval.experiments.budget import (
 )
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.partition import shard_record
-from extraction_eval.experiments.runner import ItemRunner
+from extraction_eval.experiments.runner import ItemRunner, asked_item
 from extraction_eval.llm.base import Provider
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.prompts.versions import select_run_prompt
-from extraction_eval.types import DatasetItem
+from extraction_eval.types import DatasetItem, Schema
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
 _RESUME_INVARIANTS = (
@@ -44,6 +44,8 @@ _RESUME_INVARIANTS = (
     "price_override",
     "min_gold_confidence",
     "shard",
+    "schema",
+    "dataset_schema",
 )
 
 
@@ -217,6 +219,7 @@ def plan(
     tracer: Any = None,
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
+    dataset_schema: Schema | None = None,
 ) -> PreparedRun:
     """Everything up to the run record: items, prompt, pipeline, what is still to run and its
     cost estimate. Refuses a bad setup; creates and changes nothing.
@@ -226,6 +229,7 @@ def plan(
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
+        dataset_schema = info.schema
     read_all, read_texts = _item_sources(config, store, items, dataset_version)
     try:
         texts = dict(read_texts())  # id -> text, dataset order: the context index's input
@@ -236,7 +240,11 @@ def plan(
     item_ids = list(texts)
     if not item_ids:
         raise UsageError(f"dataset {config.dataset!r} has no items to run")
-    check_fail_under_attributes(config.fail_under, read_all(), config.dataset)
+    # attributes the run's or the dataset's schema declares count as the item's own
+    view = GoldView(config.min_gold_confidence, config.schema, dataset_schema)
+    check_fail_under_attributes(
+        config.fail_under, (view.item(i) for i in read_all()), config.dataset
+    )
     if config.name is None:
         config = replace(config, name=default_run_name(config))
     warnings: list[str] = []
@@ -245,6 +253,8 @@ def plan(
     context = ContextIndex(texts)
     del texts  # the index keeps its own copy
     extra = dict(extra_record or {})
+    if dataset_schema is not None:  # items without their own schema run with it
+        extra["dataset_schema"] = dataset_schema.model_dump(mode="json")
     read_items = read_all
     if config.shard is not None:
         shard = config.shard
@@ -278,6 +288,8 @@ def plan(
         context_texts=context,
         pricer=pricer,
         min_gold_confidence=config.min_gold_confidence,
+        schema=config.schema,
+        dataset_schema=dataset_schema,
     )
     spent = 0.0
     if existing is None:
@@ -310,7 +322,9 @@ def plan(
             if confidence is not None:
                 ignored += trusted_gold(item.expected, item.metadata, confidence)[1]
             if wanted is None or item.id in wanted:
-                yield item
+                # as the pipeline will see it (the run's or dataset's schema, labels mapped):
+                # the prompt estimated and the cache key looked up are the ones sent
+                yield asked_item(runner.view.item(item))
 
     todo_stream = todo_counting_gold()  # lazy: an offline estimate reads no item
     estimate = estimate_cost(
@@ -350,6 +364,7 @@ def prepare(
     backend: str = "local",
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
+    dataset_schema: Schema | None = None,
 ) -> PreparedRun:
     """:func:`plan`, then the run record opened: the run as this invocation will run it."""
     p = plan(
@@ -361,6 +376,7 @@ def prepare(
         tracer=tracer,
         extra_record=extra_record,
         provider=provider,
+        dataset_schema=dataset_schema,
     )
     config, record = p.config, p.record
     check_estimate(config.max_cost, p.estimate, p.spent)

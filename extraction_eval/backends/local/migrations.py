@@ -321,7 +321,14 @@ def m010_result_severity(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m011_run_locks(conn: sqlite3.Connection) -> None:
+def m011_dataset_schema(conn: sqlite3.Connection) -> None:
+    """A dataset's own schema (JSON; NULL: none): items without a schema of their own are
+    run and scored with it (``datasets upload --schema``)."""
+    _exec(conn, "ALTER TABLE datasets ADD COLUMN schema TEXT")
+
+
+@migration
+def m012_run_locks(conn: sqlite3.Connection) -> None:
     """Who is running a run now: one row while a process runs its items (local or LangFuse
     mode, as recorded here), so a second process resuming it is refused instead of running
     every item again. ``token`` tells two holders in one process apart."""
