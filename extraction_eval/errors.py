@@ -117,7 +117,7 @@ def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str
         more = int(error.error_count()) - len(parts)
         text = "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
     else:
-        text = " ".join(str(error).split())
+        text = " ".join(_text_of(error).split())
     if isinstance(error, BaseException):
         name = type(error).__name__
         if not text:
@@ -126,3 +126,13 @@ def one_line(error: object, *, limit: int = 300, with_type: bool = False) -> str
             text = f"{name}: {text}"
     text = redact(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _text_of(error: object) -> str:
+    """``str(error)``, or a note when it raises (an exception's own ``__str__`` may be hostile:
+    its item must still get a row with an error)."""
+    try:
+        text = str(error)
+    except Exception as exc:
+        return f"<str() of {type(error).__name__} raised {type(exc).__name__}>"
+    return text if isinstance(text, str) else ""

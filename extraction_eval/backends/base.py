@@ -98,6 +98,10 @@ class ResultStore(Protocol):
 
     def get_run(self, name: str, dataset: str | None = None) -> RunRecord | None: ...
 
+    def release_run_lock(self, holder: Any) -> None:
+        """Give back the lock this process took on a run (``prepare`` took it)."""
+        ...
+
 
 @runtime_checkable
 class DatasetBackend(Protocol):

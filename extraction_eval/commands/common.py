@@ -104,8 +104,29 @@ def check_writable(option: str, path: Path) -> None:
         problem = f"directory {parent} does not exist"
     elif not os.access(path if path.exists() else parent, os.W_OK):
         problem = "permission denied"
+    elif _is_store_file(path):
+        problem = "that is the local store (writing there would destroy it)"
     if problem:
         raise UsageError(f"{option} {path}: cannot write: {problem}")
+
+
+def _is_store_file(path: Path) -> bool:
+    """Whether ``path`` is the local store's database or one of its side files (by name
+    after resolving links, or the same file under another name)."""
+    from extraction_eval.backends.local import default_store_path
+    from extraction_eval.backends.local.files import SIDE_FILES
+
+    store = default_store_path()
+    target = path.resolve()
+    for file in (store, *(store.with_name(store.name + s) for s in SIDE_FILES)):
+        if target == file.resolve():
+            return True
+        try:
+            if path.exists() and file.exists() and os.path.samefile(path, file):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def check_readable(option: str, path: Path) -> None:

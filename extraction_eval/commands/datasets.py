@@ -115,7 +115,7 @@ def upload_cmd(
         finally:
             for warning in lines.warnings:
                 _warn(warning)
-    render_upload(report, len(lines.warnings), console)
+    render_upload(report, lines.skipped, console)
 
 
 @datasets_app.command("import")
@@ -226,9 +226,11 @@ def export_cmd(
         write_items(items, sys.stdout)
         sys.stdout.flush()
         return
+    from extraction_eval.atomic import WriteFailed, atomic_text
+
     try:
-        with out.open("w", encoding="utf-8", newline="\n") as fh:
+        with atomic_text(out, newline="\n") as fh:  # whole or not at all
             n = write_items(items, fh)
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+    except WriteFailed as exc:
+        raise UsageError(f"--out {exc}") from None
     err_console.print(f"wrote {n} items to {escape(str(out))}", highlight=False, soft_wrap=True)

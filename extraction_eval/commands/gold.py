@@ -85,7 +85,9 @@ def build_cmd(
             render_plan(plan_gold(config, store, backend), console)
             return
         if out is not None:
-            with out.open("w", encoding="utf-8") as fp:
+            from extraction_eval.atomic import atomic_text
+
+            with atomic_text(out) as fp:  # whole or not at all
                 build = build_gold(config, store, backend, write=not no_upload, out=fp)
         else:
             build = build_gold(config, store, backend, write=not no_upload)

@@ -23,7 +23,9 @@ def report_cmd(
     """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
     taxonomy, latency and cost, and every item with its evidence highlighted in the text."""
     from extraction_eval.analysis.report_data import build_report_data, run_items
+    from extraction_eval.atomic import WriteFailed
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.errors import UsageError
     from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.reports.html import write_report
 
@@ -35,7 +37,10 @@ def report_cmd(
         data = build_report_data(store, records, items_for=items_for)
     finally:
         close()
-    size = write_report(data, out)
+    try:
+        size = write_report(data, out)
+    except WriteFailed as exc:
+        raise UsageError(f"--out {exc}") from None
     console.print(
         f"wrote {out} ({size / 1e6:.1f} MB): {len(records)} run(s), {len(data.items)} items",
         highlight=False,

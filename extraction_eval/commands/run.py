@@ -48,6 +48,13 @@ def run_cmd(
     retry_errors: Annotated[
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
     ] = False,
+    take_over_lock: Annotated[
+        bool,
+        typer.Option(
+            help="Resume a run whose lock is held by a process that is gone (on another host,"
+            " or not provably dead); a dead process on this host is taken over anyway."
+        ),
+    ] = False,
     fail_under: Annotated[
         list[str] | None,
         typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (repeatable)."),
@@ -150,6 +157,7 @@ def run_cmd(
         limit=limit,
         resume=resume,
         retry_errors=retry_errors,
+        take_over_lock=take_over_lock,
         fail_under=parse_fail_under(fail_under or []),
         fail_over=parse_fail_over(fail_over or []),
         backend=backend,  # type: ignore[arg-type]

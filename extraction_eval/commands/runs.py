@@ -167,11 +167,13 @@ def export_cmd(
     if out is None:  # written line by line: a 100k-item run is never one string in memory
         write_run_export(store, run, kind, sys.stdout, deterministic=deterministic)
         return
+    from extraction_eval.atomic import WriteFailed, atomic_text
+
     try:
-        with out.open("w", encoding="utf-8") as fh:
+        with atomic_text(out) as fh:  # whole or not at all: never a truncated export
             write_run_export(store, run, kind, fh, deterministic=deterministic)
-    except OSError as exc:
-        fail(f"--out {out}: cannot write: {exc.strerror or exc}")
+    except WriteFailed as exc:
+        fail(f"--out {exc}")
 
 
 @runs_app.command("pull")

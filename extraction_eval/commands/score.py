@@ -31,10 +31,12 @@ def _dump(obj: Any, *, indent: int | None = 2) -> str:
 
 
 def _write(option: str, path: Path, text: str) -> None:
+    from extraction_eval.atomic import WriteFailed, write_text_atomic
+
     try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+        write_text_atomic(path, text)  # whole or not at all: never a truncated report
+    except WriteFailed as exc:
+        raise UsageError(f"{option} {exc}") from None
 
 
 def _choice(option: str, value: str, allowed: tuple[str, ...]) -> str:

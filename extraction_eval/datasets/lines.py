@@ -8,15 +8,18 @@ same bad line the same way. Only a file that cannot be opened at all raises ``Us
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 from extraction_eval.errors import UsageError, one_line
+from extraction_eval.textsafe import clean_json_value, may_hold_surrogates
 
 T = TypeVar("T")
 
@@ -76,7 +79,10 @@ def parse(lines: Iterable[bytes | str], source: str, convert: Callable[[Line], T
 class Stream(Generic[T]):
     """``parse`` one line at a time: iterating it converts each line as it is read (a
     100,000-line upload is never in memory at once); ``warnings`` and ``lines`` fill in as it
-    goes and are complete once it is exhausted. Iterate it once."""
+    goes and are complete once it is exhausted. Iterate it once.
+
+    ``warnings`` also holds lines that were kept after a repair (lone UTF-16 surrogates
+    replaced with U+FFFD); ``skipped`` counts only the lines left out."""
 
     def __init__(
         self, lines: Iterable[bytes | str], source: str, convert: Callable[[Line], T]
@@ -86,49 +92,127 @@ class Stream(Generic[T]):
         self._convert = convert
         self.warnings: list[str] = []
         self.lines = 0  # non-blank lines read so far
+        self.skipped = 0
+
+    def _skip(self, number: int, item_id: str | None, problem: str) -> None:
+        self.skipped += 1
+        self.warnings.append(warning(self._source, number, item_id, problem))
 
     def __iter__(self) -> Iterator[T]:
-        source, convert, warnings = self._source, self._convert, self.warnings
+        source, convert = self._source, self._convert
         first_seen: dict[str, int] = {}
-        for number, raw in enumerate(self._lines, start=1):
-            try:
-                text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            except UnicodeDecodeError as exc:
-                self.lines += 1
-                problem = f"not UTF-8 ({exc.reason} at byte {exc.start})"
-                warnings.append(warning(source, number, None, problem))
-                continue
-            text = text.rstrip("\r\n")  # a JSON error's column then counts on this line
-            if number == 1:
-                text = text.removeprefix("\ufeff")
-            if not text.strip():
-                continue
-            self.lines += 1
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problem = f"invalid JSON ({exc.msg}, column {exc.colno})"
-                warnings.append(warning(source, number, _hinted_id(text), problem))
-                continue
-            if not isinstance(obj, dict):
-                problem = f"expected a JSON object, got {type(obj).__name__}"
-                warnings.append(warning(source, number, None, problem))
+        for number, obj, problem in objects(self._lines, self):
+            if obj is None:
+                self._skip(number, problem[1], problem[0])
                 continue
             item_id = _valid_id(obj.get("id"))
             if item_id is None:
-                warnings.append(warning(source, number, None, 'missing or invalid "id"'))
+                self._skip(number, None, 'missing or invalid "id"')
                 continue
             if item_id in first_seen:
-                problem = f"duplicate id, first seen on line {first_seen[item_id]}"
-                warnings.append(warning(source, number, item_id, problem))
+                self._skip(
+                    number, item_id, f"duplicate id, first seen on line {first_seen[item_id]}"
+                )
                 continue
             try:
                 record = convert(Line(number, item_id, obj))
-            except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
-                warnings.append(warning(source, number, item_id, one_line(exc)))
+            except (ValueError, TypeError, RecursionError) as exc:  # pydantic's too
+                self._skip(number, item_id, one_line(exc))
                 continue
+            if problem[0]:  # kept, repaired
+                self.warnings.append(f"{source}:{number} (id {item_id}): {problem[0]}")
             first_seen[item_id] = number
             yield record
+
+
+# Nesting deeper than this is refused: our lines nest 4 levels; a deeper one is hostile, and
+# code further on (the store's JSON, pydantic) must never meet Python's recursion limit.
+MAX_DEPTH = 64
+_REPAIRED = "lone UTF-16 surrogates replaced with U+FFFD; kept"
+
+
+def objects(
+    lines: Iterable[bytes | str], counter: Stream[Any] | None = None
+) -> Iterator[tuple[int, dict[str, Any] | None, tuple[str, str | None]]]:
+    """(line number, object, (problem, id hint)) per non-blank line: the object is None when
+    the line is skipped (the problem says why); a kept line may carry a note (a repair).
+
+    Never raises for a line's content: bad bytes, bad JSON, NUL, deep nesting, huge numbers,
+    lone surrogates are each that line's problem. ``counter.lines`` counts the lines read."""
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            if b"\x00" in raw:
+                if raw.strip(b"\x00\r\n"):
+                    if counter is not None:
+                        counter.lines += 1
+                    hint = _hinted_id(raw.decode("utf-8", "replace"))
+                    yield number, None, (_NUL_BYTES, hint)
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if counter is not None:
+                    counter.lines += 1
+                yield number, None, (f"not UTF-8 ({exc.reason} at byte {exc.start})", None)
+                continue
+        else:
+            text = raw
+        text = text.rstrip("\r\n")  # a JSON error's column then counts on this line
+        if number == 1:
+            text = text.removeprefix("\ufeff")
+        if not text.strip():
+            continue
+        if counter is not None:
+            counter.lines += 1
+        obj, problem = load_object(text)
+        yield number, obj, (problem, _hinted_id(text) if obj is None else None)
+
+
+_NUL_BYTES = "contains NUL bytes (UTF-16 text? the file must be UTF-8)"
+
+
+def load_object(text: str) -> tuple[dict[str, Any] | None, str]:
+    """One line's JSON object, or None and the problem; a kept object may come with a note."""
+    if "\x00" in text:
+        return None, _NUL_BYTES
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg}, column {exc.colno})"
+    except RecursionError:
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    except ValueError as exc:  # a number past Python's digit limit for int conversion
+        digits = "number too long" if "digits" in str(exc) else one_line(exc)
+        return None, f"invalid JSON ({digits})"
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object, got {type(obj).__name__}"
+    if _too_deep(text, obj):
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    if "\\u0000" in text and "\\u0000" in json.dumps(obj, ensure_ascii=False):
+        return None, "contains a NUL character (\\u0000)"
+    if may_hold_surrogates(text):
+        obj, changed = clean_json_value(obj)
+        if changed:
+            return obj, _REPAIRED
+    return obj, ""
+
+
+def _too_deep(text: str, obj: Any) -> bool:
+    """Whether ``obj`` nests deeper than ``MAX_DEPTH``; the usual line has too few brackets
+    to be, so it is never walked."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    level: list[Any] = [obj]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return True
 
 
 def read(path: str | Path, convert: Callable[[Line], T]) -> Read[T]:
@@ -151,4 +235,14 @@ def stream(path: str | Path, convert: Callable[[Line], T]) -> Iterator[Stream[T]
     except OSError as exc:
         raise UsageError(f"{p}: cannot read ({exc.strerror or exc})") from None
     with fh:  # only opening is guarded: an error of the caller's own goes through unchanged
-        yield Stream(fh, p.name, convert)
+        yield Stream(decoded_lines(fh), p.name, convert)
+
+
+def decoded_lines(fh: BinaryIO) -> Iterable[bytes | str]:
+    """The file's lines: bytes (decoded line by line, so one bad line costs only itself), or
+    text when the file starts with a UTF-16 byte order mark (its lines are read as UTF-16;
+    a bad sequence becomes U+FFFD, which the line's JSON then shows)."""
+    head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
+    if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return (line.removeprefix("\ufeff") for line in io.TextIOWrapper(fh, "utf-16", "replace"))
+    return fh

@@ -46,6 +46,8 @@ class RunConfig:
     limit: int | None = None
     resume: bool = False
     retry_errors: bool = False
+    # take the run's lock from a process that holds it (one known to be gone; see run_locks)
+    take_over_lock: bool = False
     fail_under: dict[str, float] = field(default_factory=dict)  # floors (higher is better)
     fail_over: dict[str, float] = field(default_factory=dict)  # ceilings (lower is better)
     backend: Backend = "auto"

@@ -17,13 +17,14 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import LocalStore, SQLiteResponseCache
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
-from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
+from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, release_lock
+from extraction_eval.experiments.repair import REPAIRED_SCORE, clean_result
 from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.types import DatasetItem, ItemResult
@@ -191,6 +192,7 @@ class Driver:
         self._fold = _Fold(prep)
         self._scored: dict[str, ItemScore] = {}  # between an item's run and its record
         self.write_errors: list[str] = []
+        self.repaired = 0  # items whose text needed repair (lone surrogates) to be stored
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
@@ -221,23 +223,33 @@ class Driver:
         cache = self._cache
         cache_rows = cache.take(result.item_id) if cache is not None else []
         try:
-            if cache_rows and isinstance(self.store, LocalStore):
-                # the item's cache writes join its result's transaction
-                self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
-            else:
-                self.store.record_result(self.prep.run.id, result)
-                if cache is not None and cache_rows:  # another result store: on their own
-                    cache.write(cache_rows)
+            try:
+                self._write(result, cache_rows)
+            except UnicodeEncodeError:  # text the runner did not clean: clean it all, again
+                result = clean_result(result) or result
+                self._write(result, cache_rows)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
             self._fold.add(result, scored)
+        if any(s.name == REPAIRED_SCORE for s in result.scores):
+            self.repaired += 1
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
         )
         self.progress.advance(result)
         self.scores.post_item(result)
+
+    def _write(self, result: ItemResult, cache_rows: list[Any]) -> None:
+        cache = self._cache
+        if cache_rows and isinstance(self.store, LocalStore):
+            # the item's cache writes join its result's transaction
+            self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
+        else:
+            self.store.record_result(self.prep.run.id, result)
+            if cache is not None and cache_rows:  # another result store: on their own
+                cache.write(cache_rows)
 
     def may_start(self) -> bool:
         """Whether a new item may start: False once the spend reached ``--max-cost`` (the
@@ -259,10 +271,12 @@ class Driver:
     def _size_thread_pool(self) -> None:
         """Give the running loop a thread pool as wide as the run's concurrency.
 
-        Sync pipelines run in ``asyncio.to_thread``, i.e. the loop's default executor, which
-        has min(32, CPUs + 4) workers: on a 2-CPU machine at most 6 sync calls would overlap
-        whatever the concurrency says. Done in the first item on each loop (LangFuse mode's
-        loop is created inside the SDK's ``run_experiment``), before any thread work.
+        Blocking work in ``asyncio.to_thread`` (SDK calls, providers' sync parts) uses the
+        loop's default executor, which has min(32, CPUs + 4) workers: on a 2-CPU machine at
+        most 6 such calls would overlap whatever the concurrency says (sync user pipelines
+        run in daemon threads of their own: ``pipeline.user``). Done in the first item on
+        each loop (LangFuse mode's loop is created inside the SDK's ``run_experiment``),
+        before any thread work.
         """
         loop = asyncio.get_running_loop()
         if self._sized_loop is loop:
@@ -291,21 +305,29 @@ class Driver:
                 yield
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
-            if self._cache is not None:
-                self._cache.flush()  # writes of items whose result was not stored
-            if not (status != "finished" and discard_if_empty(self.store, prep)):
-                if self._fold.broken or status == "interrupted":  # an exception may have cut a
-                    # fold short (a Ctrl-C lands anywhere): re-score everything stored
-                    summary = finalize(
-                        self.store, prep.run, prep.iter_items(), prep.runner, status=status
-                    )
-                else:
-                    summary = finalize(
-                        self.store, prep.run, self._fold.unfolded(), prep.runner, status=status,
-                        folded=self._fold.summary,
-                    )  # fmt: skip
-                self._closed = summary
-                self.scores.post_run(summary)
+            try:
+                self._close(status)
+            finally:
+                release_lock(self.store, prep)  # also when closing failed: never left held
+
+    def _close(self, status: str) -> None:
+        """Finalize the run (or delete it, when it ended before its first item)."""
+        prep = self.prep
+        if self._cache is not None:
+            self._cache.flush()  # writes of items whose result was not stored
+        if not (status != "finished" and discard_if_empty(self.store, prep)):
+            if self._fold.broken or status == "interrupted":  # an exception may have cut a
+                # fold short (a Ctrl-C lands anywhere): re-score everything stored
+                summary = finalize(
+                    self.store, prep.run, prep.iter_items(), prep.runner, status=status
+                )
+            else:
+                summary = finalize(
+                    self.store, prep.run, self._fold.unfolded(), prep.runner, status=status,
+                    folded=self._fold.summary,
+                )  # fmt: skip
+            self._closed = summary
+            self.scores.post_run(summary)
 
     def outcome(self, *, experiment_url: str | None = None) -> RunOutcome:
         """The finished run; raises ``BackendError`` when results could not be stored."""
@@ -321,6 +343,11 @@ class Driver:
             prep.warnings.append(
                 f"{len(lost)} items produced no result in this run ({', '.join(lost[:5])});"
                 " resume the run to run them"
+            )
+        if self.repaired:
+            prep.warnings.append(
+                f"{self.repaired} items had lone UTF-16 surrogates in their text, stored as"
+                f" U+FFFD (score {REPAIRED_SCORE}: which fields)"
             )
         if self.write_errors:
             raise BackendError(

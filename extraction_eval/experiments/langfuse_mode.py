@@ -54,6 +54,7 @@ from extraction_eval.experiments.driver import (
     answer_by_batch,
     close_pipeline,
 )
+from extraction_eval.experiments.interrupts import SigintWatch
 from extraction_eval.experiments.langfuse_verify import (
     DEFAULT_VERIFY_TIMEOUT_S,
     VERIFY_TIMEOUT_ENV,
@@ -63,7 +64,7 @@ from extraction_eval.experiments.langfuse_verify import (
     unverified_line,
     verify_timeout_s,
 )
-from extraction_eval.experiments.prepare import PreparedRun, plan, prepare
+from extraction_eval.experiments.prepare import PreparedRun, plan, prepare, release_lock
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
@@ -302,7 +303,11 @@ def run_prepared(
     verify_timeout: float,
 ) -> RunOutcome:
     """A prepared run as an experiment: scheduled by the SDK, finalized, read back."""
-    scores = LangfuseScores(lf, store, prep)
+    try:
+        scores = LangfuseScores(lf, store, prep)
+    except BaseException:
+        release_lock(store, prep)
+        raise
     driver = Driver(prep, store, progress=progress, scores=scores)
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)
@@ -345,9 +350,11 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
     todo = list(prep.iter_todo())  # the SDK takes a list (its items are all in memory anyway)
     by_raw_id = {str(dataset.raw_by_id[i.id].id): i for i in todo}
     unfinished = len(todo)
+    watch = SigintWatch()  # installed in the SDK's loop: a pipeline's KeyboardInterrupt
 
     async def task(*, item: Any, **_: Any) -> Any:
         nonlocal unfinished
+        watch.install()
         try:
             if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
                 lf.update_current_span(level="WARNING", status_message=NOT_RUN)
@@ -357,22 +364,26 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         finally:
             unfinished -= 1
             if unfinished == 0:  # the model client's connections belong to this loop, which
+                watch.remove()
                 await close_pipeline(prep.runner.pipeline)  # the SDK closes on return
         return item_output(lf, result)
 
     extra: dict[str, Any] = {"_dataset_version": dataset.pinned} if dataset.pinned else {}
-    res = lf.run_experiment(
-        name=prep.run.name,
-        run_name=prep.run.name,
-        description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
-        f" ({prep.run.config.get('model') or prep.config.pipeline.model})",
-        data=[dataset.raw_by_id[i.id] for i in todo],
-        task=task,
-        max_concurrency=prep.config.concurrency,
-        metadata=experiment_metadata(prep.run.config),
-        experiment_id=scores.experiment_id,
-        **extra,
-    )
+    try:
+        res = lf.run_experiment(
+            name=prep.run.name,
+            run_name=prep.run.name,
+            description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
+            f" ({prep.run.config.get('model') or prep.config.pipeline.model})",
+            data=[dataset.raw_by_id[i.id] for i in todo],
+            task=task,
+            max_concurrency=prep.config.concurrency,
+            metadata=experiment_metadata(prep.run.config),
+            experiment_id=scores.experiment_id,
+            **extra,
+        )
+    finally:
+        watch.remove()  # also when the SDK never ran the last task (cancelled)
     scores.experiment_done(res.experiment_id, res.experiment_url)
 
 

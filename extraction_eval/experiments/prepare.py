@@ -14,6 +14,7 @@ from typing import Any
 from extraction_eval.analysis.score_files import gold_ignored_warning
 from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex, GoldView
 from extraction_eval.evaluators.vote import trusted_gold
@@ -94,6 +95,7 @@ class PreparedRun(_ItemReads):
     spent: float = 0.0  # what a resumed run spent already on the results it keeps
     opened: RunRecord | None = None  # the run record, once ``prepare`` opened it
     budget: Budget | None = None  # the --max-cost ceiling, with what the run spent before
+    lock: LockHolder | None = None  # this process's lock on the run, until it closes
 
     @property
     def run(self) -> RunRecord:
@@ -135,24 +137,33 @@ def open_run(
     dataset_version: int | str | None,
     record: dict[str, Any],
     backend: str = "local",
-) -> tuple[RunRecord, list[str]]:
-    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``; return the ids of
-    the items to run: never finished ones, plus errored ones when asked to retry them."""
+) -> tuple[RunRecord, list[str], LockHolder, str | None]:
+    """Create the run, or reopen it for ``--resume`` / ``--retry-errors``, locked for this
+    process (a second process running it is refused); return the ids of the items to run:
+    never finished ones, plus errored ones when asked to retry them; and the lock, with a note
+    when a dead process's lock was taken over."""
     existing = check_reuse(store, config, record)
+    assert config.name is not None
+    name = config.name
     if existing is None:
-        assert config.name is not None
+        locked: list[tuple[LockHolder, str | None]] = []
         run = store.create_run(
-            name=config.name,
+            name=name,
             dataset=config.dataset,
             dataset_version=dataset_version,
             config=record,
             backend=backend,
+            then=lambda conn, run_id: locked.append(take_run_lock(conn, run_id, name)),
         )
-        return run, list(item_ids)
-    store.update_run(existing.id, status="running")
-    ok = {r.item_id: r.ok for r in store.iter_results(existing.id)}  # streamed, kept small
+        return run, list(item_ids), *locked[0]
+    lock, note = store.lock_run(existing.id, name, take_over=config.take_over_lock)
+    try:
+        ok = {r.item_id: r.ok for r in store.iter_results(existing.id)}  # streamed, kept small
+    except BaseException:
+        store.release_run_lock(lock)
+        raise
     retry = config.retry_errors
-    return existing, [i for i in item_ids if i not in ok or (retry and not ok[i])]
+    return existing, [i for i in item_ids if i not in ok or (retry and not ok[i])], lock, note
 
 
 def check_reuse(
@@ -203,8 +214,18 @@ def _shard_note(config: RunConfig, total: int, held: int) -> str:
 
 def discard_if_empty(store: ResultStore, prep: PreparedRun) -> bool:
     """A run this invocation created that ended before its first item leaves nothing behind:
-    it is deleted, so the same ``--name`` works again without ``--resume``."""
-    return prep.created and store.delete_empty_run(prep.run.id)
+    it is deleted, so the same ``--name`` works again without ``--resume``. Either way the
+    run's lock is given back."""
+    deleted = prep.created and store.delete_empty_run(prep.run.id)
+    release_lock(store, prep)
+    return deleted
+
+
+def release_lock(store: ResultStore, prep: PreparedRun) -> None:
+    """Give the run's lock back (once; a deleted run took its lock with it)."""
+    lock, prep.lock = prep.lock, None
+    if lock is not None:
+        store.release_run_lock(lock)
 
 
 def plan(
@@ -411,20 +432,22 @@ def prepare(
     )
     config, record = p.config, p.record
     check_estimate(config.max_cost, p.estimate, p.spent)
-    run, todo = open_run(
+    run, todo, lock, taken_over = open_run(
         store, config, p.item_ids, dataset_version=p.dataset_version, record=record,
         backend=backend,
     )  # fmt: skip
     started_with = (run.config.get("pricing") or {}).get("version")
     now_with = record["pricing"].get("version")
     warnings = list(p.warnings)
+    if taken_over:
+        warnings.append(taken_over)
     if todo and started_with != now_with:  # a resumed run, priced by another database version
         warnings.append(
             f"items run now are priced with genai-prices {now_with}; run {config.name!r}"
             f" started with {started_with} (its record keeps that)"
         )
     budget = None if config.max_cost is None else Budget(config.max_cost, p.spent)
-    return replace(p, todo_ids=todo, warnings=warnings, opened=run, budget=budget)
+    return replace(p, todo_ids=todo, warnings=warnings, opened=run, budget=budget, lock=lock)
 
 
 def _item_sources(

@@ -23,6 +23,8 @@ from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, item_
 from extraction_eval.evaluators.counts import counts_key, encode_counts
 from extraction_eval.evaluators.limits import TooManyObjects, check_object_cap
 from extraction_eval.experiments.budget import CostEstimate
+from extraction_eval.experiments.interrupts import sigints, watching_sigint
+from extraction_eval.experiments.repair import clean_extraction, clean_texts, repaired_score
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
@@ -38,6 +40,14 @@ _MAX_LABELS_IN_COMMENT = 10
 OnResult = Callable[[ItemResult], None]
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def _attribute(exc: BaseException, name: str) -> Any:
+    """An exception's attribute, or None when reading it raises (a hostile exception)."""
+    try:
+        return getattr(exc, name, None)
+    except Exception:
+        return None
 
 
 def _error_kind(exc: BaseException) -> str:
@@ -76,7 +86,7 @@ class ItemRunner:
         """``run_item`` with the item's :class:`ItemScore`, for a caller that folds the run
         summary as items finish instead of re-scoring them at the end."""
         item = self.view.item(item)
-        started = time.perf_counter()
+        started, interrupts = time.perf_counter(), sigints()
         cap = self.scoring.max_objects
         try:
             check_object_cap(item.expected, cap, side="gold")  # before paying for a call
@@ -92,38 +102,20 @@ class ItemRunner:
             )
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # every failure becomes a row, whatever raised it
-            latency = (time.perf_counter() - started) * 1000
-            message = one_line(exc, with_type=True)
-            scored = self.score(item, None)
-            tags = taxonomy_tags(scored)
-            spent = getattr(exc, "usage", None)  # a schema failure's answer was paid for
-            failed = ItemResult(
-                item_id=item.id,
-                error=message,
-                error_kind=_error_kind(exc),
-                raw_output=getattr(exc, "raw", None),
-                attempts=int(getattr(exc, "attempts", 1) or 1),
-                latency_ms=round(latency, 3),
-                usage=spent if isinstance(spent, Usage) else Usage(),
-                scores=[
-                    *item_scores(scored),
-                    Score(
-                        name="extraction_error", value=True, data_type="BOOLEAN", comment=message
-                    ),
-                    *category_scores(tags),
-                ],
-                taxonomy=tags,
-                counts=self.counts(scored, schema_failure=_error_kind(exc) == "schema"),
-            )
-            return failed, scored
+        except BaseException as exc:  # every failure becomes a row, whatever raised it
+            if isinstance(exc, KeyboardInterrupt) and sigints() > interrupts:
+                raise  # a Ctrl-C at the terminal stops the run; a pipeline's own is its error
+            return self._failed(item, exc, started)
         latency = (time.perf_counter() - started) * 1000
-        scored = self.score(item, out.extraction)
+        extraction, dirty = clean_extraction(out.extraction)
+        texts, repaired = clean_texts(raw_output=out.raw)
+        repaired = ["output", *repaired] if dirty else repaired
+        scored = self.score(item, extraction)
         tags = taxonomy_tags(scored)
         result = ItemResult(
             item_id=item.id,
-            output=out.extraction,
-            raw_output=out.raw,
+            output=extraction,
+            raw_output=texts["raw_output"],
             attempts=out.attempts,
             latency_ms=round(latency, 3),
             usage=self.pricer.priced(out.usage, out.model) if self.pricer else out.usage,
@@ -132,11 +124,47 @@ class ItemRunner:
                 *item_scores(scored),
                 Score(name="extraction_error", value=False, data_type="BOOLEAN"),
                 *category_scores(tags),
+                *([repaired_score(repaired)] if repaired else []),
             ],
             taxonomy=tags,
             counts=self.counts(scored),
         )
         return result, scored
+
+    def _failed(
+        self, item: DatasetItem, exc: BaseException, started: float
+    ) -> tuple[ItemResult, ItemScore]:
+        """The row of an item whose pipeline raised: whatever the exception is made of (a
+        ``str()`` that raises, attributes that raise, text that cannot be stored)."""
+        latency = (time.perf_counter() - started) * 1000
+        kind = _error_kind(exc)
+        raw = _attribute(exc, "raw")
+        texts, repaired = clean_texts(
+            error=one_line(exc, with_type=True), raw_output=raw if isinstance(raw, str) else None
+        )
+        message = texts["error"] or type(exc).__name__
+        scored = self.score(item, None)
+        tags = taxonomy_tags(scored)
+        spent = _attribute(exc, "usage")  # a schema failure's answer was paid for
+        attempts = _attribute(exc, "attempts")
+        failed = ItemResult(
+            item_id=item.id,
+            error=message,
+            error_kind=kind,
+            raw_output=texts["raw_output"],
+            attempts=attempts if isinstance(attempts, int) and attempts > 0 else 1,
+            latency_ms=round(latency, 3),
+            usage=spent if isinstance(spent, Usage) else Usage(),
+            scores=[
+                *item_scores(scored),
+                Score(name="extraction_error", value=True, data_type="BOOLEAN", comment=message),
+                *category_scores(tags),
+                *([repaired_score(repaired)] if repaired else []),
+            ],
+            taxonomy=tags,
+            counts=self.counts(scored, schema_failure=kind == "schema"),
+        )
+        return failed, scored
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
         return self.view.score(item, pred, self.scoring, context_texts=self.context_texts)
@@ -265,12 +293,13 @@ async def run_bounded(
             on_result(result)
 
     width = min(concurrency, len(items)) if isinstance(items, Sized) else concurrency
-    workers = [asyncio.create_task(worker()) for _ in range(max(width, 1))]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for w in workers:
-            w.cancel()
+    with watching_sigint():  # a pipeline's own KeyboardInterrupt is its item's error
+        workers = [asyncio.create_task(worker()) for _ in range(max(width, 1))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
 
 
 @dataclass(repr=False)

@@ -3,17 +3,23 @@
 The function is called with keyword arguments only (``text``, ``schema``, ``item``,
 ``config``); arguments it does not declare are left out unless it takes ``**kwargs``, so
 ``def extract(*, text): ...`` works and later additions never break existing functions.
-Sync functions run in worker threads (``asyncio.to_thread`` copies context variables, so
-tracing spans still nest) and therefore overlap like async ones.
+Sync functions run in threads of their own (context variables copied, so tracing spans still
+nest) and therefore overlap like async ones. ``timeout_s`` bounds each call: an async function
+is cancelled; a sync one is given up on (its thread cannot be stopped and may still run).
+Whatever the function raises, ``SystemExit`` and ``KeyboardInterrupt`` included, is the
+item's error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import importlib
 import importlib.util
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,13 +119,17 @@ class UserPipeline:
             self.func,
             {"text": item.text, "schema": item.schema_, "item": item, "config": self.config},
         )
+        limit = self.config.timeout_s
         with item_context(item.id):
-            if _is_async(self.func):
-                result = await self.func(**kwargs)
-            else:
-                result = await asyncio.to_thread(self.func, **kwargs)
-            if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
-                result = await result
+            deadline = asyncio.timeout(limit)
+            try:
+                async with deadline:
+                    result = await self._call(kwargs)
+            except TimeoutError:
+                if not deadline.expired():
+                    raise  # the function's own TimeoutError
+                how = "cancelled" if _is_async(self.func) else "its thread may still be running"
+                raise TimeoutError(f"pipeline did not return within {limit:g} s ({how})") from None
         if isinstance(result, PipelineOutput):
             return result
         raw = result if isinstance(result, str) else None
@@ -133,6 +143,68 @@ class UserPipeline:
                 attempts=1,
             ) from None
         return PipelineOutput(extraction=extraction, raw=raw, attempts=1, model=self.ref)
+
+    async def _call(self, kwargs: dict[str, Any]) -> Any:
+        """The user's function: awaited when async, else in a daemon thread of its own."""
+        if _is_async(self.func):
+            result = await self.func(**kwargs)
+        else:
+            try:
+                result = await in_daemon_thread(self.func, kwargs)
+            except _Carried as carried:
+                raise carried.error from None
+        if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
+            result = await result
+        return result
+
+
+class _Carried(Exception):
+    """A ``GeneratorExit`` from a thread, carried across the future as a plain exception."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(repr(error))
+        self.error = error
+
+
+def in_daemon_thread(func: UserFunction, kwargs: dict[str, Any]) -> Any:
+    """``func(**kwargs)`` in a new daemon thread, as an awaitable (context variables copied,
+    as ``asyncio.to_thread`` does, so tracing spans nest).
+
+    Not the loop's executor: a call that hangs past its timeout is given up on but cannot be
+    stopped, and an executor's threads are joined when the loop and the interpreter close,
+    so one hung call would keep the finished run from exiting. A daemon thread is left behind.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # given up on (timeout, Ctrl-C)
+            return
+        if error is None:
+            future.set_result(value)
+        elif isinstance(error, StopIteration):  # a future cannot hold one
+            future.set_exception(RuntimeError(f"StopIteration raised: {error!r}"))
+        elif isinstance(error, GeneratorExit):  # thrown into the awaiting coroutine, it would
+            future.set_exception(_Carried(error))  # close it instead: carried, raised in it
+        else:
+            future.set_exception(error)
+
+    def target() -> None:
+        try:
+            value = context.run(func, **kwargs)
+        except BaseException as error:  # SystemExit, KeyboardInterrupt: the item's error
+            _deliver(loop, settle, None, error)
+        else:
+            _deliver(loop, settle, value, None)
+
+    threading.Thread(target=target, name="extraction-eval-pipeline", daemon=True).start()
+    return future
+
+
+def _deliver(loop: asyncio.AbstractEventLoop, settle: Any, value: Any, error: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop closed while the call hung: nobody
+        loop.call_soon_threadsafe(settle, value, error)  # waits any more
 
 
 def _preview(value: Any) -> str:

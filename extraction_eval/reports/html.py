@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from extraction_eval.analysis.report_data import ReportData
+from extraction_eval.atomic import write_text_atomic
 from extraction_eval.reports import charts, require
 
 _JSON_ESCAPES = {
@@ -219,5 +220,4 @@ def render_report(data: ReportData) -> str:
 def write_report(data: ReportData, out: Path) -> int:
     """Write the report to ``out``; returns its size in bytes."""
     html = render_report(data)
-    out.write_text(html, encoding="utf-8")
-    return len(html.encode("utf-8"))
+    return write_text_atomic(out, html)  # whole or not at all: never a truncated report

@@ -279,6 +279,7 @@ class _OnlyResults:
         self.finish_run = store.finish_run
         self.delete_empty_run = store.delete_empty_run
         self.get_run = store.get_run
+        self.release_run_lock = store.release_run_lock
 
 
 def test_the_driver_needs_only_a_result_store() -> None:

@@ -34,6 +34,8 @@ LAYERS: dict[str, int] = {
     "extraction_eval.redact": 0,  # secrets out of error text; imported by errors
     "extraction_eval.limits": 0,  # every bound on an accepted value
     "extraction_eval.tomlfile": 0,  # config files read as hostile input
+    "extraction_eval.textsafe": 0,  # lone surrogates out of text before it is stored
+    "extraction_eval.atomic": 0,  # files written whole or not at all
     # building blocks
     "extraction_eval.evaluators": 1,
     "extraction_eval.llm": 1,

@@ -29,6 +29,7 @@ from extraction_eval.backends.base import (
 from extraction_eval.backends.langfuse.client import close_client, connect
 from extraction_eval.backends.langfuse.errors import api_errors
 from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
+from extraction_eval.textsafe import clean_json_value
 from extraction_eval.types import DatasetItem, Schema
 
 if TYPE_CHECKING:
@@ -122,6 +123,14 @@ def normalise_item(raw: Any) -> _Stored:
             f" {{'text': ...}}, got {type(data_input).__name__}"
         )
     expected = _json_value(raw.expected_output)
+    # text from the server that no store or body accepts (a lone UTF-16 surrogate) -> U+FFFD
+    (item_id, data_input, expected, metadata), repaired = clean_json_value(
+        [item_id, data_input, expected, metadata]
+    )
+    if repaired:
+        log.warning(
+            "LangFuse dataset item %s: lone UTF-16 surrogates replaced with U+FFFD", item_id
+        )
     item = item_from_payload(
         id=item_id,
         input=data_input,

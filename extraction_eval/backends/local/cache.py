@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
 from extraction_eval.llm.base import Completion
 from extraction_eval.llm.context import current_item_id
+from extraction_eval.textsafe import clean_text
 from extraction_eval.types import Usage
 
 CacheRow = tuple[str, Completion]  # (key, completion)
@@ -53,7 +54,7 @@ def write_cache_rows(conn: sqlite3.Connection, rows: Iterable[CacheRow]) -> None
         "INSERT OR REPLACE INTO response_cache (key, text, model, usage, created_at)"
         " VALUES (?, ?, ?, ?, ?)",
         [
-            (key, c.text, c.model, _dumps(c.usage.model_dump(mode="json")), _now())
+            (key, clean_text(c.text), c.model, _dumps(c.usage.model_dump(mode="json")), _now())
             for key, c in rows
         ],
     )

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from extraction_eval.backends.base import canonical_json
+from extraction_eval.backends.local.compat import check_store_schema
+from extraction_eval.backends.local.files import private_store_files
 from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.errors import BackendError
 
@@ -60,9 +62,9 @@ class StoreConnection:
         self._path = path
         self._lock = threading.RLock()
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            private_store_files(self._path)
         except OSError as exc:
-            raise BackendError(f"cannot create store directory {self._path.parent}: {exc}") from exc
+            raise BackendError(f"cannot create local store {self._path}: {exc}") from exc
         self._conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(
@@ -70,6 +72,7 @@ class StoreConnection:
             )
             self._conn = conn
             conn.row_factory = sqlite3.Row
+            check_store_schema(conn, self._path)  # a newer version's store: refused, untouched
             _set_wal(conn)
             # NORMAL in WAL mode: durable across process crashes; only an OS crash or power
             # loss can drop the last commits, and the file stays consistent either way.
@@ -79,6 +82,10 @@ class StoreConnection:
         except sqlite3.Error as exc:
             self.close()
             raise BackendError(f"cannot open local store {self._path}: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+        private_store_files(self._path)  # the -wal and -shm files SQLite has just made
 
     # --- plumbing ---------------------------------------------------------------------------
 

@@ -327,6 +327,26 @@ def m011_dataset_schema(conn: sqlite3.Connection) -> None:
     _exec(conn, "ALTER TABLE datasets ADD COLUMN schema TEXT")
 
 
+@migration
+def m012_run_locks(conn: sqlite3.Connection) -> None:
+    """Who is running a run now: one row while a process runs its items (local or LangFuse
+    mode, as recorded here), so a second process resuming it is refused instead of running
+    every item again. ``token`` tells two holders in one process apart."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE run_locks (
+            run_id      INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            token       TEXT NOT NULL,
+            pid         INTEGER NOT NULL,
+            host        TEXT NOT NULL,
+            proc_start  TEXT,                   -- the process's start time (pid reuse), if known
+            started_at  TEXT NOT NULL
+        )
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from extraction_eval.backends.base import RunRecord
@@ -38,8 +38,10 @@ class RunTables(StoreConnection):
         config: dict[str, Any],
         backend: str = "local",
         experiment_id: str | None = None,
+        then: Callable[[sqlite3.Connection, int], None] | None = None,
     ) -> RunRecord:
-        """A new run in status ``running``; an existing name is an error (resume uses get_run)."""
+        """A new run in status ``running``; an existing name is an error (resume uses get_run).
+        ``then`` runs in the same transaction with the new run's id (e.g. to lock it)."""
         if not name.strip():
             raise UsageError("run name must not be empty")
         if backend not in RUN_BACKENDS:
@@ -67,6 +69,8 @@ class RunTables(StoreConnection):
                 ),
             )
             run_id = int(cur.lastrowid or 0)
+            if then is not None:
+                then(conn, run_id)
             return _run_record(_require_run(conn, run_id))
 
     def get_run(self, name: str, dataset: str | None = None) -> RunRecord | None:

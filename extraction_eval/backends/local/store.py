@@ -15,6 +15,7 @@ from extraction_eval.backends.local.batches import BatchTables
 from extraction_eval.backends.local.cache import CacheTables
 from extraction_eval.backends.local.datasets import DatasetTables, _dataset_row
 from extraction_eval.backends.local.gold import GoldTables
+from extraction_eval.backends.local.locks import LockTables
 from extraction_eval.backends.local.pages import ResultPages
 from extraction_eval.backends.local.prompts import PromptTables
 
@@ -37,7 +38,9 @@ def default_store_path() -> Path:
     return default_home() / "store.db"
 
 
-class LocalStore(DatasetTables, ResultPages, PromptTables, CacheTables, GoldTables, BatchTables):
+class LocalStore(
+    DatasetTables, ResultPages, PromptTables, CacheTables, GoldTables, BatchTables, LockTables
+):
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 
     One connection shared behind a lock: the runner records results from worker threads, and

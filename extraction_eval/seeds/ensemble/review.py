@@ -3,7 +3,6 @@ from the next build on, and the items of the last build worth a look (low confid
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -46,30 +45,29 @@ def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[s
     A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form (the
     file by its name, as every JSONL reader) and the rest is read; ``value`` of an ``add``
     may be the object itself (it is stored as JSON)."""
-    from extraction_eval.datasets.lines import warning
+    from extraction_eval.datasets.lines import decoded_lines, objects, warning
     from extraction_eval.evaluators.vote import check_override
 
     found: list[GoldOverride] = []
     problems: list[str] = []
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with path.open("rb") as fh:  # each line decoded on its own: one bad costs one line
+            lines = list(decoded_lines(fh))
+    except OSError as exc:
         raise UsageError(f"{path}: {one_line(exc)}") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        item_id = None
+    for number, raw, (problem, item_id) in objects(lines):
         try:
-            raw = json.loads(line)
-            if not isinstance(raw, dict):
-                raise ValueError("not a JSON object")
+            if raw is None:
+                raise ValueError(problem)
             item_id = raw.get("item_id")
             if isinstance(raw.get("value"), (dict, list)):
                 raw["value"] = canonical_json(raw["value"])
             override = GoldOverride.model_validate({**raw, "dataset": dataset})
             check_override(override)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             problems.append(warning(path.name, number, item_id, one_line(exc)))
             continue
         found.append(override)
+        if problem:  # kept, repaired (lone surrogates)
+            problems.append(f"{path.name}:{number} (id {item_id}): {problem}")
     return found, problems

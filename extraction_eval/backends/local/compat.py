@@ -1,0 +1,100 @@
+"""Refuse a store this version does not know, before anything is written to it.
+
+A store written by a newer extraction-eval has migrations this one lacks: writing to it
+would put rows into tables whose meaning has changed (or silently lose them), and reading it
+would trip over columns it does not expect. So opening checks first, in a read transaction:
+every applied migration must be one this version knows, and the tables, their columns and
+the indexes must be exactly what those migrations make. Anything else is one line and no
+write at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from pathlib import Path
+
+from extraction_eval.backends.local.migrations import MIGRATIONS
+from extraction_eval.errors import UsageError
+
+Schema = tuple[tuple[str, str, tuple[str, ...]], ...]  # (type, name, columns), sorted
+
+_ADVICE = "upgrade extraction-eval, or set EXTRACTION_EVAL_HOME to another folder"
+
+
+class UnknownStoreError(UsageError):
+    """The store was written by a newer version (or is not ours): refused, nothing written."""
+
+
+def check_store_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise ``UnknownStoreError`` unless the store is blank or made by known migrations."""
+    conn.execute("BEGIN")
+    try:
+        actual = _schema(conn)
+        applied: list[str] = []
+        if any(name == "_migrations" for _, name, _ in actual):
+            applied = [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+    finally:
+        conn.execute("ROLLBACK")
+    known = [m.__name__ for m in MIGRATIONS]
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        raise UnknownStoreError(
+            f"local store {path} was written by a newer version of extraction-eval (its"
+            f" migration {unknown[0]} is unknown here); nothing was written: {_ADVICE}"
+        )
+    ours = tuple(entry for entry in actual if entry[1] != "_migrations")
+    if not applied and not ours:
+        return  # a blank file: migrations make it
+    expected = expected_schema(tuple(name for name in known if name in applied))
+    if ours != expected:
+        raise UnknownStoreError(
+            f"local store {path} does not have the schema its migrations make"
+            f" ({_difference(expected, ours)}): written by another version or tool; nothing"
+            f" was written: {_ADVICE}"
+        )
+
+
+@functools.cache
+def expected_schema(applied: tuple[str, ...]) -> Schema:
+    """What the migrations ``applied`` (in their order) make, built in memory once."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for fn in MIGRATIONS:
+            if fn.__name__ in applied:
+                fn(conn)
+        return _schema(conn)
+    finally:
+        conn.close()
+
+
+def _schema(conn: sqlite3.Connection) -> Schema:
+    rows = conn.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')"
+        " AND name NOT LIKE 'sqlite_%' ORDER BY type, name"
+    ).fetchall()
+    out = []
+    for kind, name in rows:
+        columns: tuple[str, ...] = ()
+        if kind == "table":
+            quoted = '"' + name.replace('"', '""') + '"'
+            columns = tuple(r[1] for r in conn.execute(f"PRAGMA table_info({quoted})"))
+        out.append((kind, name, columns))
+    return tuple(out)
+
+
+def _difference(expected: Schema, actual: Schema) -> str:
+    want = {(k, n): c for k, n, c in expected}
+    have = {(k, n): c for k, n, c in actual}
+    for key in sorted(have.keys() - want.keys()):
+        return f"unexpected {key[0]} {key[1]}"
+    for key in sorted(want.keys() - have.keys()):
+        return f"missing {key[0]} {key[1]}"
+    for key in sorted(want):
+        extra = [c for c in have[key] if c not in want[key]]
+        if extra:
+            return f"unexpected column {key[1]}.{extra[0]}"
+        missing = [c for c in want[key] if c not in have[key]]
+        if missing:
+            return f"missing column {key[1]}.{missing[0]}"
+    return "columns in another order"

@@ -1,0 +1,106 @@
+"""Hostile user pipelines, loaded with ``--pipeline tests.support.hostile_pipelines:NAME``.
+
+Each misbehaves in one way a real pipeline can: the run must give its items a row each (an
+error, or a repaired output) and go on."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+EMPTY: dict[str, Any] = {"entities": [], "relationships": []}
+
+
+class Unprintable(Exception):
+    """An exception whose ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str for you")
+
+
+class HostileAttributes(Exception):
+    """An exception whose attributes raise when read (``raw``, ``attempts``, ``usage``)."""
+
+    @property
+    def raw(self) -> str:
+        raise RuntimeError("no raw")
+
+    @property
+    def attempts(self) -> int:
+        raise RuntimeError("no attempts")
+
+
+class OwnBaseException(BaseException):
+    pass
+
+
+def system_exit(**_: Any) -> Any:
+    raise SystemExit(3)
+
+
+def keyboard_interrupt(**_: Any) -> Any:
+    raise KeyboardInterrupt
+
+
+async def async_keyboard_interrupt(**_: Any) -> Any:
+    raise KeyboardInterrupt
+
+
+async def async_system_exit(**_: Any) -> Any:
+    raise SystemExit("bye")
+
+
+def generator_exit(**_: Any) -> Any:
+    raise GeneratorExit
+
+
+def own_base_exception(**_: Any) -> Any:
+    raise OwnBaseException("mine")
+
+
+def stop_iteration(**_: Any) -> Any:
+    raise StopIteration
+
+
+def unprintable(**_: Any) -> Any:
+    raise Unprintable
+
+
+def hostile_attributes(**_: Any) -> Any:
+    raise HostileAttributes("attributes raise")
+
+
+def own_timeout(**_: Any) -> Any:
+    raise TimeoutError("my own timeout")
+
+
+def surrogate_output(**_: Any) -> Any:
+    return {"entities": [{"name": "Ada \ud83d", "type": "person\udc00"}], "relationships": []}
+
+
+def surrogate_string(**_: Any) -> Any:
+    return '{"entities": [{"name": "Ada \\ud800", "type": "person"}], "relationships": []}'
+
+
+def surrogate_error(**_: Any) -> Any:
+    raise ValueError("bad \ud800 byte")
+
+
+def hang(**_: Any) -> Any:
+    time.sleep(30)
+    return EMPTY
+
+
+async def async_hang(**_: Any) -> Any:
+    await asyncio.sleep(30)
+    return EMPTY
+
+
+def huge_message(**_: Any) -> Any:
+    raise ValueError("x" * 5_000_000)
+
+
+def echo_text(*, text: str, **_: Any) -> Any:
+    """The item's last words as an entity: whatever the text holds reaches the output."""
+    return {"entities": [{"name": text[-12:], "type": "echo"}], "relationships": []}
