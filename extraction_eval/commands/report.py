@@ -1,6 +1,6 @@
 """``report``: one self-contained HTML file for one or more runs (parse, call, render).
 
-The report builder (jinja2, vl-convert) is imported inside the command, so ``--help`` loads
+The report builder (jinja2, numpy) is imported inside the command, so ``--help`` loads
 none of it.
 """
 

@@ -16,6 +16,7 @@ from extraction_eval.backends.local.cache import CacheTables
 from extraction_eval.backends.local.datasets import DatasetTables, _dataset_row
 from extraction_eval.backends.local.gold import GoldTables
 from extraction_eval.backends.local.prompts import PromptTables
+from extraction_eval.backends.local.report_rows import ReportRowTables
 from extraction_eval.backends.local.runs import RunTables
 
 __all__ = ["SAMPLE_DATASET", "LocalStore", "default_home", "default_store_path"]
@@ -37,7 +38,15 @@ def default_store_path() -> Path:
     return default_home() / "store.db"
 
 
-class LocalStore(DatasetTables, RunTables, PromptTables, CacheTables, GoldTables, BatchTables):
+class LocalStore(
+    DatasetTables,
+    RunTables,
+    ReportRowTables,
+    PromptTables,
+    CacheTables,
+    GoldTables,
+    BatchTables,
+):
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 
     One connection shared behind a lock: the runner records results from worker threads, and
