@@ -5,7 +5,10 @@ asserted.
 The runs are real local runs of the offline baseline on a synthetic dataset cycling the
 CoNLL04 sentences of the shared data (new ids, gold with character offsets), in a store under
 a temporary directory (or ``--store DIR``, kept and reused: making two 100,000-item runs takes
-minutes); B is the same model scored with ``--match exact``. Each report is built by the real
+minutes). Runs: A, the offline baseline; C, the baseline with its answer changed on 30 % of the
+items (an entity dropped, one retyped), scored alike: two models compared (the usual report);
+B, the baseline scored with ``--match exact`` (each item of B is scored again with A's
+settings for the paired comparison, as ``compare`` does). Each report is built by the real
 command (``extraction-eval report``) in a child process, so its peak RSS and CPU time are the
 report's own (``os.wait4``), not the runs'. On a shared machine wall time includes waiting for
 a core: CPU time (user + system) is printed beside it.
@@ -23,7 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("EXTRACTION_EVAL_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -62,30 +67,59 @@ def write_dataset(path: Path, n: int) -> None:
             fh.write(json.dumps(out, ensure_ascii=False) + "\n")
 
 
+def changed_baseline(*, item: Any, **_: Any) -> dict[str, Any]:
+    """Run C's pipeline: the baseline, changed on 30 % of the items (by a hash of the id)."""
+    from extraction_eval.pipeline.baseline import extract_baseline
+
+    out = extract_baseline(item.text, item.schema_).model_dump(mode="json")
+    if zlib.crc32(item.id.encode()) % 10 < 3 and out["entities"]:
+        out["entities"] = out["entities"][:-1]
+        if out["entities"]:
+            out["entities"][0]["type"] = "Other"
+    return out
+
+
+RUNS = {
+    "bench-a": {},
+    "bench-c": {"pipeline": "changed_baseline"},
+    "bench-b": {"match": "exact"},
+}
+
+
 def make_runs(home: Path, n: int) -> None:
-    """Dataset ``bench`` of ``n`` items and runs bench-a / bench-b, unless already there."""
+    """Dataset ``bench`` of ``n`` items and the runs of ``RUNS``, those not already there."""
     os.environ["EXTRACTION_EVAL_HOME"] = str(home)
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.datasets.jsonl import read_items
     from extraction_eval.evaluators import ScoringConfig
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import arun_local
+    from extraction_eval.pipeline.base import PipelineConfig
 
     store = LocalStore()
     have = {r.name for r in store.list_runs("bench") if r.status == "finished"}
-    if {"bench-a", "bench-b"} <= have and len(store.item_ids("bench")) == n:
-        print(f"store {home}: reusing runs bench-a, bench-b ({n} items)")
-        return
-    if have or any(d.name == "bench" for d in store.list_datasets()):
-        raise SystemExit(f"{home} holds other bench runs: use an empty --store directory")
-    home.mkdir(parents=True, exist_ok=True)
-    write_dataset(home / "data.jsonl", n)
-    items, _ = read_items(home / "data.jsonl")
-    store.upload_items("bench", items)
-    del items
-    for name, match in (("bench-a", "fuzzy"), ("bench-b", "exact")):
+    if any(d.name == "bench" for d in store.list_datasets()):
+        if len(store.item_ids("bench")) != n:
+            raise SystemExit(f"{home} holds another bench dataset: use an empty --store")
+        print(f"store {home}: reusing {', '.join(sorted(have))} ({n} items)")
+    else:
+        home.mkdir(parents=True, exist_ok=True)
+        write_dataset(home / "data.jsonl", n)
+        items, _ = read_items(home / "data.jsonl")
+        store.upload_items("bench", items)
+        del items
+    for name, spec in RUNS.items():
+        if name in have:
+            continue
+        pipeline = PipelineConfig()
+        if "pipeline" in spec:
+            pipeline = PipelineConfig(pipeline=f"{Path(__file__).resolve()}:{spec['pipeline']}")
         config = RunConfig(
-            dataset="bench", name=name, scoring=ScoringConfig(match=match), concurrency=64
+            dataset="bench",
+            name=name,
+            scoring=ScoringConfig(match=spec.get("match", "fuzzy")),
+            pipeline=pipeline,
+            concurrency=64,
         )
         started = time.perf_counter()
         asyncio.run(arun_local(config, store=store))
@@ -151,8 +185,8 @@ def main() -> None:
         tmp = Path(tmp_name)
         home = args.store.resolve() if args.store else tmp / "home"
         make_runs(home, args.n)
-        for names in (["bench-a"], ["bench-a", "bench-b"]):
-            out = tmp / f"report-{len(names)}.html"
+        for names in (["bench-a"], ["bench-a", "bench-c"], ["bench-a", "bench-b"]):
+            out = tmp / f"report-{'-'.join(names)}.html"
             wall, cpu, rss, printed = build(home, names, out)
             label = " + ".join(names)
             size = out.stat().st_size

@@ -162,10 +162,10 @@ def local_items(store: LocalStore) -> ItemsFor:
     return items_for
 
 
-def run_items(store: LocalStore) -> tuple[ItemsFor | None, Callable[[], None]]:
-    """Where each run's items come from: ``None`` (stream them from the local store) when
-    every run is local; else a reader that asks LangFuse for a LangFuse-mode run's dataset
-    (connected on first use, keys from the environment). Returns it and a ``close``."""
+def run_items(store: LocalStore) -> tuple[ItemsFor, Callable[[], None]]:
+    """Where each run's items come from: the local store for local runs; for LangFuse-mode
+    runs LangFuse (the dataset lives there; connected on first use, keys from the
+    environment). Returns the reader and a ``close`` to call when done."""
     from extraction_eval.backends.langfuse.datasets import LangfuseDatasetBackend
 
     local = local_items(store)
@@ -216,7 +216,7 @@ def _item_stream(
 ) -> tuple[ItemStream, dict[str, DatasetItem] | None]:
     """(item id, each run's item or None) in the first run's dataset order (then items only
     later runs have), and, when the items were loaded whole, the first run's."""
-    if items_for is None and _streamable(runs):
+    if _streamable(runs):
         run = runs[0]
         floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
         stream = store.iter_items(run.dataset, version=run.dataset_version)
@@ -340,8 +340,9 @@ def build_report_data(
 
     Items are in the first run's dataset order (then items only later runs have). An item a
     run has no result for is ``null`` on that run's side; an errored item is a row with its
-    error, scored as an empty prediction like everywhere else. ``items_for`` reads a run's
-    items (LangFuse-mode runs); without it they are streamed from the local store."""
+    error, scored as an empty prediction like everywhere else. Local runs on one dataset
+    version (and gold floor) stream their items from the store; otherwise ``items_for``
+    (default: the local store) reads each run's items whole, e.g. from LangFuse."""
     if not runs:
         raise InvalidValue("runs", "name at least one run")
     datasets = sorted({r.dataset for r in runs})
