@@ -86,7 +86,7 @@ RUNS = {
 }
 
 
-def make_runs(home: Path, n: int) -> None:
+def make_runs(home: Path, n: int, wanted: list[str]) -> None:
     """Dataset ``bench`` of ``n`` items and the runs of ``RUNS``, those not already there."""
     os.environ["EXTRACTION_EVAL_HOME"] = str(home)
     from extraction_eval.backends.local import LocalStore
@@ -109,7 +109,7 @@ def make_runs(home: Path, n: int) -> None:
         store.upload_items("bench", items)
         del items
     for name, spec in RUNS.items():
-        if name in have:
+        if name in have or name not in wanted:
             continue
         pipeline = PipelineConfig()
         if "pipeline" in spec:
@@ -179,13 +179,18 @@ def main() -> None:
     parser.add_argument("n", nargs="?", type=int, default=10_000)
     parser.add_argument("--store", type=Path, help="keep the store here (reused when present)")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument(
+        "--runs", default="a,c,b", help="which of A, C, B to make and report (default a,c,b)"
+    )
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, load average: {' '.join(map(str, os.getloadavg()))}")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         home = args.store.resolve() if args.store else tmp / "home"
-        make_runs(home, args.n)
-        for names in (["bench-a"], ["bench-a", "bench-c"], ["bench-a", "bench-b"]):
+        wanted = [f"bench-{x.strip()}" for x in args.runs.split(",")]
+        make_runs(home, args.n, wanted)
+        reports = (["bench-a"], ["bench-a", "bench-c"], ["bench-a", "bench-b"])
+        for names in [r for r in reports if set(r) <= set(wanted)]:
             out = tmp / f"report-{'-'.join(names)}.html"
             wall, cpu, rss, printed = build(home, names, out)
             label = " + ".join(names)
