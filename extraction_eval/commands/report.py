@@ -37,7 +37,7 @@ def report_cmd(
         close()
     size = write_report(data, out)
     console.print(
-        f"wrote {out} ({size / 1e6:.1f} MB): {len(records)} run(s), {len(data.items)} items",
+        f"wrote {out} ({size / 1e6:.1f} MB): {len(records)} run(s), {data.n_items} items",
         highlight=False,
         soft_wrap=True,
     )
