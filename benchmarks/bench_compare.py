@@ -196,7 +196,11 @@ def main() -> None:
             build(home, n, args.changed)
         print(f"setup: {n} items, two runs stored ({t})")
 
-        from extraction_eval.analysis.paired import compare_and_diff, compare_stored_runs
+        from extraction_eval.analysis.paired import (
+            CompareOptions,
+            compare_and_diff,
+            compare_stored_runs,
+        )
         from extraction_eval.backends.local import LocalStore
 
         store = LocalStore(seed=False)
@@ -205,7 +209,9 @@ def main() -> None:
 
         def library(label: str) -> None:
             with Timer() as whole:
-                result, diff = compare_and_diff(store, a, b, resamples=10_000, seed=42)
+                result, diff = compare_and_diff(
+                    store, a, b, options=CompareOptions(resamples=10_000, seed=42)
+                )
             f1 = result.comparison.metric("entity_f1")
             print(
                 f"compare_and_diff ({label}), 10,000 resamples: {whole}\n"
@@ -214,10 +220,10 @@ def main() -> None:
                 f" CI [{f1.ci_low:+.4f}, {f1.ci_high:+.4f}] {f1.verdict})"
             )
             with Timer() as t:
-                compare_stored_runs(store, a, b, resamples=10_000, seed=42)
+                compare_stored_runs(store, a, b, options=CompareOptions(resamples=10_000, seed=42))
             print(f"  the paired statistics alone:                {t}")
             with Timer() as t:
-                compare_and_diff(store, a, b, resamples=1, seed=42)
+                compare_and_diff(store, a, b, options=CompareOptions(resamples=1, seed=42))
             print(f"  all but the bootstrap (1 resample):         {t}")
 
         library("stored counts")

@@ -6,8 +6,9 @@ output is the gold with evidence; run B's is changed on a share of the items (``
 default 0.3): the first entity dropped, the second retyped, the first relationship reversed, an
 evidence quote replaced by one not in the text; every 50th item errored in B. Results are
 written straight into a fresh store (no pipeline). Then, in this process: the diff once; once
-more under tracemalloc (what the diff itself holds at its peak); and ``compare_runs`` (the
-run-level part, which streams the same two runs) once for reference.
+more under tracemalloc (what the diff itself holds at its peak); and, for reference, one
+pass pairing the two runs' stored results by item id (``analysis.stored.in_both_runs``, what
+every comparison streams) with nothing else done.
 
     .venv/bin/python benchmarks/bench_diff.py [N ...] [--changed 0.3] [--top 10]
 """
@@ -77,7 +78,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             os.environ["EXTRACTION_EVAL_HOME"] = tmp
             from extraction_eval.analysis.diff import diff_runs
-            from extraction_eval.analysis.reporting import compare_runs
+            from extraction_eval.analysis.stored import in_both_runs
             from extraction_eval.backends.local import LocalStore
             from extraction_eval.types import DatasetItem, Extraction, ItemResult
 
@@ -119,7 +120,12 @@ def main() -> None:
             diff = diff_runs(store, runs["a"], runs["b"], top=args.top)
             wall = time.perf_counter() - started
             started = time.perf_counter()
-            compare_runs(store, runs["a"], runs["b"], top=0)
+            streams = [
+                ((r.item_id, r) for r in store.iter_results(runs[x].id, order_by="item_id"))
+                for x in ("a", "b")
+            ]
+            for _ in in_both_runs(streams[0], streams[1], [], []):
+                pass
             reading = time.perf_counter() - started
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             tracemalloc.start()  # a second diff, traced: what the diff itself holds at its peak
@@ -131,7 +137,7 @@ def main() -> None:
                 f"{n:>7} items  diff {wall:6.2f} s  ({wall / n * 1e3:.3f} ms/item)"
                 f"  changed {diff.counts.changed_items}  fixed {t['fixed']}  broken"
                 f" {t['broken']}  retyped {t['retyped']}  flipped {t['flipped']}"
-                f"  (compare's run-level pass over the same two runs: {reading:.2f} s)"
+                f"  (pairing the same two runs' stored results by id: {reading:.2f} s)"
                 f"  peak Python allocations of the diff {traced:.1f} MB"
                 f" (process peak RSS, setup included, {rss:.0f} MB)",
                 flush=True,

@@ -5,6 +5,7 @@ LangFuse), never a model, and change nothing.
 items by id: what every analysis below reads through), ``paired`` (compare: Δ with CIs, the
 regression gate), ``diff`` (what got fixed and what broke, per item), ``worst`` (failing items
 first), ``reporting`` (exports), ``report_data`` (the HTML report's data), ``matrix_table`` (a
-config matrix's table), ``score_files`` (scoring a predictions file against a gold file: the
-same read-only scoring, on files instead of stored runs).
+config matrix's table), ``checks`` (a finished run's verdict: budget, thresholds, baseline
+gate), ``score_files`` (scoring a predictions file against a gold file: the same read-only
+scoring, on files instead of stored runs).
 """

@@ -189,40 +189,72 @@ def _shown(ids: list[str]) -> str:
     return ", ".join(ids[:_SHOWN_IDS]) + (f", ... ({more} more)" if more > 0 else "")
 
 
+@dataclass(frozen=True)
+class CompareOptions:
+    """How two stored runs are compared: the bootstrap's ``resamples`` and ``seed``; ``force``
+    compares runs of different datasets, versions or item sets (named in the warnings);
+    ``tolerances`` (metric -> allowed drop) runs the regression gate; ``top``: the changed
+    items the diff lists; ``refuse_as``: the field a refusal names (``baseline`` when a run
+    compares itself with its baseline). Checked on construction, before any work."""
+
+    resamples: int = 10_000
+    seed: int = 42
+    force: bool = False
+    tolerances: Mapping[str, float] | None = None
+    top: int = 10
+    refuse_as: str = "force"
+
+    def __post_init__(self) -> None:
+        check_int("resamples", self.resamples, minimum=1, maximum=MAX_RESAMPLES)
+        check_int("seed", self.seed, minimum=0)
+        check_int("top", self.top, minimum=0)
+        if self.tolerances:
+            check_tolerances(self.tolerances)
+
+
+def compare_runs(
+    a: str | RunRecord,
+    b: str | RunRecord,
+    *,
+    options: CompareOptions | None = None,
+    dataset: str | None = None,
+    store: LocalStore | None = None,
+) -> RunComparison:
+    """Compare stored run A (the baseline) with run B, by name or record: the notebook's
+    ``extraction-eval compare A B`` (see :func:`compare_stored_runs`). ``store``: the local
+    store (default: ``EXTRACTION_EVAL_HOME``'s)."""
+    from extraction_eval.analysis.stored import get_run
+
+    store = store if store is not None else LocalStore()
+    run_a = a if isinstance(a, RunRecord) else get_run(store, a, dataset)
+    run_b = b if isinstance(b, RunRecord) else get_run(store, b, dataset)
+    return compare_stored_runs(store, run_a, run_b, options=options)
+
+
 def compare_stored_runs(
     store: LocalStore,
     a: RunRecord,
     b: RunRecord,
     *,
-    resamples: int = 10_000,
-    seed: int = 42,
-    force: bool = False,
-    tolerances: Mapping[str, float] | None = None,
+    options: CompareOptions | None = None,
     gold: GoldLoader | None = None,
-    refuse_as: str = "force",
 ) -> RunComparison:
     """Compare run A (baseline) with run B on the items both have.
 
     Both runs count as scored against A's gold with A's scoring config (an errored item is an
     empty prediction that never passes, as everywhere): the counts stored with a local run's
     results when they were made so, else re-scored from the stored outputs. Different datasets,
-    dataset versions or item sets are refused unless ``force`` (then named in ``warnings``).
-    ``tolerances`` (metric -> allowed drop) runs the regression gate; they are checked before
-    any work. ``gold`` replaces :func:`run_gold` (tests, notebooks). ``refuse_as``: the field
-    a refusal names (``baseline`` when run-experiment compares with its baseline)."""
-    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
-    check_int("seed", seed, minimum=0)
-    if tolerances:
-        check_tolerances(tolerances)
-    differences, scoring, warnings = _prelude(a, b, force, refuse_as)
+    dataset versions or item sets are refused unless ``options.force`` (then named in
+    ``warnings``). ``options.tolerances`` runs the regression gate. ``gold`` replaces
+    :func:`~extraction_eval.analysis.stored.run_gold` (tests, notebooks)."""
+    options = options or CompareOptions()
+    differences, scoring, warnings = _prelude(a, b, options)
     if gold is None and _counts_readable(a):
         paired = _one_pass(store, a, b, scoring, None)
     else:
         items = (gold or (lambda run: run_gold(store, run)))(a)
         paired = pair_and_score(store, a, b, items, scoring)
-    return _epilogue(
-        a, b, paired, scoring, differences, warnings, resamples, seed, force, tolerances, refuse_as
-    )
+    return _epilogue(a, b, paired, scoring, differences, warnings, options)
 
 
 def compare_and_diff(
@@ -230,11 +262,7 @@ def compare_and_diff(
     a: RunRecord,
     b: RunRecord,
     *,
-    top: int = 10,
-    resamples: int = 10_000,
-    seed: int = 42,
-    force: bool = False,
-    tolerances: Mapping[str, float] | None = None,
+    options: CompareOptions | None = None,
 ) -> tuple[RunComparison, RunDiff]:
     """:func:`compare_stored_runs` and :func:`~extraction_eval.analysis.diff.diff_runs`
     (what ``compare`` shows) from ONE pass over both runs: the same results as calling both.
@@ -243,26 +271,18 @@ def compare_and_diff(
     scored as this comparison scores (A's settings, the full gold of A's dataset version);
     other rows are re-scored. Only items whose outputs differ are diffed, and only their gold
     (and that of re-scored items) is read."""
-    check_int("top", top, minimum=0)
-    check_int("resamples", resamples, minimum=1, maximum=MAX_RESAMPLES)
-    check_int("seed", seed, minimum=0)
-    if tolerances:
-        check_tolerances(tolerances)
+    options = options or CompareOptions()
     if not _counts_readable(a):  # gold from LangFuse: the two parts as they are
         from extraction_eval.analysis.diff import diff_runs
 
-        result = compare_stored_runs(
-            store, a, b, resamples=resamples, seed=seed, force=force, tolerances=tolerances
-        )
-        return result, diff_runs(store, a, b, top=top)
-    differences, scoring, warnings = _prelude(a, b, force, "force")
+        result = compare_stored_runs(store, a, b, options=options)
+        return result, diff_runs(store, a, b, top=options.top)
+    differences, scoring, warnings = _prelude(a, b, options)
     cfg = run_scoring(a)
     diff = RunDiff(a.name, b.name, cfg, cfg != run_scoring(b), DiffCounts(), [])
-    fold = DiffFold(diff, top)
+    fold = DiffFold(diff, options.top)
     paired = _one_pass(store, a, b, scoring, fold)
-    result = _epilogue(
-        a, b, paired, scoring, differences, warnings, resamples, seed, force, tolerances, "force"
-    )
+    result = _epilogue(a, b, paired, scoring, differences, warnings, options)
     diff.only_in_a, diff.only_in_b = list(paired.only_in_a), list(paired.only_in_b)
     diff.no_gold = list(paired.not_in_gold)
     return result, fold.finish()
@@ -410,7 +430,7 @@ def _one_pass(
 
 
 def _prelude(
-    a: RunRecord, b: RunRecord, force: bool, refuse_as: str
+    a: RunRecord, b: RunRecord, options: CompareOptions
 ) -> tuple[list[str], ScoringConfig, list[str]]:
     """Refuse different datasets (unless ``force``); A's scoring config; a warning when B
     was scored differently."""
@@ -419,8 +439,8 @@ def _prelude(
         differences.append(f"dataset {a.dataset!r} vs {b.dataset!r}")
     elif a.dataset_version != b.dataset_version:
         differences.append(f"dataset version {a.dataset_version} vs {b.dataset_version}")
-    if differences and not force:
-        raise _refusal(refuse_as, a, b, differences)
+    if differences and not options.force:
+        raise _refusal(options.refuse_as, a, b, differences)
     scoring = run_scoring(a)
     warnings = []
     b_scoring = run_scoring(b)
@@ -442,11 +462,7 @@ def _epilogue(
     scoring: ScoringConfig,
     differences: list[str],
     warnings: list[str],
-    resamples: int,
-    seed: int,
-    force: bool,
-    tolerances: Mapping[str, float] | None,
-    refuse_as: str,
+    options: CompareOptions,
 ) -> RunComparison:
     """Refuse different item sets (unless ``force``), then the bootstrap and the gate."""
     acc, only_in_a, only_in_b, not_in_gold = (
@@ -460,9 +476,9 @@ def _epilogue(
             f"item set: {len(only_in_a)} items only in {a.name!r}, "
             f"{len(only_in_b)} only in {b.name!r}"
         )
-        if not force:
+        if not options.force:
             raise _refusal(
-                refuse_as,
+                options.refuse_as,
                 a,
                 b,
                 differences,
@@ -479,7 +495,9 @@ def _epilogue(
     result = RunComparison(
         a=a,
         b=b,
-        comparison=acc.compare(resamples=resamples, seed=seed, confidence=scoring.confidence),
+        comparison=acc.compare(
+            resamples=options.resamples, seed=options.seed, confidence=scoring.confidence
+        ),
         scoring=scoring,
         only_in_a=only_in_a,
         only_in_b=only_in_b,
@@ -487,8 +505,8 @@ def _epilogue(
         differences=differences,
         warnings=warnings,
     )
-    if tolerances:
-        result.check_gate(tolerances)
+    if options.tolerances:
+        result.check_gate(options.tolerances)
     return result
 
 

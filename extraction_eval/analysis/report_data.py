@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.paired import compare_stored_runs
+from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
 from extraction_eval.analysis.report_compare import comparison_view, diff_lists, diff_view
 from extraction_eval.analysis.report_items import RunSide, gold_objects, run_side
 from extraction_eval.analysis.stored import run_scoring
@@ -404,7 +404,11 @@ def build_report_data(
         # compare's defaults (10,000 resamples, seed 42): the figures `compare A B` prints;
         # a local run's stored counts are read there, others re-scored against A's gold
         paired = compare_stored_runs(
-            store, a, b, force=True, gold=None if loaded is None else (lambda run: loaded)
+            store,
+            a,
+            b,
+            gold=None if loaded is None else (lambda run: loaded),
+            options=CompareOptions(force=True),
         )
         comparison = comparison_view(paired)
         comparison["diff"] = diff_view(pairing.counts)

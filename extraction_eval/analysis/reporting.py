@@ -1,4 +1,4 @@
-"""Reading finished runs back from the store: exports and run-to-run comparison.
+"""Reading finished runs back from the store: exports (JSONL, CSV).
 
 These read only the store, never a model, so they work the same for local and LangFuse runs.
 """
@@ -6,18 +6,15 @@ These read only the store, never a model, so they work the same for local and La
 from __future__ import annotations
 
 import csv
-import heapq
 import io
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, TextIO
 
-from extraction_eval.analysis.stored import in_both_runs
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.experiments.runner import FAILURE_CATEGORY_SCORE
 from extraction_eval.types import ItemResult, Score
-from extraction_eval.validation import check_int
 
 # Fields that describe one invocation, not the result: wall-clock time, retries, the cache
 # (a cache hit spends no attempt and no token), the trace of this invocation. ``--deterministic``
@@ -68,14 +65,6 @@ def export_row(r: ItemResult, *, deterministic: bool = False) -> dict[str, Any]:
         for key in INVOCATION_FIELDS:
             del row[key]
     return row
-
-
-def export_rows(
-    results: Sequence[ItemResult], *, deterministic: bool = False
-) -> list[dict[str, Any]]:
-    return [
-        export_row(r, deterministic=deterministic) for r in sorted(results, key=lambda r: r.item_id)
-    ]
 
 
 def export_score_columns(score_names: Iterable[str]) -> list[str]:
@@ -155,50 +144,3 @@ def write_run_export(
     results = store.iter_results(run.id, order_by="item_id")
     for text in export_lines(results, fmt, deterministic=deterministic, score_columns=columns):
         out.write(text)
-
-
-def _entity_f1(result: ItemResult) -> float | None:
-    for s in result.scores:
-        if s.name == "entity_f1" and isinstance(s.value, (int, float)):
-            return float(s.value)
-    return None
-
-
-def compare_runs(store: LocalStore, a: RunRecord, b: RunRecord, *, top: int = 10) -> dict[str, Any]:
-    """Run-level values side by side and the items whose entity F1 moved most."""
-    check_int("top", top, minimum=0)
-    va = (a.summary or {}).get("values") or {}
-    vb = (b.summary or {}).get("values") or {}
-    run_level = []
-    for name in sorted(set(va) | set(vb)):
-        x, y = va.get(name), vb.get(name)
-        delta = y - x if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
-        run_level.append((name, x, y, delta))
-    moved: list[tuple[str, float, float, float]] = []
-    only_in_a: list[str] = []
-    only_in_b: list[str] = []
-    pairs = in_both_runs(  # values in 1-tuples: an item's F1 may itself be None
-        ((r.item_id, (_entity_f1(r),)) for r in store.iter_results(a.id, order_by="item_id")),
-        ((r.item_id, (_entity_f1(r),)) for r in store.iter_results(b.id, order_by="item_id")),
-        only_in_a,
-        only_in_b,
-    )
-    for item_id, (x,), (y,) in pairs:
-        if x is not None and y is not None and x != y:
-            moved.append((item_id, x, y, y - x))
-            if len(moved) > 4 * top + 1000:  # keep the top ones only: memory stays bounded
-                moved = _most_moved(moved, top)
-    return {
-        "a": a.name,
-        "b": b.name,
-        "run_level": run_level,
-        "items": _most_moved(moved, top),
-        "only_in_a": only_in_a,
-        "only_in_b": only_in_b,
-    }
-
-
-def _most_moved(
-    moved: list[tuple[str, float, float, float]], top: int
-) -> list[tuple[str, float, float, float]]:
-    return heapq.nsmallest(top, moved, key=lambda row: (-abs(row[3]), row[0]))

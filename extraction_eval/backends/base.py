@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from extraction_eval.datasets.jsonl import extraction_payload
-from extraction_eval.types import DatasetItem, Extraction, Schema
+from extraction_eval.types import DatasetItem, Extraction, ItemResult, Schema, Score
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,27 @@ class RunRecord:
     started_at: str
     ended_at: str | None
     summary: dict[str, Any] | None
+
+
+class ResultStore(Protocol):
+    """What a run needs of a store while it runs and closes: write each result as it
+    finishes, read results back in dataset order, close the run (status, summary, run-level
+    scores), and drop a run that ended before its first item. The local store is one; the
+    run path depends on nothing more."""
+
+    def record_result(self, run_id: int, result: ItemResult) -> None: ...
+
+    def iter_item_results(
+        self, run_id: int, item_ids: Sequence[str], *, batch_size: int = 500
+    ) -> Iterator[ItemResult]: ...
+
+    def finish_run(
+        self, run_id: int, *, status: str, run_scores: Sequence[Score], summary: dict[str, Any]
+    ) -> None: ...
+
+    def delete_empty_run(self, run_id: int) -> bool: ...
+
+    def get_run(self, name: str, dataset: str | None = None) -> RunRecord | None: ...
 
 
 @runtime_checkable

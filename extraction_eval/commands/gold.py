@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
     check_readable,
     check_writable,
@@ -28,7 +29,7 @@ gold_app = typer.Typer(
 @gold_app.command("build")
 @handle_errors
 def build_cmd(
-    dataset: Annotated[str | None, typer.Option(help="Dataset to build gold for.")] = None,
+    dataset: o.DatasetOrFile = None,
     models: Annotated[
         list[str] | None,
         typer.Option(
@@ -37,13 +38,7 @@ def build_cmd(
             "openai:gpt-5-mini:1:2,openai:gpt-5-nano:3:1.",
         ),
     ] = None,
-    config_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            help="TOML with these settings (models as strings or tables); options given win.",
-        ),
-    ] = None,
+    config_file: o.ConfigFile = None,
     min_agreement: Annotated[
         float | None,
         typer.Option(help="Keep an object when more than this share of weight found it [0.5]."),
@@ -51,21 +46,13 @@ def build_cmd(
     review_below: Annotated[
         float | None, typer.Option(help="List items whose lowest confidence is below [0.75].")
     ] = None,
-    temperature: Annotated[
-        float | None,
-        typer.Option(help="For every run (default: 0.7 for a model run more than once, else 0)."),
-    ] = None,
+    temperature: o.TemperatureOrFile = None,
     dataset_version: Annotated[
         str | None, typer.Option(help="Dataset version to build from (default: the latest).")
     ] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Model calls in flight [8].")] = None,
-    batch: Annotated[
-        bool | None,
-        typer.Option("--batch", help="OpenAI Batch API: half price, answers within 24 h."),
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server for every model.")
-    ] = None,
+    concurrency: o.ConcurrencyOrFile = None,
+    batch: o.BatchOrFile = None,
+    base_url: o.BaseUrl = None,
     out: Annotated[
         Path | None,
         typer.Option(help="Also write the built items as JSONL (our gold format) here."),
@@ -73,51 +60,24 @@ def build_cmd(
     no_upload: Annotated[
         bool, typer.Option("--no-upload", help="Do not add a dataset version (use with --out).")
     ] = False,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Only say how many model calls it would make, and cost."),
-    ] = False,
+    dry_run: o.DryRun = False,
 ) -> None:
     """Run every model on every item, keep what the weighted majority agrees on, apply the
     overrides, and save the result as a new dataset version."""
+    # the build's settings by name (None: not given), before anything else is bound here
+    given = {k: v for k, v in locals().items() if k not in ("config_file", "out", "no_upload")}
+    given.pop("dry_run")
     from extraction_eval.backends import get_dataset_backend
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.errors import UsageError
     from extraction_eval.seeds.ensemble.build import build_gold, plan_gold
-    from extraction_eval.seeds.ensemble.config import (
-        GoldConfig,
-        check_models,
-        load_gold_config,
-        parse_models,
-    )
+    from extraction_eval.seeds.ensemble.config import GoldConfig
     from extraction_eval.views.gold import render_build, render_plan
 
     if config_file is not None:
         check_readable("--config", config_file)
     if out is not None:
         check_writable("--out", out)
-    settings = load_gold_config(config_file) if config_file is not None else {}
-    given = {
-        "dataset": dataset,
-        "dataset_version": dataset_version,
-        "min_agreement": min_agreement,
-        "review_below": review_below,
-        "temperature": temperature,
-        "concurrency": concurrency,
-        "batch": batch,
-        "base_url": base_url,
-    }
-    settings.update({k: v for k, v in given.items() if v is not None})
-    if models:
-        settings["models"] = check_models([*settings.get("models", ()), *parse_models(models)])
-    if "dataset" not in settings:
-        raise UsageError("--dataset is required (or dataset in --config)")
-    if not settings.get("models"):
-        raise UsageError("--models is required (or models in --config)")
-    version = settings.get("dataset_version")
-    if isinstance(version, str) and version.isdigit():
-        settings["dataset_version"] = int(version)
-    config = GoldConfig(**settings)
+    config = GoldConfig.resolve(config_file, given)
     store = LocalStore()
     backend = get_dataset_backend()
     try:

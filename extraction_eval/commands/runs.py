@@ -268,7 +268,7 @@ def compare_cmd(
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
     gate. With --item: one item's text with gold, A and B objects side by side."""
     from extraction_eval.analysis.diff import compare_item
-    from extraction_eval.analysis.paired import compare_and_diff, parse_tolerances
+    from extraction_eval.analysis.paired import CompareOptions, compare_and_diff, parse_tolerances
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.validation import check_int
@@ -287,7 +287,12 @@ def compare_cmd(
         render_item_comparison(compare_item(store, a, b, item), console)
         return
     result, diff = compare_and_diff(
-        store, a, b, top=top, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+        store,
+        a,
+        b,
+        options=CompareOptions(
+            top=top, resamples=resamples, seed=seed, force=force, tolerances=tolerances
+        ),
     )
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)

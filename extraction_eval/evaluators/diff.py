@@ -26,7 +26,7 @@ An errored item is an empty prediction (``pred=None``), as in scoring. Pure: no 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -570,13 +570,6 @@ class DiffCounts:
             "entities": self.by_type("entity"),
             "relationships": self.by_type("relationship"),
         }
-
-
-def count_diffs(diffs: Iterable[ItemDiff]) -> DiffCounts:
-    counts = DiffCounts()
-    for d in diffs:
-        counts.add(d)
-    return counts
 
 
 def regression_order(d: ItemDiff) -> tuple[int, int, str]:

@@ -36,15 +36,6 @@ class Counts(NamedTuple):
         return self.tp == 0 and self.fp == 0 and self.fn == 0
 
 
-def sum_counts(counts: Iterable[Counts]) -> Counts:
-    tp = fp = fn = 0
-    for c in counts:
-        tp += c.tp
-        fp += c.fp
-        fn += c.fn
-    return Counts(tp, fp, fn)
-
-
 def ratio(numerator: int, denominator: int, *, both_empty: bool) -> float:
     """numerator / denominator with the explicit zero-division rule above."""
     if denominator:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import NamedTuple, Protocol
 
+from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
@@ -142,13 +143,42 @@ def gc_frozen() -> Iterator[None]:
                 _Freeze.ours = False
 
 
+class _Fold:
+    """The summary of the results this invocation stored, folded as each was recorded
+    (scored once, in ``Driver.run_item``): finalize re-scores only what earlier invocations
+    stored. ``broken``: the fold cannot be trusted (an item recorded twice, or a fold cut
+    short); finalize then re-scores every stored result."""
+
+    def __init__(self, prep: PreparedRun) -> None:
+        self.prep = prep
+        self.summary = SummaryAccumulator(prep.runner.scoring)
+        self.ids: set[str] = set()
+        self.broken = False
+
+    def add(self, result: ItemResult, scored: ItemScore | None) -> None:
+        if scored is None or result.item_id in self.ids:
+            self.broken = True  # recorded twice, or not run through ``run_item``
+            return
+        unfinished, self.broken = self.broken, True  # stays set if the fold is cut short
+        self.summary.add(result, scored)
+        self.ids.add(result.item_id)
+        self.broken = unfinished
+
+    def unfolded(self) -> Iterator[DatasetItem]:
+        """The run's items whose results are not folded yet (none, unless resumed)."""
+        if len(self.ids) == len(self.prep.item_ids):
+            return iter(())  # every item folded: the items need not be read again
+        return (i for i in self.prep.iter_items() if i.id not in self.ids)
+
+
 class Driver:
-    """One run's per-item steps and its close; the scheduler of a mode calls them."""
+    """One run's per-item steps and its close; the scheduler of a mode calls them. It needs
+    of the store only what a :class:`~extraction_eval.backends.base.ResultStore` offers."""
 
     def __init__(
         self,
         prep: PreparedRun,
-        store: LocalStore,
+        store: ResultStore,
         *,
         progress: ProgressHook | None = None,
         scores: ScoreSink | None = None,
@@ -158,13 +188,7 @@ class Driver:
         self.progress = progress or NoProgress()
         self.scores: ScoreSink = scores or MirrorOnly()
         self.recorded: dict[str, Recorded] = {}  # this invocation's items, by id
-        # the summary of the results this invocation stored, folded as each was recorded
-        # (scored once, in ``run_item``): finalize re-scores only what earlier ones stored
-        self.folded = SummaryAccumulator(prep.runner.scoring)
-        self._folded_ids: set[str] = set()
-        # the fold cannot be trusted (an item recorded twice, or a fold cut short): finalize
-        # then re-scores every stored result, as it did before results were folded
-        self._refold = False
+        self._fold = _Fold(prep)
         self._scored: dict[str, ItemScore] = {}  # between an item's run and its record
         self.write_errors: list[str] = []
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
@@ -195,7 +219,7 @@ class Driver:
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
-            self._fold(result, scored)
+            self._fold.add(result, scored)
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
@@ -216,21 +240,6 @@ class Driver:
     def stopped_by_budget(self) -> bool:
         budget = self.prep.budget
         return budget is not None and budget.held_back > 0 and self._not_run() > 0
-
-    def _fold(self, result: ItemResult, scored: ItemScore | None) -> None:
-        if scored is None or result.item_id in self._folded_ids:
-            self._refold = True  # recorded twice, or not run through ``run_item``
-            return
-        unfinished, self._refold = self._refold, True  # stays set if the fold is cut short
-        self.folded.add(result, scored)
-        self._folded_ids.add(result.item_id)
-        self._refold = unfinished
-
-    def _unfolded(self) -> Iterator[DatasetItem]:
-        """The run's items whose results are not folded yet (none, unless resumed)."""
-        if len(self._folded_ids) == len(self.prep.item_ids):
-            return iter(())  # every item folded: the items need not be read again
-        return (i for i in self.prep.iter_items() if i.id not in self._folded_ids)
 
     def _not_run(self) -> int:
         return sum(1 for i in self.prep.todo_ids if i not in self.recorded)
@@ -271,15 +280,15 @@ class Driver:
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
             if not (status != "finished" and discard_if_empty(self.store, prep)):
-                if self._refold or status == "interrupted":  # an exception may have cut a
+                if self._fold.broken or status == "interrupted":  # an exception may have cut a
                     # fold short (a Ctrl-C lands anywhere): re-score everything stored
                     summary = finalize(
                         self.store, prep.run, prep.iter_items(), prep.runner, status=status
                     )
                 else:
                     summary = finalize(
-                        self.store, prep.run, self._unfolded(), prep.runner, status=status,
-                        folded=self.folded,
+                        self.store, prep.run, self._fold.unfolded(), prep.runner, status=status,
+                        folded=self._fold.summary,
                     )  # fmt: skip
                 self._closed = summary
                 self.scores.post_run(summary)

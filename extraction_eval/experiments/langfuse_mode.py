@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from extraction_eval import __version__
 from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
@@ -56,12 +55,13 @@ from extraction_eval.experiments.driver import (
     answer_by_batch,
     close_pipeline,
 )
-from extraction_eval.experiments.prepare import PreparedRun, RunPlan, plan, prepare
+from extraction_eval.experiments.prepare import PreparedRun, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.prompts.template import PromptTemplate, load_local_prompt
 from extraction_eval.prompts.versions import prompt_requested
 from extraction_eval.types import ItemResult, Score
+from extraction_eval.version import __version__
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -210,7 +210,7 @@ def run_langfuse(
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
 
 
-def plan_langfuse(config: RunConfig, *, store: LocalStore) -> RunPlan:
+def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
     """What a LangFuse-mode run would do (its dataset and prompt from LangFuse), without
     running or creating anything: ``--dry-run``'s estimate."""
     install_log_filter()

@@ -33,7 +33,13 @@ from extraction_eval.experiments.budget import (
     sum_estimates,
 )
 from extraction_eval.experiments.config import RunConfig, git_state, package_versions
-from extraction_eval.experiments.driver import Driver, ProgressHook, close_pipeline, gc_frozen
+from extraction_eval.experiments.driver import (
+    STOPPED_BUDGET,
+    Driver,
+    ProgressHook,
+    close_pipeline,
+    gc_frozen,
+)
 from extraction_eval.experiments.matrix_config import NOT_STARTED, Cell, CellOutcome, MatrixConfig
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, prepare
 from extraction_eval.experiments.run import uses_langfuse
@@ -52,6 +58,19 @@ class MatrixOutcome:
     @property
     def ran(self) -> int:
         return sum(c.ran for c in self.cells)
+
+    def budget_stop(self) -> InvalidValue | None:
+        """When the matrix's cost ceiling left cells with items not run: what to say (the
+        fields named, the CLI shows its flags); None otherwise."""
+        stopped = [c.cell.name for c in self.cells if c.run.status == STOPPED_BUDGET]
+        if not stopped:
+            return None
+        return InvalidValue(
+            "max_cost",
+            f"{self.config.base.max_cost:g} reached; {len(stopped)} cells have items not run"
+            " (continue with {resume} and a higher {max_cost})",
+            mentions=("resume", "max_cost"),
+        )
 
 
 # --- running ----------------------------------------------------------------------------------

@@ -6,15 +6,19 @@ the stored runs is :mod:`extraction_eval.analysis.matrix_table`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.limits import MAX_REPEATS
+from extraction_eval.experiments.partition import resolve_shard
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_REPEATS
+from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.validation import check_int, check_number, check_text
 
 # A cell the matrix's cost ceiling kept from starting: its run's status.
@@ -101,6 +105,15 @@ class MatrixConfig:
             )
         _distinct_names(self.models, self.prompt_labels)
 
+    @classmethod
+    def resolve(
+        cls, file: Path | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> MatrixConfig:
+        """A matrix from a ``matrix.toml`` (:func:`load_matrix_file`) and settings given over
+        it by option name (``model``, ``prompt_label``, ``temperature`` as lists; ``None``
+        or an empty list: not given): defaults, then the file, then ``overrides``."""
+        return _resolve(file, overrides or {})
+
     def named(self) -> MatrixConfig:
         """This config with a prefix (``matrix-<timestamp>`` when none was given)."""
         if self.name is not None:
@@ -132,6 +145,124 @@ class MatrixConfig:
                         config = replace(self.base, name=name, pipeline=pipeline)
                         out.append(Cell(name, model, label, float(temperature), repeat, config))
         return out
+
+
+# What a matrix file (``matrix.toml``) may set: the matrix command's options (``-`` or ``_``),
+# each once; the axes as lists (or one value).
+FILE_AXES = ("model", "prompt_label", "temperature")
+FILE_SETTINGS = (
+    "dataset",
+    "name",
+    "repeats",
+    "concurrency",
+    "limit",
+    "base_url",
+    "timeout",
+    "max_attempts",
+    "prompt_name",
+    "match",
+    "threshold",
+    "backend",
+    "price_in",
+    "price_out",
+    "max_cost",
+    "shard",
+    "shard_count",
+    "max_objects",
+    "no_cache",
+    "refresh_cache",
+)
+# Given as options only (not in the file).
+OPTION_ONLY = ("resume", "verify")
+_DEFAULTS: dict[str, Any] = {
+    "dataset": "extraction-eval",
+    "repeats": 1,
+    "concurrency": 8,
+    "timeout": 60.0,
+    "max_attempts": 4,
+    "prompt_name": "extraction",
+    "match": "fuzzy",
+    "threshold": 0.85,
+    "backend": "auto",
+    "max_objects": DEFAULT_MAX_OBJECTS,
+    "resume": False,
+    "verify": True,
+}
+
+
+def load_matrix_file(path: Path) -> dict[str, Any]:
+    """A ``matrix.toml``'s settings by option name (the axes as lists); an unknown key, bad
+    TOML or an unreadable file is an ``InvalidValue`` naming ``config``."""
+    from extraction_eval.tomlfile import TomlProblem, read_toml
+
+    try:  # bounded in size and depth: a config file is outside input
+        data = read_toml(path)
+    except TomlProblem as exc:
+        raise InvalidValue("config", f"{path}: {exc}") from None
+    out: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key).replace("-", "_")
+        if key in FILE_AXES:
+            out[key] = value if isinstance(value, list) else [value]
+        elif key in FILE_SETTINGS:
+            out[key] = value
+        else:
+            known = ", ".join(k.replace("_", "-") for k in (*FILE_AXES, *FILE_SETTINGS))
+            raise InvalidValue("config", f"{path}: unknown key {raw_key!r} (known: {known})")
+    return out
+
+
+def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
+    unknown = sorted(set(overrides) - {*FILE_AXES, *FILE_SETTINGS, *OPTION_ONLY})
+    if unknown:
+        raise TypeError(f"MatrixConfig.resolve: unknown settings {unknown}")
+    opts = {**_DEFAULTS, **(load_matrix_file(file) if file is not None else {})}
+    flags = ("no_cache", "refresh_cache")  # on in the file or on the command line
+    opts.update(
+        {k: v for k, v in overrides.items() if v is not None and v != [] and k not in flags}
+    )
+    no_cache, refresh = (bool(overrides.get(k) or opts.get(k)) for k in flags)
+    if no_cache and refresh:
+        raise InvalidValue(
+            "no_cache", "and {refresh_cache} exclude each other; give one", mentions=flags[1:]
+        )
+    models = opts.get("model")
+    if not models:
+        raise InvalidValue("model", "is needed at least once (one per model of the matrix)")
+    base = RunConfig(
+        dataset=opts["dataset"],
+        pipeline=PipelineConfig(
+            model=models[0],
+            base_url=opts.get("base_url"),
+            prompt_name=opts["prompt_name"],
+            timeout_s=opts["timeout"],
+            max_attempts=opts["max_attempts"],
+            price_in=opts.get("price_in"),
+            price_out=opts.get("price_out"),
+            cache="off" if no_cache else "refresh" if refresh else "use",
+        ),
+        scoring=ScoringConfig(
+            match=opts["match"], threshold=opts["threshold"], max_objects=opts["max_objects"]
+        ),
+        concurrency=opts["concurrency"],
+        limit=opts.get("limit"),
+        resume=opts["resume"],
+        backend=opts["backend"],
+        verify=opts["verify"],
+        max_cost=opts.get("max_cost"),
+        shard=resolve_shard(
+            None if opts.get("shard") is None else str(opts["shard"]),
+            count=opts.get("shard_count"),
+        ),
+    )
+    return MatrixConfig(
+        models=tuple(models),
+        prompt_labels=tuple(opts.get("prompt_label") or [None]),
+        temperatures=tuple(opts.get("temperature") or [0.0]),
+        repeats=opts["repeats"],
+        name=opts.get("name"),
+        base=base,
+    )
 
 
 def _distinct_names(models: Sequence[str], labels: Sequence[str | None]) -> None:

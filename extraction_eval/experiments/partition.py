@@ -12,8 +12,9 @@ digits modulo 3.)
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,12 +60,152 @@ class Shard:
         return {"index": self.index, "count": self.count}
 
 
-def parse_shard(spec: str) -> Shard:
-    """``"2/4"`` -> ``Shard(2, 4)``; anything else is an ``InvalidValue`` naming ``shard``."""
+def parse_shard(
+    spec: str, *, count: int | None = None, env: Mapping[str, str] | None = None
+) -> Shard:
+    """``"2/4"`` -> ``Shard(2, 4)``; ``"auto"`` -> :func:`shard_from_env` (``count``: the
+    number of shards when the orchestrator does not say it); anything else is an
+    ``InvalidValue`` naming ``shard``."""
+    if spec.strip().lower() == AUTO:
+        return shard_from_env(env, count=count)
+    if count is not None:
+        raise InvalidValue(
+            "shard_count", f"is only read with {{shard}} {AUTO}", mentions=("shard",)
+        )
     match = _SPEC.fullmatch(spec)
     if match is None:
-        raise InvalidValue("shard", f"{_HOW}, got {spec!r}")
+        raise InvalidValue("shard", f"{_HOW} or {AUTO}, got {spec!r}")
     return Shard(int(match.group(1)), int(match.group(2)))
+
+
+def resolve_shard(
+    spec: str | None, *, count: int | None = None, env: Mapping[str, str] | None = None
+) -> Shard | None:
+    """The shard asked for (``I/N`` or ``auto``), or None; ``count`` alone is refused (it
+    only completes ``auto``)."""
+    if spec is None:
+        if count is not None:
+            raise InvalidValue(
+                "shard_count", f"is only read with {{shard}} {AUTO}", mentions=("shard",)
+            )
+        return None
+    return parse_shard(spec, count=count, env=env)
+
+
+AUTO = "auto"
+# The passthrough for any orchestrator (a GitHub Actions matrix: ${{ strategy.job-index }} and
+# ${{ strategy.job-total }}): the index counts from 0, as the orchestrators count.
+ENV_SHARD_INDEX = "EXTRACTION_EVAL_SHARD_INDEX"
+ENV_SHARD_COUNT = "EXTRACTION_EVAL_SHARD_COUNT"
+K8S_INDEX = "JOB_COMPLETION_INDEX"  # a Kubernetes Indexed Job's pod: 0..completions-1
+SLURM_ID = "SLURM_ARRAY_TASK_ID"
+
+
+def shard_from_env(env: Mapping[str, str] | None = None, *, count: int | None = None) -> Shard:
+    """This process's shard, from the orchestrator that started it (the first found):
+
+    - ``EXTRACTION_EVAL_SHARD_INDEX`` (from 0) with ``EXTRACTION_EVAL_SHARD_COUNT`` (or
+      ``count``): any orchestrator, e.g. a GitHub Actions matrix passing its job index/total;
+    - ``JOB_COMPLETION_INDEX`` (a Kubernetes Indexed Job, from 0) with ``count`` or
+      ``EXTRACTION_EVAL_SHARD_COUNT`` (the job's ``completions``; a pod cannot read it);
+    - ``SLURM_ARRAY_TASK_ID`` of a Slurm job array, counted from ``SLURM_ARRAY_TASK_MIN`` in
+      steps of ``SLURM_ARRAY_TASK_STEP``, out of ``SLURM_ARRAY_TASK_COUNT`` (or MIN..MAX).
+
+    A count the orchestrator gives that differs from ``count`` is refused, as is an index
+    outside the count: a shard that is not what the orchestrator meant would silently skip or
+    repeat items.
+    """
+    env = os.environ if env is None else env
+    if count is not None:
+        _number("shard_count", count, minimum=1)
+    if _present(env, ENV_SHARD_INDEX):
+        index = _env_int(env, ENV_SHARD_INDEX, minimum=0)
+        total = _agreed(count, env, ENV_SHARD_COUNT, ENV_SHARD_INDEX)
+        return _shard(index, total, ENV_SHARD_INDEX)
+    if _present(env, K8S_INDEX):
+        index = _env_int(env, K8S_INDEX, minimum=0)
+        total = _agreed(count, env, ENV_SHARD_COUNT, K8S_INDEX)
+        return _shard(index, total, K8S_INDEX)
+    if _present(env, SLURM_ID):
+        task = _env_int(env, SLURM_ID, minimum=0)
+        low = (
+            _env_int(env, "SLURM_ARRAY_TASK_MIN", minimum=0)
+            if _present(env, "SLURM_ARRAY_TASK_MIN")
+            else 0
+        )
+        step = (
+            _env_int(env, "SLURM_ARRAY_TASK_STEP", minimum=1)
+            if _present(env, "SLURM_ARRAY_TASK_STEP")
+            else 1
+        )
+        if _present(env, "SLURM_ARRAY_TASK_COUNT"):
+            given: int | None = _env_int(env, "SLURM_ARRAY_TASK_COUNT", minimum=1)
+        elif _present(env, "SLURM_ARRAY_TASK_MAX"):
+            given = (_env_int(env, "SLURM_ARRAY_TASK_MAX", minimum=low) - low) // step + 1
+        else:
+            given = None
+        if task < low or (task - low) % step:
+            raise InvalidValue(
+                "shard",
+                f"{AUTO}: {SLURM_ID}={task} is not MIN {low} plus a multiple of STEP {step}",
+            )
+        total = _total(count, given, "SLURM_ARRAY_TASK_COUNT / MIN..MAX", SLURM_ID)
+        return _shard((task - low) // step, total, SLURM_ID)
+    raise InvalidValue(
+        "shard",
+        f"{AUTO} found no orchestrator's shard in the environment ({ENV_SHARD_INDEX},"
+        f" {K8S_INDEX} or {SLURM_ID}); give I/N instead",
+    )
+
+
+def _present(env: Mapping[str, str], name: str) -> bool:
+    return bool(env.get(name, "").strip())
+
+
+def _env_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
+    raw = env.get(name, "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidValue("shard", f"{AUTO}: {name} must be a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise InvalidValue("shard", f"{AUTO}: {name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _number(field: str, value: int, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidValue(field, f"must be a whole number >= {minimum}, got {value!r}")
+
+
+def _agreed(count: int | None, env: Mapping[str, str], name: str, source: str) -> int:
+    """The shard count from ``name`` in the environment and/or ``count``: both given must agree."""
+    given = _env_int(env, name, minimum=1) if _present(env, name) else None
+    return _total(count, given, name, source)
+
+
+def _total(count: int | None, given: int | None, given_by: str, source: str) -> int:
+    if given is not None and count is not None and given != count:
+        raise InvalidValue(
+            "shard_count", f"is {count} but the environment says {given} ({given_by})"
+        )
+    total = given if given is not None else count
+    if total is None:
+        raise InvalidValue(
+            "shard_count",
+            f"is needed with {{shard}} {AUTO} under {source} (the number of shards, e.g. the"
+            f" Indexed Job's completions; or set {ENV_SHARD_COUNT})",
+            mentions=("shard",),
+        )
+    return total
+
+
+def _shard(index0: int, count: int, source: str) -> Shard:
+    if index0 >= count:
+        raise InvalidValue(
+            "shard", f"{AUTO}: {source} gives shard {index0 + 1} (from 0: {index0}) of {count}"
+        )
+    return Shard(index0 + 1, count)
 
 
 def dataset_fingerprint(items: Iterable[DatasetItem]) -> str:

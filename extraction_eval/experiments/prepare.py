@@ -12,6 +12,7 @@ from itertools import islice
 from typing import Any
 
 from extraction_eval.analysis.score_files import gold_ignored_warning
+from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex
@@ -68,38 +69,37 @@ class _ItemReads:
 @dataclass
 class PreparedRun(_ItemReads):
     """Everything resolved before the first model call; shared by local and LangFuse mode.
-    It keeps the run's item ids, not its items (``iter_items`` / ``iter_todo``)."""
+    It keeps the run's item ids, not its items (``iter_items`` / ``iter_todo``).
+
+    :func:`plan` makes one without touching the store (``--dry-run``'s estimate: ``run`` is
+    not there yet); :func:`prepare` then opens the run record (new, or reopened by
+    ``resume`` / ``retry_errors``) and says what this invocation runs (``todo_ids``)."""
 
     config: RunConfig
-    run: RunRecord
     item_ids: list[str]
     todo_ids: list[str]
     read_items: Callable[[], Iterator[DatasetItem]]
     runner: ItemRunner
     prompt: PromptTemplate
-    warnings: list[str]
-    created: bool = False  # this invocation created the run (see ``discard_if_empty``)
-    estimate: CostEstimate | None = None  # of the items in ``todo_ids`` (before any call)
+    record: dict[str, Any]  # what the run record says of the setup
+    estimate: CostEstimate  # of the items in ``todo_ids`` (before any call)
+    dataset_version: int | str | None
+    warnings: list[str] = field(default_factory=list)
+    existing: RunRecord | None = None  # the stored run a resume continues
+    spent: float = 0.0  # what a resumed run spent already on the results it keeps
+    opened: RunRecord | None = None  # the run record, once ``prepare`` opened it
     budget: Budget | None = None  # the --max-cost ceiling, with what the run spent before
 
+    @property
+    def run(self) -> RunRecord:
+        if self.opened is None:
+            raise RuntimeError("a planned run has no run record yet: prepare() opens it")
+        return self.opened
 
-@dataclass
-class RunPlan(_ItemReads):
-    """What ``prepare`` resolved before opening the run record: enough to estimate the cost
-    (``--dry-run``) without creating or touching anything."""
-
-    config: RunConfig
-    item_ids: list[str]
-    todo_ids: list[str]
-    read_items: Callable[[], Iterator[DatasetItem]]
-    runner: ItemRunner
-    prompt: PromptTemplate
-    record: dict[str, Any]
-    existing: RunRecord | None
-    estimate: CostEstimate
-    spent: float  # what a resumed run spent already on the results it keeps
-    dataset_version: int | str | None
-    notes: list[str] = field(default_factory=list)  # warnings for the run (e.g. a shard's)
+    @property
+    def created(self) -> bool:
+        """This invocation created the run (see ``discard_if_empty``)."""
+        return self.opened is not None and self.existing is None
 
 
 def default_run_name(config: RunConfig) -> str:
@@ -180,7 +180,7 @@ def _shard_note(config: RunConfig, total: int, held: int) -> str:
     )
 
 
-def discard_if_empty(store: LocalStore, prep: PreparedRun) -> bool:
+def discard_if_empty(store: ResultStore, prep: PreparedRun) -> bool:
     """A run this invocation created that ended before its first item leaves nothing behind:
     it is deleted, so the same ``--name`` works again without ``--resume``."""
     return prep.created and store.delete_empty_run(prep.run.id)
@@ -196,7 +196,7 @@ def plan(
     tracer: Any = None,
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
-) -> RunPlan:
+) -> PreparedRun:
     """Everything up to the run record: items, prompt, pipeline, what is still to run and its
     cost estimate. Refuses a bad setup; creates and changes nothing.
 
@@ -293,10 +293,20 @@ def plan(
     if confidence is not None:
         deque(todo_stream, maxlen=0)  # the estimate may stop early (offline): count the rest
         warnings.append(gold_ignored_warning(ignored, confidence))
-    return RunPlan(
-        config, item_ids, todo_ids, read_items, runner, prompt, record, existing, estimate,
-        spent, dataset_version, warnings,
-    )  # fmt: skip
+    return PreparedRun(
+        config=config,
+        item_ids=item_ids,
+        todo_ids=todo_ids,
+        read_items=read_items,
+        runner=runner,
+        prompt=prompt,
+        record=record,
+        estimate=estimate,
+        dataset_version=dataset_version,
+        warnings=warnings,
+        existing=existing,
+        spent=spent,
+    )
 
 
 def prepare(
@@ -311,7 +321,7 @@ def prepare(
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
 ) -> PreparedRun:
-    warnings: list[str] = []
+    """:func:`plan`, then the run record opened: the run as this invocation will run it."""
     p = plan(
         config,
         store,
@@ -323,7 +333,6 @@ def prepare(
         provider=provider,
     )
     config, record = p.config, p.record
-    warnings.extend(p.notes)
     check_estimate(config.max_cost, p.estimate, p.spent)
     run, todo = open_run(
         store, config, p.item_ids, dataset_version=p.dataset_version, record=record,
@@ -331,25 +340,14 @@ def prepare(
     )  # fmt: skip
     started_with = (run.config.get("pricing") or {}).get("version")
     now_with = record["pricing"].get("version")
+    warnings = list(p.warnings)
     if todo and started_with != now_with:  # a resumed run, priced by another database version
         warnings.append(
             f"items run now are priced with genai-prices {now_with}; run {config.name!r}"
             f" started with {started_with} (its record keeps that)"
         )
     budget = None if config.max_cost is None else Budget(config.max_cost, p.spent)
-    return PreparedRun(
-        config=config,
-        run=run,
-        item_ids=p.item_ids,
-        todo_ids=todo,
-        read_items=p.read_items,
-        runner=p.runner,
-        prompt=p.prompt,
-        warnings=warnings,
-        created=p.existing is None,
-        estimate=p.estimate,
-        budget=budget,
-    )
+    return replace(p, todo_ids=todo, warnings=warnings, opened=run, budget=budget)
 
 
 def _item_sources(

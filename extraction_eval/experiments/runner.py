@@ -16,7 +16,8 @@ from functools import cached_property
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
-from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.backends.base import ResultStore
+from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_dataset_item
 from extraction_eval.evaluators.counts import counts_key, encode_counts
@@ -216,21 +217,6 @@ def category_scores(tags: Sequence[TaxonomyTag]) -> list[Score]:
     return out
 
 
-def select_items(
-    items: Sequence[DatasetItem],
-    done: Mapping[str, ItemResult],
-    *,
-    retry_errors: bool,
-) -> list[DatasetItem]:
-    """Items still to run: never finished ones, plus errored ones when asked to retry them."""
-    todo = []
-    for item in items:
-        prev = done.get(item.id)
-        if prev is None or (retry_errors and not prev.ok):
-            todo.append(item)
-    return todo
-
-
 async def run_bounded(
     items: Iterable[T],
     run_item: Callable[[T], Awaitable[R]],
@@ -332,7 +318,7 @@ class RunOutcome:
 
 
 def stored_results(
-    store: LocalStore, run_id: int, item_ids: Sequence[str]
+    store: ResultStore, run_id: int, item_ids: Sequence[str]
 ) -> Callable[[], Iterator[ItemResult]]:
     """A reader of the run's stored results in dataset order (what ``RunOutcome`` keeps: the
     item ids, not the results)."""
@@ -340,7 +326,7 @@ def stored_results(
 
 
 def finalize(
-    store: LocalStore,
+    store: ResultStore,
     run: RunRecord,
     items: Iterable[DatasetItem],
     runner: Scorer,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,23 +140,6 @@ class SummaryAccumulator:
         )
         summary.run_scores = run_scores(summary)
         return summary
-
-
-def summarize(
-    results: Iterable[ItemResult],
-    item_scores: Iterable[ItemScore],
-    scoring: ScoringConfig,
-    *,
-    expected_items: int | None = None,
-) -> RunSummary:
-    """The summary of ``results`` and their scores (one pass over each; see
-    :class:`SummaryAccumulator` to fold them one at a time)."""
-    acc = SummaryAccumulator(scoring)
-    for r in results:
-        acc.add_result(r)
-    for s in item_scores:
-        acc.report.add(s)
-    return acc.summary(expected_items=expected_items)
 
 
 _PRF_GROUPS = ("entity", "entity_typed", "relationship")

@@ -13,7 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from extraction_eval.analysis.diff import diff_runs
-from extraction_eval.analysis.paired import compare_and_diff, compare_stored_runs, run_gold
+from extraction_eval.analysis.paired import (
+    CompareOptions,
+    compare_and_diff,
+    compare_stored_runs,
+    run_gold,
+)
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.cli import _run_app, app
@@ -79,10 +84,13 @@ def test_runs_store_counts_and_compare_reads_them_without_rescoring(
         assert len(rows) == 48 and all(r[4] for r in rows)  # every row has its counts
     a, b = store.get_run("first"), store.get_run("base")
     assert a is not None and b is not None
-    expected = compare_stored_runs(store, a, b, resamples=300).to_json()
+    expected = compare_stored_runs(store, a, b, options=CompareOptions(resamples=300)).to_json()
     _no_scoring(monkeypatch)
     # the paired statistics of two different runs: nothing re-scored
-    assert compare_stored_runs(store, a, b, resamples=300).to_json() == expected
+    assert (
+        compare_stored_runs(store, a, b, options=CompareOptions(resamples=300)).to_json()
+        == expected
+    )
     store.close()
     # the whole command: the items whose outputs differ are diffed from the stored views
     data = json.loads(_compare("first", "base"))
@@ -101,8 +109,10 @@ def test_the_stored_count_path_prints_the_bytes_of_the_rescoring_path(
     store = LocalStore()
     a, b = store.get_run("first"), store.get_run("base")
     assert a is not None and b is not None
-    result, diff = compare_and_diff(store, a, b, resamples=300, top=5)
-    apart = compare_stored_runs(store, a, b, resamples=300, gold=lambda r: run_gold(store, r))
+    result, diff = compare_and_diff(store, a, b, options=CompareOptions(resamples=300, top=5))
+    apart = compare_stored_runs(
+        store, a, b, gold=lambda r: run_gold(store, r), options=CompareOptions(resamples=300)
+    )
     assert result.to_json() == apart.to_json()
     assert diff.to_json() == diff_runs(store, a, b, top=5).to_json()
     store.close()
@@ -177,10 +187,10 @@ def test_counts_made_with_other_settings_are_not_used(
         return real(**kwargs)
 
     monkeypatch.setattr(evaluators_item, "score_item", counting)
-    compare_stored_runs(store, a, a, resamples=10)
+    compare_stored_runs(store, a, a, options=CompareOptions(resamples=10))
     assert calls == []  # A's own counts fit A's settings
     for other in (b, c):
-        compare_stored_runs(store, a, other, resamples=10, force=True)
+        compare_stored_runs(store, a, other, options=CompareOptions(resamples=10, force=True))
         assert len(set(calls)) == 48  # every item of the other run re-scored
         calls.clear()
     store.close()

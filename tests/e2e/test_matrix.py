@@ -548,11 +548,17 @@ def test_max_cost_is_one_ceiling_for_the_whole_matrix_and_resume_finishes(
         w.endswith("not started: budget; resume it with a higher ceiling") for w in not_started
     )
     assert sum(c.run.summary["items"] for c in first.cells if c.run.summary) == 1
+    stop = first.budget_stop()  # what the CLI says, fields named by the library
+    assert stop is not None and str(stop) == (
+        "max_cost 0.05 reached; 1 cells have items not run"
+        " (continue with resume and a higher max_cost)"
+    )
 
     second = run_matrix(matrix(10.0, resume=True), store=store)
     assert len(a.calls) + len(b.calls) == 4 * 2  # the seven left, once each
     assert all(c.run.status == "finished" for c in second.cells)
     assert [row.items for row in second.table.rows] == [2, 2, 2, 2]
+    assert second.budget_stop() is None
 
 
 def test_shards_of_a_matrix_split_every_cell_s_items(

@@ -14,11 +14,12 @@ from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import ScoringConfig, aggregate, item_scores, score_item
 from extraction_eval.evaluators.stats import bootstrap_ratios
 from extraction_eval.experiments.config import check_fail_under_attributes, parse_fail_under
-from extraction_eval.experiments.summary import run_values, summarize
+from extraction_eval.experiments.summary import run_values
 from extraction_eval.llm.gemini_provider import to_gemini_schema
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import load_local_prompt
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship, Schema
+from tests.support.summaries import fold_summary
 
 DECLARED = {
     "polarity": ["present", "absent", "uncertain"],
@@ -348,7 +349,7 @@ def test_run_level_violation_rate_counts_objects() -> None:
         ItemResult(item_id="1", output=bad, scores=item_scores(s1)),
         ItemResult(item_id="2", output=good, scores=item_scores(s2)),
     ]
-    summary = summarize(results, [s1, s2], CFG)
+    summary = fold_summary(results, [s1, s2], CFG)
     v = summary.report["attributes"]["violations"]
     assert (v["checked"], v["objects"], v["count"], v["items"]) == (2, 1, 2, ["1"])
     assert summary.values["attribute_violation_rate"] == 0.5

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from extraction_eval.analysis.reporting import compare_runs
+from extraction_eval.analysis.diff import diff_runs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig
@@ -86,11 +86,11 @@ def test_fail_under_bounds_per_metric() -> None:
         parse_fail_under(["entity_f1=1.5"])
 
 
-def test_compare_runs_refuses_a_negative_top() -> None:
+def test_the_diff_refuses_a_negative_top() -> None:
     store = LocalStore()
     run = store.create_run(name="r", dataset="extraction-eval", dataset_version=1, config={})
     with pytest.raises(InvalidValue, match="top must be at least 0"):
-        compare_runs(store, run, run, top=-1)
+        diff_runs(store, run, run, top=-1)
 
 
 def test_delete_empty_run_never_deletes_a_run_with_results() -> None:

@@ -9,8 +9,8 @@ import json
 from extraction_eval.evaluators import ScoringConfig, score_item
 from extraction_eval.evaluators.diff import (
     COUNTER_NAMES,
+    DiffCounts,
     ItemDiff,
-    count_diffs,
     diff_item,
     regression_order,
 )
@@ -28,6 +28,14 @@ EMPLOYS = Relationship(
     evidence="Babbage employs Ada Lovelace",
 )
 GOLD = Extraction(entities=[ADA, CB, LONDON], relationships=[EMPLOYS])
+
+
+def _counted(diffs: list[ItemDiff]) -> DiffCounts:
+    """The diffs folded as compare folds them (``DiffCounts.add``, one at a time)."""
+    counts = DiffCounts()
+    for d in diffs:
+        counts.add(d)
+    return counts
 
 
 def ext(*objects: Entity | Relationship) -> Extraction:
@@ -152,7 +160,7 @@ def test_new_and_gone_hallucinations_on_a_gold_empty_item() -> None:
     assert gone.gone_false_positives == 1 and gone.regressions == 0
     kept = diff(ext(paris), ext(paris), gold=empty)
     assert [x.status for x in kept.extras] == ["kept"] and not kept.changed
-    counts = count_diffs([d, gone, kept])
+    counts = _counted([d, gone, kept])
     assert (counts.new_hallucinations, counts.gone_hallucinations) == (1, 1)
 
 
@@ -212,7 +220,7 @@ def test_aggregates_equal_a_hand_count() -> None:
         diff(GOLD, GOLD),  # nothing
         diff(GOLD, None),  # B errored: 3 entities + 1 relationship broken
     ]
-    counts = count_diffs(diffs)
+    counts = _counted(diffs)
     assert counts.items == 6 and counts.changed_items == 5
     assert counts.items_with_regressions == 3 and counts.b_failed == 1 and counts.a_failed == 0
     assert counts.by_type("entity") == {
@@ -256,6 +264,6 @@ def test_json_form_is_stable_and_complete() -> None:
         "flipped": False,
         "evidence": None,
     }
-    assert json.dumps(count_diffs([d]).to_json(), sort_keys=True) == json.dumps(
-        count_diffs([d]).to_json(), sort_keys=True
+    assert json.dumps(_counted([d]).to_json(), sort_keys=True) == json.dumps(
+        _counted([d]).to_json(), sort_keys=True
     )

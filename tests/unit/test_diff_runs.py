@@ -15,7 +15,7 @@ from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.evaluators.diff import count_diffs, diff_item
+from extraction_eval.evaluators.diff import DiffCounts, diff_item
 from extraction_eval.experiments.config import RunConfig, describe
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult
 
@@ -161,8 +161,9 @@ def test_items_with_equal_outputs_count_as_a_full_diff_would(store: LocalStore) 
     a, b = _run(store, "a", a_res), _run(store, "b", b_res)
     got = diff_runs(store, a, b, top=10)
     by_id = {i.id: i for i in items}
-    full = count_diffs(
-        diff_item(
+    full = DiffCounts()
+    for x, y in zip(a_res, b_res, strict=True):
+        d = diff_item(
             item_id=x.item_id,
             text=by_id[x.item_id].text,
             gold=by_id[x.item_id].expected,
@@ -170,8 +171,7 @@ def test_items_with_equal_outputs_count_as_a_full_diff_would(store: LocalStore) 
             pred_b=y.output if y.ok else None,
             config=ScoringConfig(),
         )
-        for x, y in zip(a_res, b_res, strict=True)
-    )
+        full.add(d)
     assert got.counts.to_json() == full.to_json()
     assert got.counts.a_failed == got.counts.b_failed == 1 and got.counts.gold_empty == 1
     assert {d.item_id for d in got.items} == {"i002", "i004"}  # the others are equal

@@ -267,3 +267,38 @@ def test_runs_side_by_side_share_one_freeze_and_leave_someone_elses_alone(
         assert before > 1000 and gc.get_freeze_count() > before // 2  # not thawed (0)
     finally:
         gc.unfreeze()
+
+
+class _OnlyResults:
+    """A store that offers the driver the ``ResultStore`` protocol and nothing more: any
+    other store method the driver reached for would be an AttributeError."""
+
+    def __init__(self, store: LocalStore) -> None:
+        self.record_result = store.record_result
+        self.iter_item_results = store.iter_item_results
+        self.finish_run = store.finish_run
+        self.delete_empty_run = store.delete_empty_run
+        self.get_run = store.get_run
+
+
+def test_the_driver_needs_only_a_result_store() -> None:
+    from extraction_eval.backends.base import ResultStore
+    from extraction_eval.experiments.driver import Driver
+    from extraction_eval.experiments.prepare import prepare
+    from extraction_eval.experiments.runner import run_bounded
+
+    store = LocalStore()
+    prep = prepare(_config("narrow"), store)
+    narrow: ResultStore = _OnlyResults(store)
+    driver = Driver(prep, narrow)
+
+    async def drive() -> None:
+        await run_bounded(prep.iter_todo(), driver.run_item, concurrency=2, on_result=driver.record)
+
+    with driver.running():
+        asyncio.run(drive())
+    outcome = driver.outcome()
+    whole = asyncio.run(arun_local(_config("whole"), store=store))
+    assert outcome.run.status == "finished" and len(outcome.results) == 5
+    assert outcome.summary.values == whole.summary.values  # latencies aside, the same run
+    assert outcome.summary.report == whole.summary.report

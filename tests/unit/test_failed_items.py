@@ -21,10 +21,10 @@ from extraction_eval.cli import app
 from extraction_eval.evaluators import ItemScore, ScoringConfig, aggregate, item_scores, score_item
 from extraction_eval.evaluators.stats import bootstrap_prf
 from extraction_eval.experiments.runner import ItemRunner, run_bounded
-from extraction_eval.experiments.summary import summarize
 from extraction_eval.pipeline.base import PipelineOutput
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
 from extraction_eval.views.score_report import render_report
+from tests.support.summaries import fold_summary
 
 CFG = ScoringConfig(resamples=400, seed=1)
 EMPTY = Extraction()
@@ -254,7 +254,7 @@ def test_summary_of_an_all_failing_run_fails_its_thresholds() -> None:
         ),
     ]
     results, scores, runner = _crash_run(items)
-    s = summarize(results, scores, runner.scoring)
+    s = fold_summary(results, scores, runner.scoring)
     assert s.errors == 3
     assert s.values["zero_fp_pass_rate"] == 0.0
     assert s.values["entity_f1"] == 0.0 and s.values["relationship_f1"] == 0.0

@@ -27,11 +27,13 @@ ROOT = Path(extraction_eval.__file__).parent
 # The longest dotted prefix that matches decides a module's layer (higher imports lower).
 LAYERS: dict[str, int] = {
     # the vocabulary everything shares
-    "extraction_eval": 0,  # the package root only re-exports types (and __version__)
     "extraction_eval.types": 0,
     "extraction_eval.errors": 0,
+    "extraction_eval.validation": 0,
+    "extraction_eval.version": 0,
     "extraction_eval.redact": 0,  # secrets out of error text; imported by errors
     "extraction_eval.limits": 0,  # every bound on an accepted value
+    "extraction_eval.tomlfile": 0,  # config files read as hostile input
     # building blocks
     "extraction_eval.evaluators": 1,
     "extraction_eval.llm": 1,
@@ -52,6 +54,9 @@ LAYERS: dict[str, int] = {
     "extraction_eval.cli": 5,
     "extraction_eval.__main__": 5,
 }
+# The package root is the public API (re-exported lazily): above every layer, and imported by
+# none of them. Only the exact name: a module missing from LAYERS must not inherit its layer.
+ROOT_LAYER = 6
 
 _EXP = "extraction_eval.experiments"
 _MODES = (f"{_EXP}.local_mode", f"{_EXP}.langfuse_mode", f"{_EXP}.run")
@@ -96,6 +101,8 @@ def _modules() -> dict[str, Path]:
 
 
 def _layer(module: str) -> tuple[str, int] | None:
+    if module == PACKAGE:
+        return PACKAGE, ROOT_LAYER
     matches = [(p, n) for p, n in LAYERS.items() if module == p or module.startswith(p + ".")]
     return max(matches, key=lambda m: len(m[0]), default=None)
 

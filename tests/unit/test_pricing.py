@@ -19,7 +19,6 @@ from extraction_eval.errors import SchemaFailure, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.config import RunConfig, describe
 from extraction_eval.experiments.runner import ItemRunner
-from extraction_eval.experiments.summary import summarize
 from extraction_eval.llm.fake import FakeProvider
 from extraction_eval.llm.retry import RetryPolicy
 from extraction_eval.pipeline.base import PipelineConfig
@@ -28,6 +27,7 @@ from extraction_eval.pipeline.pricing import Pricer, check_prices, price_db_vers
 from extraction_eval.prompts.template import load_local_prompt
 from extraction_eval.types import DatasetItem, Extraction, ItemResult, Usage
 from extraction_eval.views.runs import cost_text
+from tests.support.summaries import fold_summary
 
 ANSWER = {"entities": [{"name": "Ada", "type": "person", "evidence": "Ada"}], "relationships": []}
 ITEM = DatasetItem(id="i1", text="Ada works at Acme.")
@@ -196,7 +196,7 @@ def test_model_call_is_priced_and_a_cache_hit_costs_nothing_and_counts_no_tokens
     assert again.cache_hit
     assert again.usage == Usage(cost_usd=0.0)  # no tokens, no cost: nothing counted twice
     item_scores = [runner.score(ITEM, r.output) for r in (first, again)]
-    summary = summarize([first, again], item_scores, ScoringConfig(resamples=0))
+    summary = fold_summary([first, again], item_scores, ScoringConfig(resamples=0))
     assert (summary.tokens_in, summary.tokens_out) == (300, 40)
     assert summary.cost_usd == pytest.approx(round(expected(prices, 300, 40), 6))
     assert summary.unpriced_items == 0
@@ -222,7 +222,7 @@ def test_unknown_model_rows_are_counted_as_unpriced_in_the_summary() -> None:
         ItemResult(item_id="c", output=Extraction()),
     ]
     scores = [ItemRunner(None, ScoringConfig(resamples=0)).score(ITEM, r.output) for r in rows]  # type: ignore[arg-type]
-    summary = summarize(rows, scores, ScoringConfig(resamples=0))
+    summary = fold_summary(rows, scores, ScoringConfig(resamples=0))
     assert summary.unpriced_items == 1 and summary.cost_usd == 0.25
     assert summary.to_json()["unpriced_items"] == 1
 

@@ -269,5 +269,5 @@ def test_plan_streams_the_items_for_the_shard_the_estimate_and_the_gold_count(
     expected = estimate_cost(mine, prompt=p.prompt, pricer=Pricer.for_config(pipeline))
     assert p.estimate == expected and p.estimate.items == len(mine) > 0
     ignored = sum(1 for i in mine if i.metadata)
-    assert f"{ignored} gold objects below ensemble confidence 0.5 ignored" in " ".join(p.notes)
-    assert f"holds {len(mine)} of the {n} items" in " ".join(p.notes)
+    assert f"{ignored} gold objects below ensemble confidence 0.5 ignored" in " ".join(p.warnings)
+    assert f"holds {len(mine)} of the {n} items" in " ".join(p.warnings)

