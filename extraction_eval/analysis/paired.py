@@ -305,9 +305,11 @@ def _rows(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Row]]:
         yield item_id, _Row(None if failed else output, error_kind == "schema", counts)
 
 
-def _valid(row: _Row, key: str) -> StoredCounts | None:
+def _valid(
+    row: _Row, key: str, memo: dict[str, StoredCounts | None] | None = None
+) -> StoredCounts | None:
     """The row's stored counts when made with ``key`` and consistent with the row."""
-    counts = decode_counts(row.counts, key)
+    counts = decode_counts(row.counts, key, memo)
     if counts is None:
         return None
     if counts.failed != (row.pred is None) or counts.schema_failure != row.schema_failure:
@@ -324,6 +326,7 @@ def _counted(score: ItemScore, schema_failure: bool) -> StoredCounts:
 
 
 _GOLD_BATCH = 500
+_MEMO_LIMIT = 50_000  # decoded count parts kept (a few MB); cleared when more
 
 
 def _one_pass(
@@ -410,12 +413,18 @@ def _one_pass(
         )
 
     pairs = in_both_runs(_rows(store, a), _rows(store, b), out.only_in_a, out.only_in_b)
+    memo: dict[str, StoredCounts | None] = {}  # count part -> decoded, shared by repeats
     for item_id, x, y in pairs:
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
         if item_id not in in_gold:
             out.not_in_gold.append(item_id)
             continue
-        ca = _valid(x, key)
-        cb = _valid(y, key) if b_same_gold else None
+        ca = _valid(x, key, memo)
+        cb = _valid(y, key, memo) if b_same_gold else None
+        same_output = x.pred == y.pred and x.schema_failure == y.schema_failure
+        if cb is None and ca is not None and b_same_gold and same_output:
+            cb = ca  # the same stored output on the same gold, scored alike: the same counts
         if ca is not None and cb is not None and (fold is None or x.pred == y.pred):
             out.accumulator.add_counts(ca, cb)
             if fold is not None:

@@ -1,18 +1,11 @@
 """The worst items of a run: which failures to look at first (``runs show --worst``).
 
-Severity, most severe first (the sort key of ``severity``):
-
-1. an item that errored (no output at all) before one that produced an output;
-2. the lower **combined F1**, the mean of the item's ``entity_f1`` and ``relationship_f1``
-   (the ones it has; an item with neither counts 0);
-3. more **wrong objects**: the item's failure-taxonomy entries (missed gold objects plus
-   predicted objects with a category), so of two items at F1 0 the one with more to fix
-   comes first;
-4. the item id (ascending), so the order is total and repeatable.
-
-An item *fails* when it errored, has a taxonomy entry, or its combined F1 is below 1; clean
-items are never listed. Results are streamed: ``worst_items`` keeps a heap of ``limit``
-small rows and ``worst_by_category`` one row per category, whatever the run's size.
+Severity, most severe first, is ``evaluators.severity``'s (errored, then the lower combined F1,
+then more wrong objects, then the item id); clean items are never listed. Over a stored run
+the order and the LIMIT run in SQLite on the severity stored with each result
+(``store.page_results``), so only the rows shown are read; over any iterable of results
+``worst_items`` keeps a heap of ``limit`` small rows and ``worst_by_category`` one row per
+category.
 """
 
 from __future__ import annotations
@@ -23,6 +16,8 @@ from dataclasses import dataclass
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
+from extraction_eval.evaluators.severity import combined_f1, item_severity, score_number
+from extraction_eval.evaluators.severity import is_failing as failing
 from extraction_eval.evaluators.taxonomy import CATEGORIES
 from extraction_eval.types import ItemResult
 from extraction_eval.validation import check_int
@@ -52,24 +47,15 @@ class WorstItem:
         return self.severity[1]
 
 
-def _num(result: ItemResult, name: str) -> float | None:
-    for s in result.scores:
-        if s.name == name and isinstance(s.value, (int, float)) and not isinstance(s.value, bool):
-            return float(s.value)
-    return None
-
-
 def severity(result: ItemResult) -> Severity:
-    """The sort key: ascending is most severe first (see the module docstring)."""
-    f1s = [v for v in (_num(result, "entity_f1"), _num(result, "relationship_f1")) if v is not None]
-    combined = sum(f1s) / len(f1s) if f1s else 0.0
+    """The sort key: ascending is most severe first (``evaluators.severity``)."""
     wrong = len(result.taxonomy or ())
-    return (0 if result.error is not None else 1, combined, -wrong, result.item_id)
+    errored = result.error is not None
+    return (0 if errored else 1, combined_f1(result), -wrong, result.item_id)
 
 
 def is_failing(result: ItemResult) -> bool:
-    key = severity(result)
-    return key[0] == 0 or key[2] < 0 or key[1] < 1.0
+    return failing(*item_severity(result))
 
 
 def worst_row(result: ItemResult) -> WorstItem:
@@ -77,8 +63,8 @@ def worst_row(result: ItemResult) -> WorstItem:
     return WorstItem(
         item_id=result.item_id,
         severity=key,
-        entity_f1=_num(result, "entity_f1"),
-        relationship_f1=_num(result, "relationship_f1"),
+        entity_f1=score_number(result, "entity_f1"),
+        relationship_f1=score_number(result, "relationship_f1"),
         wrong_objects=-key[2],
         categories=result.categories if result.taxonomy is not None else None,
         error=result.error,
@@ -135,17 +121,77 @@ def run_worst_items(
     *,
     limit: int = DEFAULT_LIMIT,
     category: str | None = None,
+    page: int = 1,
 ) -> list[WorstItem]:
-    """``worst_items`` over a stored run (local or LangFuse mirror), streamed from the store."""
+    """``worst_items`` over a stored run (local or LangFuse mirror): the store orders by the
+    severity stored with each result and reads only the ``limit`` rows shown (of ``page``)."""
     check_int("limit", limit, minimum=1)
+    check_int("page", page, minimum=1)
     check_category(category)
-    return worst_items(
-        store.iter_results(run.id, category=category, order_by="item_id"),
-        limit=limit,
-        category=category,
+    rows = store.page_results(
+        run.id, limit=limit, offset=(page - 1) * limit, category=category, failing_only=True
     )
+    return [worst_row(r) for r in rows]
 
 
 def run_worst_by_category(store: LocalStore, run: RunRecord) -> dict[str, WorstItem]:
-    """``worst_by_category`` over a stored run, streamed from the store."""
-    return worst_by_category(store.iter_results(run.id, order_by="item_id"))
+    """``worst_by_category`` over a stored run: one indexed query per category, and only
+    the rows shown are read."""
+    ids = store.worst_of_categories(run.id, CATEGORIES)
+    shown = list(dict.fromkeys(ids.values()))
+    rows = {r.item_id: r for r in store.iter_item_results(run.id, shown)}
+    return {c: worst_row(rows[i]) for c, i in ids.items() if i in rows}
+
+
+PAGE_SIZE = 50  # ``runs show``'s default page: the items of a page, most severe first
+
+
+@dataclass(frozen=True)
+class ItemsPage:
+    """One page of a run's items in severity order (``runs show``), with what is around it."""
+
+    results: list[ItemResult]
+    page: int  # from 1
+    limit: int  # items per page
+    total: int  # items the filter keeps (the whole run without a category)
+    failing: int  # of ``total``, how many fail
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.limit))
+
+    @property
+    def first(self) -> int:
+        """The 1-based position of the page's first item (0 when the page is empty)."""
+        return (self.page - 1) * self.limit + 1 if self.results else 0
+
+
+def run_items_page(
+    store: LocalStore,
+    run: RunRecord,
+    *,
+    page: int = 1,
+    limit: int = PAGE_SIZE,
+    category: str | None = None,
+) -> ItemsPage:
+    """Page ``page`` of the run's items (``limit`` per page), most severe first: failing items
+    before clean ones. Reads two counts and the page's rows, whatever the run's size."""
+    check_int("page", page, minimum=1)
+    check_int("limit", limit, minimum=1)
+    check_category(category)
+    results = store.page_results(run.id, limit=limit, offset=(page - 1) * limit, category=category)
+    return ItemsPage(
+        results=results,
+        page=page,
+        limit=limit,
+        total=store.count_page_results(run.id, category=category),
+        failing=store.count_page_results(run.id, category=category, failing_only=True),
+    )
+
+
+def iter_run_items(
+    store: LocalStore, run: RunRecord, *, category: str | None = None
+) -> Iterator[ItemResult]:
+    """Every item of the run (``runs show --all``), most severe first, read a batch at a time."""
+    check_category(category)
+    return store.iter_results(run.id, category=category, order_by="severity")

@@ -53,9 +53,17 @@ def show_cmd(
             " and relationship F1, then most wrong objects, then item id.",
         ),
     ] = False,
-    limit: Annotated[
-        int | None, typer.Option(help="With --worst: how many items to list (>= 1; 10).")
+    page: Annotated[
+        int | None, typer.Option(help="Which page of items to print (>= 1; 1).")
     ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help="Items per page (>= 1; 50, or 10 with --worst)."),
+    ] = None,
+    show_all: Annotated[
+        bool,
+        typer.Option("--all", help="Every item, most severe first (long for a large run)."),
+    ] = False,
     by_category: Annotated[
         bool,
         typer.Option(
@@ -63,7 +71,9 @@ def show_cmd(
         ),
     ] = False,
 ) -> None:
-    """A run's items, failing ones first: scores, failure categories, error, trace."""
+    """A run's summary and its first page of items, most severe first (errored, then lowest
+    mean of entity and relationship F1, then most wrong objects): scores, failure
+    categories, error, trace. --page / --limit for more, --all for every item."""
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.evaluators.taxonomy import CATEGORIES
@@ -71,13 +81,15 @@ def show_cmd(
 
     if category is not None and category not in CATEGORIES:  # before the store is opened
         fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
-    if limit is not None:
-        check_int("limit", limit, minimum=1)
-    for option, given in (("--by-category", by_category), ("--limit", limit is not None)):
-        if given and not worst:
-            fail(f"{option} needs --worst")
+    for option, value in (("limit", limit), ("page", page)):
+        if value is not None:
+            check_int(option, value, minimum=1)
+    if by_category and not worst:
+        fail("--by-category needs --worst")
     if by_category and category is not None:
         fail("--by-category lists every category: leave out --category")
+    if show_all and (worst or page is not None or limit is not None):
+        fail("--all prints every item: leave out --worst, --page and --limit")
     store = LocalStore()
     run = get_run(store, name, dataset)
     if worst:
@@ -87,14 +99,25 @@ def show_cmd(
         if by_category:
             render_worst_by_category(run, run_worst_by_category(store, run), console)
         else:
-            rows = run_worst_items(store, run, limit=limit or 10, category=category)
-            render_worst(run, rows, console, category=category)
-    else:
+            size, number = limit or 10, page or 1
+            rows = run_worst_items(store, run, limit=size, category=category, page=number)
+            first = (number - 1) * size + 1
+            render_worst(run, rows, console, category=category, first=first)
+    elif show_all:
+        from extraction_eval.analysis.worst import iter_run_items
         from extraction_eval.views.runs import render_run_items
 
         total = store.count_results(run.id, category=category)
-        results = store.iter_results(run.id, category=category, order_by="failing_first")
+        results = iter_run_items(store, run, category=category)
         render_run_items(run, results, console, category=category, total=total)
+    else:
+        from extraction_eval.analysis.worst import PAGE_SIZE, run_items_page
+        from extraction_eval.views.runs import render_run_page
+
+        shown = run_items_page(
+            store, run, page=page or 1, limit=limit or PAGE_SIZE, category=category
+        )
+        render_run_page(run, shown, console, category=category)
     if category is not None:
         unknown = store.count_untagged(run.id)
         if unknown:

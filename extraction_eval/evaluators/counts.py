@@ -168,12 +168,26 @@ def encode_counts(score: ItemScore, *, key: str, schema_failure: bool = False) -
     return dumps(counts) + "\t" + dumps(follow(score).to_json())
 
 
-def decode_counts(text: str | None, key: str) -> StoredCounts | None:
+def decode_counts(
+    text: str | None, key: str, memo: dict[str, StoredCounts | None] | None = None
+) -> StoredCounts | None:
     """The stored counts when they were made with ``key``; None when absent, made with other
-    settings, or not readable (the caller re-scores)."""
+    settings, or not readable (the caller re-scores). ``memo`` (count part -> decoded) decodes
+    each distinct count part once: in a large run most items repeat another's counts, and the
+    repeats share one row and one tuple of per-type counts (which the accumulator sums once)."""
     if not text or not text.startswith(f'["{key}",'):
         return None
     head, _, followed = text.partition("\t")
+    if memo is not None and head in memo:
+        found = memo[head]
+        return None if found is None else found._replace(followed=followed)
+    decoded = _decode_head(head, key)
+    if memo is not None:
+        memo[head] = decoded
+    return None if decoded is None else decoded._replace(followed=followed)
+
+
+def _decode_head(head: str, key: str) -> StoredCounts | None:
     try:
         stored_key, row, ents, rels = json.loads(head)
         if stored_key != key or len(row) != WIDTH or not all(type(v) is int for v in row):
@@ -182,7 +196,6 @@ def decode_counts(text: str | None, key: str) -> StoredCounts | None:
             tuple(row),
             tuple(TypeCount(*t) for t in ents),
             tuple(TypeCount(*t) for t in rels),
-            followed,
         )
     except (ValueError, TypeError):  # not ours: re-score
         return None

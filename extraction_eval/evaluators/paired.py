@@ -245,14 +245,14 @@ class _TypeSums:
         self.labels: dict[str, str] = {}
         self.sums: dict[str, list[int]] = {}
 
-    def add(self, side: int, group: Iterable[TypeCount]) -> None:
+    def add(self, side: int, group: Iterable[TypeCount], times: int = 1) -> None:
         for t in group:
             if t.key not in self.labels or t.label < self.labels[t.key]:
                 self.labels[t.key] = t.label
             acc = self.sums.setdefault(t.key, [0] * 6)
-            acc[3 * side] += t.tp
-            acc[3 * side + 1] += t.fp
-            acc[3 * side + 2] += t.fn
+            acc[3 * side] += t.tp * times
+            acc[3 * side + 1] += t.fp * times
+            acc[3 * side + 2] += t.fn * times
 
     def comparisons(self, kind: Literal["entity", "relationship"]) -> tuple[TypeComparison, ...]:
         rows = [
@@ -271,6 +271,9 @@ class PairedAccumulator:
         self.n = 0
         self.entity_types = _TypeSums()
         self.relationship_types = _TypeSums()
+        # per-type counts of stored items not summed yet: ids -> [(A ents, A rels, B ents,
+        # B rels), how many items had them]
+        self._typed: dict[tuple[int, ...], list[Any]] = {}
 
     def add(
         self,
@@ -290,13 +293,24 @@ class PairedAccumulator:
 
     def add_counts(self, a: StoredCounts, b: StoredCounts) -> None:
         """One item's stored counts in run A and in run B: the same as ``add`` of the scores
-        they were made from."""
+        they were made from. Per-type counts are tallied by value and summed once per distinct
+        value (``_flush``): items repeat each other's per-type counts a lot."""
         self.rows.extend(a.row)
         self.rows.extend(b.row)
         self.n += 1
-        for side, s in ((0, a), (1, b)):
-            self.entity_types.add(side, s.entity_types)
-            self.relationship_types.add(side, s.relationship_types)
+        groups = (a.entity_types, a.relationship_types, b.entity_types, b.relationship_types)
+        # by identity (decode_counts' memo shares the tuples of repeated counts): hashing the
+        # values would cost more than adding them; the entry holds the tuples, so ids stay valid
+        tally = self._typed.setdefault(tuple(map(id, groups)), [groups, 0])
+        tally[1] += 1
+
+    def _flush(self) -> None:
+        for (ents_a, rels_a, ents_b, rels_b), times in self._typed.values():
+            self.entity_types.add(0, ents_a, times)
+            self.relationship_types.add(0, rels_a, times)
+            self.entity_types.add(1, ents_b, times)
+            self.relationship_types.add(1, rels_b, times)
+        self._typed.clear()
 
     def matrices(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(A rows, B rows), each n × :data:`WIDTH`."""
@@ -307,6 +321,7 @@ class PairedAccumulator:
         self, *, resamples: int = 10_000, seed: int = 42, confidence: float = 0.95
     ) -> PairedComparison:
         a, b = self.matrices()
+        self._flush()
         return paired_compare_counts(
             a,
             b,

@@ -1,10 +1,12 @@
 """Bootstrap confidence intervals over items, vectorised with numpy.
 
-Items are resampled with replacement; each resample sums the items' integer counts and computes
-micro precision / recall / F1 from the sums (the same rule as the headline: a resample whose
-counts are all 0 gets the both-empty 1.0 only when it drew no failed item). Rows are put in a
-canonical order first, so the interval depends on the multiset of items, not on their order or
-ids. Percentile intervals (numpy's default linear interpolation).
+Items are resampled with replacement (a large run whose count rows repeat draws each
+resample's multiplicities of its distinct rows as one multinomial: the same distribution); each
+resample sums the items' integer counts and computes micro precision / recall / F1 from the
+sums (the same rule as the headline: a resample whose counts are all 0 gets the both-empty 1.0
+only when it drew no failed item). Rows are put in a canonical order first, so the interval
+depends on the multiset of items, not on their order or ids. Percentile intervals (numpy's
+default linear interpolation).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ _ROW_BY_ROW = 1_000
 # Up to this many distinct rows, draws are counted per distinct row (measured: faster below a
 # few hundred, slower above, where the extra gather costs more than the smaller product saves).
 _GROUPED = 256
+# With at least this many items per distinct row, a resample's multiplicities of the distinct
+# rows are drawn at once as a multinomial (k binomial draws, not n integer draws and a
+# bincount): at 100,000 items and a few hundred distinct rows, 20x less work per resample
+# (measured: a multinomial draw costs ~60 ns per row, an item draw and its count ~4 ns).
+_ITEMS_PER_ROW = 16
 
 
 def resample_weights(
@@ -56,18 +63,25 @@ def resampled_sums(matrix: NDArray[np.int64], *, resamples: int, seed: int) -> N
     dtype = np.float32 if bound < 2**24 else np.float64
     # Equal rows add up the same whichever of them is drawn: with few distinct rows (count
     # rows repeat a lot), count draws per distinct row: the same draws, the same integer sums.
-    distinct, group = np.unique(ordered, axis=0, return_inverse=True)
+    distinct, group, repeats = np.unique(ordered, axis=0, return_inverse=True, return_counts=True)
     group = np.asarray(group, dtype=np.intp).reshape(-1)
     n_groups = distinct.shape[0]
-    grouped = n_groups <= _GROUPED and n_groups < n_items
+    # Summing the multiplicities of a resample (multinomial: n draws, 1/n each item) over the
+    # items of each distinct row gives a multinomial over the distinct rows (n draws, each row
+    # with its share of the items): the same distribution, drawn in O(distinct rows).
+    multinomial = n_groups * _ITEMS_PER_ROW <= n_items
+    grouped = multinomial or (n_groups <= _GROUPED and n_groups < n_items)
     rows = (distinct if grouped else ordered).astype(dtype)
+    shares = repeats / repeats.sum()
     rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_CELLS // n_items)
+    chunk = max(1, _CHUNK_CELLS // (n_groups if multinomial else n_items))
     sums: list[NDArray[np.float64]] = []
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
-        if grouped:
+        if multinomial:
+            weights = rng.multinomial(n_items, shares, size=size).astype(dtype)
+        elif grouped:
             draws = group[rng.integers(0, n_items, size=(size, n_items))]
             draws += (np.arange(size) * n_groups)[:, None]
             counts = np.bincount(draws.ravel(), minlength=size * n_groups)

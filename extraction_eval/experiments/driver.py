@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import NamedTuple, Protocol
 
 from extraction_eval.backends.base import ResultStore
-from extraction_eval.backends.local import LocalStore
+from extraction_eval.backends.local import LocalStore, SQLiteResponseCache
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty
@@ -194,6 +194,10 @@ class Driver:
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
+        # the run's response cache: an item's writes are committed with its result
+        cache = getattr(prep.runner.pipeline, "cache", None)
+        cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
+        self._cache = cache if isinstance(cache, SQLiteResponseCache) else None
 
     # per item ---------------------------------------------------------------------------------
 
@@ -214,8 +218,16 @@ class Driver:
         if self.prep.budget is not None:
             self.prep.budget.add(result.usage)
         scored = self._scored.pop(result.item_id, None)
+        cache = self._cache
+        cache_rows = cache.take(result.item_id) if cache is not None else []
         try:
-            self.store.record_result(self.prep.run.id, result)
+            if cache_rows and isinstance(self.store, LocalStore):
+                # the item's cache writes join its result's transaction
+                self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
+            else:
+                self.store.record_result(self.prep.run.id, result)
+                if cache is not None and cache_rows:  # another result store: on their own
+                    cache.write(cache_rows)
         except Exception as exc:  # reported after the run; the other items go on
             self.write_errors.append(f"{result.item_id}: {one_line(exc)}")
         else:
@@ -279,6 +291,8 @@ class Driver:
                 yield
             status = STOPPED_BUDGET if self.stopped_by_budget else "finished"
         finally:
+            if self._cache is not None:
+                self._cache.flush()  # writes of items whose result was not stored
             if not (status != "finished" and discard_if_empty(self.store, prep)):
                 if self._fold.broken or status == "interrupted":  # an exception may have cut a
                     # fold short (a Ctrl-C lands anywhere): re-score everything stored

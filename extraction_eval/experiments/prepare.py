@@ -243,8 +243,12 @@ def plan(
     # --pipeline, --max-cost below the estimate) runs before the run record exists: a refused
     # setup leaves nothing behind.
     existing = check_reuse(store, config, record)
-    pipeline = make_pipeline(
-        config.pipeline, cache=store.cache(), prompt=prompt, tracer=tracer, provider=provider
+    pipeline = make_pipeline(  # the cache's writes go with each item's result (driver)
+        config.pipeline,
+        cache=store.cache(defer_writes=True),
+        prompt=prompt,
+        tracer=tracer,
+        provider=provider,
     )
     pricer = Pricer.for_config(config.pipeline)
     runner = ItemRunner(
@@ -267,7 +271,12 @@ def plan(
     cache = getattr(pipeline, "cache", None)  # as the run's cache mode has it (None: off)
 
     def cached(item: DatasetItem) -> bool:
-        return key_for is not None and cache is not None and cache.get(key_for(item)) is not None
+        if key_for is None or cache is None:
+            return False
+        contains = getattr(cache, "contains", None)  # the store's: remembers a miss for the
+        if contains is not None:  # item's own lookup, so the item does not read again
+            return bool(contains(key_for(item)))
+        return cache.get(key_for(item)) is not None
 
     # one pass over the items: the gold-confidence count over all, the estimate over the todo
     confidence = config.min_gold_confidence

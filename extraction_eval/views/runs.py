@@ -13,11 +13,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from extraction_eval.evaluators.severity import item_severity
 from extraction_eval.views.score_report import fmt_number, render_report
 from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
-    from extraction_eval.analysis.worst import WorstItem
+    from extraction_eval.analysis.worst import ItemsPage, WorstItem
     from extraction_eval.backends.local import RunRecord
     from extraction_eval.experiments.budget import CostEstimate
     from extraction_eval.experiments.config import RunConfig
@@ -214,8 +215,10 @@ def _failures_cell(result: ItemResult) -> Text:
 ROWS_PER_TABLE = 500
 
 
-def _display_order(r: ItemResult) -> tuple[bool, float, str]:
-    return (r.ok, score_value(r, "entity_f1") or 0.0, r.item_id)
+def _display_order(r: ItemResult) -> tuple[float, int, str]:
+    """Most severe first (``evaluators.severity``), as the store orders a page."""
+    severity, wrong = item_severity(r)
+    return (severity, -wrong, r.item_id)
 
 
 def render_run_items(
@@ -226,12 +229,13 @@ def render_run_items(
     category: str | None = None,
     total: int | None = None,
 ) -> None:
-    """Per-item table, failing items first, then the weakest entity F1; then each item's
-    trace (the LangFuse URL when there is one), one per line so a URL is never cut.
+    """Per-item table (``runs show --all``), most severe first (``evaluators.severity``);
+    then each item's trace (the LangFuse URL when there is one), one per line so a URL is
+    never cut.
 
     Up to ``ROWS_PER_TABLE`` items (or any number when ``total`` is not given) are one table,
     in whatever order they come. A stream of a longer run, with its ``total``, must already be
-    in that order (``store.iter_results(order_by="failing_first")``): it prints as tables of
+    in that order (``store.iter_results(order_by="severity")``): it prints as tables of
     ``ROWS_PER_TABLE`` rows, so only one table's rows are ever held."""
     scope = f" with category {category}" if category else ""
     prompt = prompt_summary(run.config)
@@ -255,16 +259,98 @@ def render_run_items(
             )
             print_table(console, table)
             title, chunk = "", after
+    _print_traces(traced, console)
+
+    summary = run.summary or {}
+    cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
+    console.print(f"cost USD: {cost}", highlight=False, soft_wrap=True)
+
+
+def _f1_line(report: dict[str, Any], kind: str) -> str:
+    """``P / R / F1 [CI]`` of ``entities`` or ``relationships`` from a stored run report."""
+    block = report.get(kind) or {}
+    if block.get("f1") is None:
+        return "-"
+    metric = "entity_f1" if kind == "entities" else "relationship_f1"
+    ci = (report.get("ci") or {}).get(metric) or {}
+    text = f"P {_fmt(block.get('precision'), 3)} / R {_fmt(block.get('recall'), 3)}"
+    text += f" / F1 {_fmt(block.get('f1'), 3)}"
+    if ci.get("low") is not None and ci.get("high") is not None:
+        text += f" [{_fmt(ci['low'], 3)}, {_fmt(ci['high'], 3)}]"
+    return text
+
+
+def render_run_header(run: RunRecord, console: Console, *, failing: int | None = None) -> None:
+    """``runs show``'s first lines: what the run was and its stored summary (never its rows)."""
+    summary = run.summary or {}
+    report = summary.get("report") or {}
+    facts = Table(
+        title=f"run {run.name!r} on {run.dataset!r} — {run.config.get('model')}",
+        title_justify="left",
+        show_header=False,
+        box=None,
+    )
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("status", f"{run.status} (started {run.started_at[:16].replace('T', ' ')})")
+    if summary:
+        line = f"{_fmt(summary.get('items'))} of {_fmt(summary.get('expected_items'))}"
+        line += f"; {_fmt(summary.get('errors'))} errored"
+        facts.add_row("items", line)
+    if failing is not None:
+        facts.add_row("failing items", str(failing))
+    if report:
+        facts.add_row("entities", _f1_line(report, "entities"))
+        facts.add_row("relationships", _f1_line(report, "relationships"))
+    if summary.get("latency_p50_ms") is not None:
+        facts.add_row(
+            "latency p50 / p95 ms",
+            f"{_fmt(summary.get('latency_p50_ms'), 1)} / {_fmt(summary.get('latency_p95_ms'), 1)}",
+        )
+    if summary:
+        cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
+        facts.add_row("cost USD", cost)
+    print_table(console, facts)
+    if prompt := prompt_summary(run.config):  # one line of its own: never cut
+        console.print(f"prompt: {prompt}", highlight=False, markup=False, soft_wrap=True)
+
+
+def render_run_page(
+    run: RunRecord, page: ItemsPage, console: Console, *, category: str | None = None
+) -> None:
+    """``runs show``: the header, one page of items most severe first, and how to see more."""
+    render_run_header(run, console, failing=None if category else page.failing)
+    scope = f" with category {category}" if category else ""
+    if not page.results:
+        console.print(
+            f"no items{scope} on page {page.page} ({page.total} items, {page.pages} pages)",
+            highlight=False,
+        )
+        return
+    last = page.first + len(page.results) - 1
+    title = (
+        f"items {page.first}–{last} of {page.total}{scope}, most severe first"
+        f" (page {page.page} of {page.pages})"
+    )
+    traced: list[tuple[str, str, bool]] = []
+    print_table(console, _items_table(page.results, title=title, caption=None, traced=traced))
+    _print_traces(traced, console)
+    if page.page < page.pages:
+        console.print(
+            f"{page.total - last} more: --page {page.page + 1} for the next {page.limit},"
+            " --limit N for longer pages, --all for every item",
+            style="dim",
+            highlight=False,
+        )
+
+
+def _print_traces(traced: list[tuple[str, str, bool]], console: Console) -> None:
     if traced:
         console.print(Text("traces", style="bold"))
         for item_id, target, is_url in traced:
             line = Text(f"  {item_id}  ")
             line.append(target, style=f"link {target}" if is_url else "")
             console.print(line, soft_wrap=True)
-
-    summary = run.summary or {}
-    cost = cost_text(summary.get("cost_usd"), summary.get("unpriced_items") or 0, run.config)
-    console.print(f"cost USD: {cost}", highlight=False, soft_wrap=True)
 
 
 def _items_table(
@@ -352,15 +438,17 @@ def render_worst(
     console: Console,
     *,
     category: str | None = None,
+    first: int = 1,
 ) -> None:
-    """``runs show --worst``: failing items, most severe first (``analysis.worst``)."""
+    """``runs show --worst``: failing items, most severe first (``analysis.worst``);
+    ``first`` is the rank of the first row (a later ``--page``)."""
     scope = f" with category {category}" if category else ""
     if not rows:
         console.print(f"run {run.name!r} on {run.dataset!r}: no failing items{scope}")
         return
     title = f"run {run.name!r} on {run.dataset!r}: {len(rows)} worst items{scope}"
     table = _worst_table(rows, title=title, first_col="#")
-    for rank, w in enumerate(rows, 1):
+    for rank, w in enumerate(rows, first):
         table.add_row(str(rank), *_worst_cells(w))
     print_table(console, table)
     _print_links(((w.item_id, w) for w in rows), console)

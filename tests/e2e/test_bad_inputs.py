@@ -126,7 +126,9 @@ CASES: list[tuple[str, list[str], str]] = [
     (EE, ["runs", "show", "x", "--worst", "--category", "nosuchcategory"], "--category"),
     (EE, ["runs", "show", "x", "--worst", "--limit", "0"], "--limit"),
     (EE, ["runs", "show", "x", "--worst", "--limit", "many"], "--limit"),
-    (EE, ["runs", "show", "x", "--limit", "3"], "--limit"),
+    (EE, ["runs", "show", "x", "--page", "0"], "--page"),
+    (EE, ["runs", "show", "x", "--all", "--page", "2"], "--all"),
+    (EE, ["runs", "show", "x", "--all", "--worst"], "--all"),
     (EE, ["runs", "show", "x", "--by-category"], "--by-category"),
     (EE, ["runs", "show", "x", "--worst", "--by-category", "--category", "missed"], "--by-"),
     (EE, ["run", "--shard", "0/2"], "--shard"),  # shards are numbered from 1

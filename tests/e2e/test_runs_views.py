@@ -143,7 +143,7 @@ def test_runs_show_category_lists_only_items_with_that_category() -> None:
     assert expected and others
     code, out, err = _invoke("runs", "show", "cat", "--category", "wrong_type")
     assert code == 0, err
-    assert f"{len(expected)} items with category wrong_type" in out
+    assert f"of {len(expected)} with category wrong_type" in out
     assert all(i in out for i in expected) and not any(i in out for i in others)
     code, out, err = _invoke("runs", "show", "cat", "--category", "missed")
     assert code == 0 and all(i in out for i in expected)

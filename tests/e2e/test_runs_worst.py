@@ -112,7 +112,50 @@ def test_by_category_prints_each_categorys_worst_item(failing_run: str) -> None:
     }
 
 
-def test_worst_options_without_worst_are_refused(failing_run: str) -> None:
-    for extra in (["--by-category"], ["--limit", "3"]):
-        code, out, err = _show(failing_run, *extra)
-        assert code == 2 and "needs --worst" in err and out == ""
+def test_by_category_without_worst_is_refused(failing_run: str) -> None:
+    code, out, err = _show(failing_run, "--by-category")
+    assert code == 2 and "needs --worst" in err and out == ""
+
+
+def test_show_pages_items_most_severe_first_with_the_run_summary(failing_run: str) -> None:
+    """Without options: the summary and one page, in the severity order --worst uses (clean
+    items last); --limit sizes the page, --page moves it, --all prints every item."""
+    code, out, err = _show(failing_run, "--limit", "3")
+    assert code == 0, err
+    assert "failing items" in out and "entities" in out and "relationships" in out
+    assert "items 1–3 of 7, most severe first (page 1 of 3)" in out
+    assert _order(out, ALL_IDS) == WORST_ORDER[:3]
+    assert "--page 2 for the next 3" in out
+    code, out, err = _show(failing_run, "--limit", "3", "--page", "2")
+    assert code == 0, err
+    assert _order(out, ALL_IDS) == [*WORST_ORDER[3:5], "sample-003"]
+    assert "items 4–6 of 7" in out
+    code, out, err = _show(failing_run, "--all")
+    assert code == 0, err
+    assert _order(out, ALL_IDS) == [*WORST_ORDER, "sample-003", "sample-006"]
+    code, out, err = _show(failing_run, "--worst", "--limit", "2", "--page", "2")
+    assert code == 0, err
+    assert _order(out, ALL_IDS) == WORST_ORDER[2:4]
+
+
+def test_show_reads_only_its_page_from_the_store(
+    failing_run: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page is ordered and cut in SQL: only the page's rows are turned into results."""
+    from extraction_eval.backends.local import runs as runs_table
+
+    built: list[str] = []
+    original = runs_table._item_result
+
+    def counting(row, scores, tags):  # type: ignore[no-untyped-def]
+        built.append(row["item_id"])
+        return original(row, scores, tags)
+
+    monkeypatch.setattr(runs_table, "_item_result", counting)
+    code, _, err = _show(failing_run, "--limit", "2")
+    assert code == 0, err
+    assert built == WORST_ORDER[:2]
+    built.clear()
+    code, _, err = _show(failing_run, "--worst", "--limit", "1")
+    assert code == 0, err
+    assert built == WORST_ORDER[:1]

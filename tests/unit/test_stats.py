@@ -7,6 +7,7 @@ import pytest
 from numpy.typing import NDArray
 
 from extraction_eval.evaluators import ScoringConfig, aggregate, bootstrap_prf, score_item
+from extraction_eval.evaluators import stats as stats_module
 from extraction_eval.evaluators.stats import resample_weights
 from extraction_eval.types import Entity, Extraction
 
@@ -128,6 +129,8 @@ def test_resampled_sums_are_the_weights_times_the_rows_whether_rows_repeat_or_no
 ) -> None:
     # draws are counted per distinct row when rows repeat (few distinct rows) and per item
     # otherwise: both give exactly the item-weights product on the same draws, chunk by chunk
+    # (here with the multinomial draw of many repeated rows turned off: see the test below)
+    monkeypatch.setattr(stats_module, "_ITEMS_PER_ROW", 10**9)
     from extraction_eval.evaluators import stats
 
     monkeypatch.setattr(stats, "_CHUNK_CELLS", 6000 * 40)  # several chunks
@@ -138,3 +141,41 @@ def test_resampled_sums_are_the_weights_times_the_rows_whether_rows_repeat_or_no
     draw = np.random.default_rng(9)
     weights = np.concatenate([resample_weights(6000, size, draw) for size in (40, 40, 20)])
     assert np.array_equal(sums, (weights.astype(np.int64) @ ordered).astype(np.float64))
+
+
+def test_many_repeated_rows_are_resampled_as_a_multinomial_over_the_distinct_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """100,000 items with 40 distinct rows: every resample still draws n items (a column of
+    ones sums to n), the sums depend on the multiset only, their mean is n times the mean row
+    and their spread is the item bootstrap's; and no (resamples x items) weights are made."""
+    rng = np.random.default_rng(5)
+    n = 100_000
+    matrix = np.column_stack(
+        [np.ones(n, dtype=np.int64), rng.integers(0, 5, n), rng.integers(0, 8, n) % 3]
+    )
+    assert np.unique(matrix, axis=0).shape[0] * stats_module._ITEMS_PER_ROW <= n
+
+    real_rng = np.random.default_rng
+
+    class NoItemDraws:  # the generator, refusing a draw of one index per item
+        def __init__(self, seed: int) -> None:
+            self.rng = real_rng(seed)
+
+        def integers(self, *a: object, size: tuple[int, int], **k: object) -> object:
+            assert size[1] < n, "item-level draws: O(resamples x items)"
+            return self.rng.integers(*a, size=size, **k)  # type: ignore[call-overload]
+
+        def multinomial(self, *a: object, **k: object) -> object:
+            return self.rng.multinomial(*a, **k)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(stats_module.np.random, "default_rng", NoItemDraws)
+    sums = stats_module.resampled_sums(matrix, resamples=4000, seed=3)
+    assert sums.shape == (4000, 3)
+    assert (sums[:, 0] == n).all()
+    shuffled = stats_module.resampled_sums(rng.permutation(matrix), resamples=4000, seed=3)
+    assert np.array_equal(sums, shuffled)
+    mean_row, sd_row = matrix.mean(axis=0), matrix.std(axis=0)
+    assert np.allclose(sums[:, 1:].mean(axis=0), n * mean_row[1:], rtol=1e-3)
+    # the bootstrap standard error of a sum of n iid rows is sqrt(n) * sd
+    assert np.allclose(sums[:, 1:].std(axis=0), np.sqrt(n) * sd_row[1:], rtol=0.06)

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterable
+
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
 from extraction_eval.llm.base import Completion
+from extraction_eval.llm.context import current_item_id
 from extraction_eval.types import Usage
+
+CacheRow = tuple[str, Completion]  # (key, completion)
 
 
 class CacheTables(StoreConnection):
     """The ``response_cache`` table; ``cache()`` hands it to pipelines as a ``ResponseCache``."""
 
-    def cache(self) -> SQLiteResponseCache:
-        return SQLiteResponseCache(self)
+    def cache(self, *, defer_writes: bool = False) -> SQLiteResponseCache:
+        """``defer_writes``: a run's cache, whose writes wait for the item's result and are
+        committed with it (``record_result(..., cache_rows=cache.take(item_id))``)."""
+        return SQLiteResponseCache(self, defer_writes=defer_writes)
 
     def _cache_get(self, key: str) -> Completion | None:
         with self._statement() as conn:
@@ -24,29 +32,81 @@ class CacheTables(StoreConnection):
             text=row["text"], model=row["model"], usage=Usage.model_validate_json(row["usage"])
         )
 
+    def _cache_has(self, key: str) -> bool:
+        with self._statement() as conn:
+            row = conn.execute("SELECT 1 FROM response_cache WHERE key = ?", (key,)).fetchone()
+        return row is not None
+
     def _cache_put(self, key: str, completion: Completion) -> None:
         with self._statement() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO response_cache (key, text, model, usage, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (
-                    key,
-                    completion.text,
-                    completion.model,
-                    _dumps(completion.usage.model_dump(mode="json")),
-                    _now(),
-                ),
-            )
+            write_cache_rows(conn, [(key, completion)])
+
+    def _cache_put_many(self, rows: list[CacheRow]) -> None:
+        if rows:
+            with self._tx(write=True) as conn:
+                write_cache_rows(conn, rows)
+
+
+def write_cache_rows(conn: sqlite3.Connection, rows: Iterable[CacheRow]) -> None:
+    """Store completions under their keys (a key already there is replaced)."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO response_cache (key, text, model, usage, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [
+            (key, c.text, c.model, _dumps(c.usage.model_dump(mode="json")), _now())
+            for key, c in rows
+        ],
+    )
 
 
 class SQLiteResponseCache:
-    """The ``ResponseCache`` protocol over the store's ``response_cache`` table."""
+    """The ``ResponseCache`` protocol over the store's ``response_cache`` table.
 
-    def __init__(self, store: CacheTables) -> None:
+    Per item of a run it costs one read and no transaction of its own: ``contains`` (the cost
+    estimate's question, asked before the run) remembers the keys it did not find, so the
+    item's ``get`` of such a key answers "no" without reading again; with ``defer_writes`` a
+    ``put`` made for an item (``llm.context``) waits for the item's result and is written in
+    the result's transaction (``take``), the rest with ``flush``.
+    """
+
+    def __init__(self, store: CacheTables, *, defer_writes: bool = False) -> None:
         self._store = store
+        self._defer = defer_writes
+        self._missing: set[str] = set()  # keys ``contains`` did not find, until their ``get``
+        self._pending: dict[str, list[CacheRow]] = {}  # item id -> its deferred writes
 
     def get(self, key: str) -> Completion | None:
+        if key in self._missing:
+            self._missing.discard(key)
+            return None
         return self._store._cache_get(key)
 
+    def contains(self, key: str) -> bool:
+        """Whether ``key`` is cached; a key that is not is remembered for its next ``get``
+        (a writer in between only means one model call that could have been saved)."""
+        if self._store._cache_has(key):
+            return True
+        self._missing.add(key)
+        return False
+
     def put(self, key: str, completion: Completion) -> None:
-        self._store._cache_put(key, completion)
+        item_id = current_item_id.get() if self._defer else None
+        if item_id is None:
+            self._store._cache_put(key, completion)
+        else:
+            self._pending.setdefault(item_id, []).append((key, completion))
+
+    def take(self, item_id: str) -> list[CacheRow]:
+        """The item's deferred writes, for its result's transaction (none: ``[]``)."""
+        return self._pending.pop(item_id, [])
+
+    def write(self, rows: list[CacheRow]) -> None:
+        """Write ``rows`` now, in one transaction of their own."""
+        self._store._cache_put_many(rows)
+
+    def flush(self) -> None:
+        """Write the deferred writes no result took (an item whose result was not stored)."""
+        rows = [row for rows in self._pending.values() for row in rows]
+        self._pending.clear()
+        self._missing.clear()
+        self._store._cache_put_many(rows)

@@ -293,6 +293,33 @@ def m009_item_position_index(conn: sqlite3.Connection) -> None:
     _exec(conn, "CREATE INDEX items_position ON items(dataset_id, position)")
 
 
+@migration
+def m010_result_severity(conn: sqlite3.Connection) -> None:
+    """Each result's severity (``evaluators.severity``): its combined F1 (-1 when it errored)
+    and its count of wrong objects, indexed per run, so ``runs show`` and ``--worst`` read one
+    page in that order instead of sorting every row. Rows stored before are filled here."""
+    _exec(
+        conn,
+        """
+        ALTER TABLE results ADD COLUMN severity REAL NOT NULL DEFAULT 0;
+        ALTER TABLE results ADD COLUMN wrong_objects INTEGER NOT NULL DEFAULT 0;
+        UPDATE results SET
+            severity = CASE WHEN error IS NOT NULL THEN -1.0 ELSE COALESCE(
+                (SELECT AVG(f1) FROM (
+                    SELECT (SELECT s.value_num FROM scores s WHERE s.run_id = results.run_id
+                            AND s.item_id = results.item_id AND s.name = n.name
+                            AND s.value_str IS NULL AND s.data_type != 'BOOLEAN'
+                            ORDER BY s.id LIMIT 1) AS f1
+                    FROM (SELECT 'entity_f1' AS name UNION ALL SELECT 'relationship_f1') n
+                )), 0.0) END,
+            wrong_objects = (SELECT COUNT(*) FROM result_taxonomy t
+                             WHERE t.run_id = results.run_id AND t.item_id = results.item_id);
+        CREATE INDEX results_severity
+            ON results(run_id, severity, wrong_objects DESC, item_id)
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)

@@ -9,9 +9,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from extraction_eval.backends.base import RunRecord
+from extraction_eval.backends.local.cache import CacheRow, write_cache_rows
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _loads, _now
 from extraction_eval.datasets.jsonl import extraction_payload
 from extraction_eval.errors import NotFoundError, UsageError
+from extraction_eval.evaluators.severity import item_severity
 from extraction_eval.types import (
     Extraction,
     ItemResult,
@@ -136,9 +138,12 @@ class RunTables(StoreConnection):
             cur = conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))  # scores cascade
             return cur.rowcount > 0
 
-    def record_result(self, run_id: int, result: ItemResult) -> None:
+    def record_result(
+        self, run_id: int, result: ItemResult, *, cache_rows: Sequence[CacheRow] = ()
+    ) -> None:
         """Upsert the item's row and replace its item-level scores and failure taxonomy, all
-        in one transaction, then commit at once."""
+        in one transaction, then commit at once; ``cache_rows`` (the item's response-cache
+        writes, ``SQLiteResponseCache.take``) go in the same transaction."""
         with self._tx(write=True) as conn:
             try:
                 _write_result(conn, run_id, result)
@@ -146,6 +151,8 @@ class RunTables(StoreConnection):
                 if "FOREIGN KEY" in str(exc):
                     raise NotFoundError(f"run id {run_id} not found in the local store") from exc
                 raise
+            if cache_rows:
+                write_cache_rows(conn, cache_rows)
 
     def result_ids(self, run_id: int) -> list[str]:
         """The ids of the items the run has a result for, in the order first recorded."""
@@ -222,9 +229,10 @@ class RunTables(StoreConnection):
         """``results`` as a stream, ``batch_size`` items read at a time, so a 100,000-item run
         is never in memory at once (only its item ids are).
 
-        ``order_by``: ``recorded`` (as first recorded), ``item_id``, or ``failing_first``
-        (errored items, then by entity F1 ascending, then item id: the order ``runs show``
-        prints). The ids are fixed when this is called (the run must exist then); each batch is
+        ``order_by``: ``recorded`` (as first recorded), ``item_id``, ``failing_first``
+        (errored items, then by entity F1 ascending, then item id), or ``severity`` (most
+        severe first, ``evaluators.severity``: the order ``runs show`` prints). The ids are
+        fixed when this is called (the run must exist then); each batch is
         its own short read transaction, so a runner writing meanwhile is not held up, and the
         other store methods can be called between two items.
         """
@@ -380,8 +388,9 @@ class RunTables(StoreConnection):
 _UPSERT_RESULT = """
 INSERT INTO results (run_id, item_id, output, error, error_kind, raw_output, attempts,
                      latency_ms, tokens_in, tokens_out, cost_usd, cache_hit, trace_id,
-                     trace_url, taxonomy_recorded, finished_at, counts)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     trace_url, taxonomy_recorded, finished_at, counts, severity,
+                     wrong_objects)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, item_id) DO UPDATE SET
     output = excluded.output, error = excluded.error, error_kind = excluded.error_kind,
     raw_output = excluded.raw_output, attempts = excluded.attempts,
@@ -389,16 +398,19 @@ ON CONFLICT (run_id, item_id) DO UPDATE SET
     tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd,
     cache_hit = excluded.cache_hit, trace_id = excluded.trace_id,
     trace_url = excluded.trace_url, taxonomy_recorded = excluded.taxonomy_recorded,
-    finished_at = excluded.finished_at, counts = excluded.counts
+    finished_at = excluded.finished_at, counts = excluded.counts,
+    severity = excluded.severity, wrong_objects = excluded.wrong_objects
 """
 
 
-ResultOrder = Literal["recorded", "item_id", "failing_first"]
+ResultOrder = Literal["recorded", "item_id", "failing_first", "severity"]
 
-# ORDER BY for ``iter_results``; ``failing_first`` is (ok, entity F1 or 0, item id) ascending.
+# ORDER BY for ``iter_results``; ``failing_first`` is (ok, entity F1 or 0, item id) ascending;
+# ``severity`` is ``evaluators.severity``'s order, on the stored columns and their index.
 _RESULT_ORDER: dict[str, str] = {
     "recorded": "r.rowid",
     "item_id": "r.item_id",
+    "severity": "r.severity, r.wrong_objects DESC, r.item_id",
     "failing_first": (
         "r.error IS NULL, COALESCE((SELECT s.value_num FROM scores s WHERE s.run_id = r.run_id"
         " AND s.item_id = r.item_id AND s.name = 'entity_f1' AND s.value_str IS NULL"
@@ -462,6 +474,7 @@ def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> 
         int(result.taxonomy is not None),
         _now(),
         result.counts,
+        *item_severity(result),
     )
     conn.execute(_UPSERT_RESULT, row)
     conn.execute("DELETE FROM scores WHERE run_id = ? AND item_id = ?", (run_id, result.item_id))

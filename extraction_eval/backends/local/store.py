@@ -1,8 +1,8 @@
 """``LocalStore``: the table families put together over one connection, plus sample seeding.
 
-Each family (``datasets``, ``runs``, ``prompts``, ``cache``, ``gold``, ``batches``) is a
-mixin over the one ``StoreConnection`` (``connection``), so call sites keep one object:
-``store.results(run_id)``.
+Each family (``datasets``, ``runs`` and its ``pages``, ``prompts``, ``cache``, ``gold``,
+``batches``) is a mixin over the one ``StoreConnection`` (``connection``), so call sites keep
+one object: ``store.results(run_id)``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from extraction_eval.backends.local.batches import BatchTables
 from extraction_eval.backends.local.cache import CacheTables
 from extraction_eval.backends.local.datasets import DatasetTables, _dataset_row
 from extraction_eval.backends.local.gold import GoldTables
+from extraction_eval.backends.local.pages import ResultPages
 from extraction_eval.backends.local.prompts import PromptTables
 from extraction_eval.backends.local.report_rows import ReportRowTables
-from extraction_eval.backends.local.runs import RunTables
 
 __all__ = ["SAMPLE_DATASET", "LocalStore", "default_home", "default_store_path"]
 
@@ -40,7 +40,7 @@ def default_store_path() -> Path:
 
 class LocalStore(
     DatasetTables,
-    RunTables,
+    ResultPages,
     ReportRowTables,
     PromptTables,
     CacheTables,

@@ -1,0 +1,90 @@
+"""The response cache on a run's per-item hot path, watched statement by statement on the
+store's own SQLite connection: one read of the cache per item (the cost estimate's question;
+the item's own lookup of a key it did not find reads nothing), and each item's cache write is
+committed in its result's transaction, not in one of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.experiments.config import RunConfig
+from extraction_eval.experiments.run import run_experiment
+from extraction_eval.pipeline.base import PipelineConfig
+
+ITEMS = 6
+
+
+@pytest.fixture
+def traced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LocalStore, list[str]]:
+    script = {"default": {"entities": [{"name": "Ada", "type": "person"}], "relationships": []}}
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    monkeypatch.setenv("EXTRACTION_EVAL_FAKE_SCRIPT", str(path))
+    store = LocalStore(tmp_path / "store.db")
+    statements: list[str] = []
+    assert store._conn is not None
+    store._conn.set_trace_callback(lambda sql: statements.append(" ".join(sql.split())))
+    return store, statements
+
+
+def _run(store: LocalStore, name: str) -> None:
+    config = RunConfig(
+        dataset="extraction-eval",
+        name=name,
+        pipeline=PipelineConfig(model="fake:hot"),
+        limit=ITEMS,
+        concurrency=2,
+    )
+    outcome = run_experiment(config, store=store)
+    assert len(outcome.results) == ITEMS and outcome.summary.errors == 0
+
+
+def _transactions(statements: list[str]) -> list[list[str]]:
+    """Statements grouped by transaction; a statement outside BEGIN..COMMIT is its own."""
+    out: list[list[str]] = []
+    current: list[str] | None = None
+    for sql in statements:
+        if sql.startswith("BEGIN"):
+            current = []
+        elif sql in ("COMMIT", "ROLLBACK"):
+            if current is not None:
+                out.append(current)
+            current = None
+        elif current is not None:
+            current.append(sql)
+        else:
+            out.append([sql])
+    return out
+
+
+def test_each_cache_write_joins_its_results_transaction(
+    traced: tuple[LocalStore, list[str]],
+) -> None:
+    store, statements = traced
+    _run(store, "hot-1")
+    writes = [tx for tx in _transactions(statements) if any("INTO response_cache" in s for s in tx)]
+    assert len(writes) == ITEMS  # one per item: every answer was new
+    for tx in writes:
+        assert any(s.startswith("INSERT INTO results") for s in tx), tx
+
+
+def test_the_cache_is_read_once_per_item(traced: tuple[LocalStore, list[str]]) -> None:
+    store, statements = traced
+    _run(store, "hot-2")
+    reads = [s for s in statements if s.startswith("SELECT") and "FROM response_cache" in s]
+    assert len(reads) == ITEMS, reads  # the estimate asked; the items did not ask again
+    statements.clear()
+    _run(store, "hot-3")  # every answer cached now: the items read their answers
+    hits = [s for s in statements if "SELECT text, model, usage FROM response_cache" in s]
+    assert len(hits) == ITEMS
+    with store._tx(write=False) as conn:
+        cached = conn.execute("SELECT COUNT(*) FROM response_cache").fetchone()[0]
+        answered = conn.execute(
+            "SELECT COUNT(*) FROM results r JOIN runs ON runs.id = r.run_id"
+            " WHERE runs.name = 'hot-3' AND r.cache_hit = 1"
+        ).fetchone()[0]
+    assert cached == ITEMS and answered == ITEMS
