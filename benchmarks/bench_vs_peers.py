@@ -161,16 +161,18 @@ def openai_client(url: str, transport: str = "httpx") -> Any:
 
 
 def time_calls(module: Any, name: str) -> list[float]:
-    """Wrap ``module.name`` so every call adds its wall time to the returned one-item list."""
-    spent = [0.0]
+    """Wrap ``module.name`` so every call adds its wall time to the returned list's first
+    item, and this process's CPU time (all threads) to its second."""
+    spent = [0.0, 0.0]
     original = getattr(module, name)
 
     def timed(*a: Any, **k: Any) -> Any:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         try:
             return original(*a, **k)
         finally:
             spent[0] += time.perf_counter() - t
+            spent[1] += time.process_time() - c
 
     setattr(module, name, timed)
     return spent
@@ -231,7 +233,7 @@ def mode_b(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.experiments.run import run_experiment
 
     config = _our_config(args, "langfuse")
-    verify = time_calls(langfuse_mode, "verify_run")
+    verify = time_calls(langfuse_mode, "check_run")  # the read-back, with any re-post
     with Timed() as t:
         outcome = run_experiment(config, store=LocalStore(seed=False))
     return {
@@ -239,6 +241,7 @@ def mode_b(args: argparse.Namespace) -> dict[str, Any]:
         "cpu": t.cpu,
         "wall_no_readback": t.wall - verify[0],
         "readback": verify[0],
+        "readback_cpu": verify[1],
         "results": len(outcome.results),
         "cache_hits": sum(r.cache_hit for r in outcome.results),
         "errors": outcome.summary.errors,
@@ -571,6 +574,7 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
         extra = (
             f"  without read-back {f['wall_no_readback']:.2f}s"
             f" ({f['wall_no_readback'] / ideal:.2f}x); read-back {f['readback']:.2f}s"
+            f" (cpu {f.get('readback_cpu', 0.0):.2f}s)"
         )
     errors = "" if f.get("errors") is None else f" errors={f['errors']}"
     if f.get("cache_hits"):

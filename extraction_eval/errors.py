@@ -54,11 +54,15 @@ class ProviderError(ExtractionEvalError):
         retryable: bool = False,
         retry_after: float | None = None,
         attempts: int = 1,
+        invalid_request: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
         self.attempts = attempts  # model calls made before giving up (set by the retry policy)
+        # the server refused the request itself (400/422, or a 500 saying the body is invalid):
+        # sending it again cannot help; a response-format probe moves on to the next format
+        self.invalid_request = invalid_request
 
 
 class SchemaFailure(ExtractionEvalError):

@@ -93,6 +93,22 @@ class Schema(_Frozen):
     relationship_types: list[str] = Field(default_factory=list)
     attributes: AttributeDeclarations = Field(default_factory=dict)
     relationship_attributes: AttributeDeclarations = Field(default_factory=dict)
+    # gold label -> the label the pipeline is asked for and scored with (entity and
+    # relationship types alike); a label not named here keeps its name
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _label_map(cls, value: dict[str, str]) -> dict[str, str]:
+        seen: dict[str, str] = {}
+        for gold, asked in value.items():
+            if not gold.strip() or not asked.strip():
+                raise ValueError(f"labels: {gold!r} -> {asked!r}: labels must be non-empty")
+            key = _type_key(gold)
+            if key in seen:
+                raise ValueError(f"labels: {gold!r} and {seen[key]!r} are the same label")
+            seen[key] = gold
+        return value
 
     @field_validator("attributes")
     @classmethod
@@ -121,10 +137,44 @@ class Schema(_Frozen):
         # A schema without declarations serialises as before they existed: stored items,
         # exports, content hashes and cache keys of existing datasets do not change.
         out: dict[str, Any] = handler(self)
-        for key in ("attributes", "relationship_attributes"):
+        for key in ("attributes", "relationship_attributes", "labels"):
             if not out.get(key):
                 out.pop(key, None)
         return out
+
+    def map_label(self, label: str) -> str:
+        """The label the pipeline is asked for in place of gold's ``label`` (compared as types
+        are: casefolded, spaces collapsed); an unmapped label keeps its name."""
+        if not self.labels:
+            return label
+        wanted = _type_key(label)
+        for gold, asked in self.labels.items():
+            if _type_key(gold) == wanted:
+                return asked
+        return label
+
+    def asked(self) -> Schema:
+        """The schema as the pipeline is asked it: types (and the types attributes are
+        declared for) mapped through ``labels``, and no ``labels`` left. Without labels: self."""
+        if not self.labels:
+            return self
+
+        def types(names: list[str]) -> list[str]:
+            out: list[str] = []
+            for name in names:
+                mapped = self.map_label(name)
+                if _type_key(mapped) not in {_type_key(t) for t in out}:
+                    out.append(mapped)
+            return out
+
+        return Schema(
+            entity_types=types(self.entity_types),
+            relationship_types=types(self.relationship_types),
+            attributes={self.map_label(t): k for t, k in self.attributes.items()},
+            relationship_attributes={
+                self.map_label(t): k for t, k in self.relationship_attributes.items()
+            },
+        )
 
     @property
     def has_attributes(self) -> bool:

@@ -20,8 +20,9 @@ from typing import Any
 from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
-from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators import ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
+from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int
 
@@ -73,14 +74,15 @@ def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetIt
 
 
 def _diff(item: DatasetItem, ra: ItemResult, rb: ItemResult, config: ScoringConfig) -> ItemDiff:
+    pa, pb = _prediction(ra), _prediction(rb)
     return diff_item(
         item_id=item.id,
         text=item.text,
-        gold=item.expected,
-        pred_a=_prediction(ra),
-        pred_b=_prediction(rb),
+        gold=scored_gold(item),
+        pred_a=pa,
+        pred_b=pb,
         config=config,
-        schema=item.schema_,
+        scores=(score_dataset_item(item, pa, config), score_dataset_item(item, pb, config)),
     )
 
 

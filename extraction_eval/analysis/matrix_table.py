@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.evaluators import ContextIndex, ScoringConfig
+from extraction_eval.evaluators import ContextIndex, GoldView, ScoringConfig
 from extraction_eval.evaluators.counts import WIDTH as PAIRED_WIDTH
 from extraction_eval.evaluators.counts import item_row
 from extraction_eval.evaluators.paired import PairedComparison, paired_compare_counts
@@ -221,15 +221,14 @@ def _count_rows(
     """The run's per-item count rows (``counts.item_row``) in dataset order, re-scored from
     the stored results as ``finalize`` does (against the gold the run trusted, with
     ``--min-gold-confidence``), and which items have a result."""
-    trust = run.config.get("min_gold_confidence")
-    trusted = float(trust) if isinstance(trust, (int, float)) else None
+    view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
     index = {item.id: i for i, item in enumerate(items)}
     matrix = np.zeros((len(items), PAIRED_WIDTH), dtype=np.int64)
     present = np.zeros(len(items), dtype=np.bool_)
     for result in _stored(store, run, [item.id for item in items]):
         i = index[result.item_id]
         item = items[i]
-        score = rescore(item, result.output, scoring, context, trusted)
+        score = rescore(item, result.output, scoring, context, view=view)
         matrix[i] = item_row(score, schema_failure=result.error_kind == "schema")
         present[i] = True
     return matrix, present

@@ -22,9 +22,10 @@ from extraction_eval.analysis.diff import DiffFold, RunDiff
 from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.counts import StoredCounts, counts_key, decode_counts, item_row
 from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
+from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.paired import (
     GateFailure,
     PairedAccumulator,
@@ -32,7 +33,6 @@ from extraction_eval.evaluators.paired import (
     check_tolerances,
     regression_gate,
 )
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.limits import MAX_RESAMPLES
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_int
@@ -335,8 +335,8 @@ def _one_pass(
     """Both runs read once by item id: stored counts where valid, re-scoring elsewhere; with
     ``fold``, items whose outputs differ are diffed too (sharing the scores)."""
     in_gold = set(store.item_ids(a.dataset, version=a.dataset_version))
-    floor = gold_floor(a.config)  # A's --min-gold-confidence, as A's other settings
-    key = counts_key(scoring, floor)
+    view = GoldView.of_run(a.config)  # A's schema and gold floor, as A's other settings
+    key = counts_key(scoring, view.floor, view.schemas_key())
     b_same_gold = (b.backend, b.dataset, b.dataset_version) == (
         a.backend,
         a.dataset,
@@ -351,7 +351,7 @@ def _one_pass(
             a.dataset, [p[0] for p in pending], version=a.dataset_version
         )
         for item_id, x, y, ca, cb in pending:
-            _settle(with_trusted_gold(items[item_id], floor), x, y, ca, cb)
+            _settle(view.item(items[item_id]), x, y, ca, cb)
         pending.clear()
 
     def _settle(
@@ -381,7 +381,7 @@ def _one_pass(
             )
             return
         cfg = fold.out.config
-        gold = item.expected
+        gold = scored_gold(item)
         if share:  # the stored views (or the scores just made) were made with cfg
             run_a = ca.followed_run(len(gold.entities), len(gold.relationships))
             run_b = cb.followed_run(len(gold.entities), len(gold.relationships))
@@ -408,7 +408,7 @@ def _one_pass(
                 pred_a=pa,
                 pred_b=pb,
                 config=cfg,
-                schema=item.schema_,
+                scores=(score_dataset_item(item, pa, cfg), score_dataset_item(item, pb, cfg)),
             )
         )
 

@@ -27,12 +27,12 @@ from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.report_rows import ReportRow
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators import GoldView, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.counts import counts_key
 from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_followed, diff_item
 from extraction_eval.evaluators.evidence import TextIndex
+from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.taxonomy import CATEGORIES
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
 from extraction_eval.types import DatasetItem, Extraction
 
 __all__ = [
@@ -73,8 +73,10 @@ class ReportData:
     (``e`` / ``r``), ``label``, ``type``, ``ev`` (its evidence quote), ``sp`` (``[start,
     end]`` spans in the text, or null), ``mn`` (its names inside those spans) and ``via``
     (how they were found: ``evidence``, ``offsets`` of the gold, the entity's ``name``); a
-    predicted one adds ``st`` (``matched`` / ``spurious`` / ``ungrounded``), ``g`` (the gold
-    it matched, entities first) and ``cat`` (its failure category). ``items`` puts both back
+    predicted one adds ``st`` (``matched`` / ``spurious`` / ``ungrounded`` / ``ignored``:
+    aligned with gold below the run's confidence floor), ``g`` (the gold it matched, entities
+    first) and ``cat`` (its failure category); ``gst`` is each gold object's ``matched`` /
+    ``missed`` / ``ignored``. ``items`` puts both back
     together as one dict per item."""
 
     runs: list[dict[str, Any]]
@@ -201,9 +203,9 @@ def _run_header(run: RunRecord) -> dict[str, Any]:
 
 
 def _streamable(runs: Sequence[RunRecord]) -> bool:
-    """Every run local, on one numbered dataset version with one gold floor: the items can be
-    streamed once for all of them."""
-    keys = {(r.backend, r.dataset_version, gold_floor(r.config)) for r in runs}
+    """Every run local, on one numbered dataset version with one gold view (floor and
+    schemas): the items can be streamed once for all of them."""
+    keys = {(r.backend, r.dataset_version, repr(GoldView.of_run(r.config))) for r in runs}
     (backend, version, _), *rest = keys
     return not rest and backend == "local" and isinstance(version, int)
 
@@ -218,24 +220,24 @@ def _item_stream(
     later runs have), and, when the items were loaded whole, the first run's."""
     if _streamable(runs):
         run = runs[0]
-        floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
+        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
         stream = store.iter_items(run.dataset, version=run.dataset_version)
         n = len(runs)
 
         def each() -> ItemStream:
             for item in stream:
-                trusted: list[DatasetItem | None] = [with_trusted_gold(item, floor)] * n
-                yield item.id, trusted
+                seen: list[DatasetItem | None] = [view.item(item)] * n
+                yield item.id, seen
 
         return each(), None
     get_items = items_for or local_items(store)
-    loaded: dict[tuple[str, Any, float | None], dict[str, DatasetItem]] = {}
+    loaded: dict[tuple[str, Any, str], dict[str, DatasetItem]] = {}
     by_run: list[dict[str, DatasetItem]] = []
     for run in runs:
-        floor = gold_floor(run.config)
-        key = (run.backend, run.dataset_version, floor)
+        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
+        key = (run.backend, run.dataset_version, repr(view))
         if key not in loaded:
-            loaded[key] = {item.id: with_trusted_gold(item, floor) for item in get_items(run)}
+            loaded[key] = {item.id: view.item(item) for item in get_items(run)}
         by_run.append(loaded[key])
     order = list(by_run[0])
     seen = set(order)
@@ -353,7 +355,8 @@ def build_report_data(
             " a report compares runs on one dataset",
         )
     scorings = [run_scoring(run) for run in runs]
-    keys = [counts_key(s, gold_floor(r.config)) for s, r in zip(scorings, runs, strict=True)]
+    views = [GoldView.of_run(r.config) for r in runs]
+    keys = [counts_key(s, v.floor, v.schemas_key()) for s, v in zip(scorings, views, strict=True)]
     stream, loaded = _item_stream(store, runs, items_for)
     pairing = (
         _Pairing(scorings[0], keys[0] == keys[1] and _same_gold(*runs)) if len(runs) == 2 else None
@@ -535,7 +538,7 @@ class _Pairing:
     def _diff(self, item: DatasetItem, a: RunSide, b: RunSide) -> ItemDiff:
         pa = None if a.pred is None else Extraction.model_validate(a.pred)
         pb = None if b.pred is None else Extraction.model_validate(b.pred)
-        gold = item.expected
+        gold = scored_gold(item)  # labels mapped by the item's schema, as it was scored
         n_e, n_r = len(gold.entities), len(gold.relationships)
         if self.views_comparable and a.counts is not None and b.counts is not None:
             view_a, view_b = a.counts.followed_run(n_e, n_r), b.counts.followed_run(n_e, n_r)
@@ -556,5 +559,8 @@ class _Pairing:
             pred_a=pa,
             pred_b=pb,
             config=self.scoring,
-            schema=item.schema_,
+            scores=(
+                score_dataset_item(item, pa, self.scoring),
+                score_dataset_item(item, pb, self.scoring),
+            ),
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from extraction_eval.backends.local.report_rows import ReportRow
@@ -22,6 +22,7 @@ from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_i
 from extraction_eval.evaluators.counts import StoredCounts, decode_counts
 from extraction_eval.evaluators.diff import FollowedRun
 from extraction_eval.evaluators.evidence import Span, TextIndex
+from extraction_eval.evaluators.gold_view import ignored_gold
 from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship
 from extraction_eval.validation import web_url
 
@@ -128,11 +129,14 @@ def gold_objects(gold: Extraction, index: TextIndex) -> list[Obj]:
 @dataclass(frozen=True)
 class Alignment:
     """Which prediction matched which gold object (gold index: entities first, then
-    relationships) and each predicted object's failure category."""
+    relationships), each predicted object's failure category, and the objects left out of
+    the counts (gold below the run's confidence floor and the predictions aligned with it)."""
 
     entity_gold: dict[int, int]
     relationship_gold: dict[int, int]  # already offset by the number of gold entities
     category: dict[tuple[str, int], str]
+    ignored: frozenset[tuple[str, int]] = frozenset()  # predictions: (kind, index)
+    ignored_gold: frozenset[int] = frozenset()  # gold index, entities first
 
     @classmethod
     def of_view(cls, view: FollowedRun, n_gold_entities: int) -> Alignment:
@@ -152,19 +156,24 @@ class Alignment:
 
     @classmethod
     def of_score(cls, scored: ItemScore) -> Alignment:
-        n = scored.n_gold_entities
+        n = scored.listed("entity", "gold")  # ignored gold keeps its place
         return cls(
             {p.pred: p.gold for p in scored.entity_pairs},
             {p.pred: p.gold + n for p in scored.relationship_pairs},
             {(t.kind, t.index): t.category for t in scored.taxonomy if t.side == "pred"},
+            frozenset((k, i) for k, side, i in scored.ignored if side == "pred"),
+            frozenset(
+                j if k == "entity" else j + n for k, side, j in scored.ignored if side == "gold"
+            ),
         )
 
 
 def predicted_objects(
     pred: Mapping[str, Any], index: TextIndex, align: Alignment, n_gold: int
 ) -> tuple[list[Obj], list[str]]:
-    """The predicted objects with status (``matched`` / ``spurious`` / ``ungrounded``), spans,
-    the gold they matched and their category; and each gold object's status."""
+    """The predicted objects with status (``matched`` / ``spurious`` / ``ungrounded`` /
+    ``ignored``), spans, the gold they matched and their category; and each gold object's
+    status (``matched`` / ``missed`` / ``ignored``)."""
     objects: list[Obj] = []
     for kind, key in (("entity", "entities"), ("relationship", "relationships")):
         gold_of = align.entity_gold if kind == "entity" else align.relationship_gold
@@ -175,7 +184,9 @@ def predicted_objects(
                 obj = entity_object(o, index, quote)
             else:
                 obj = relationship_object(o, index, quote)
-            if _has_evidence(ev) and quote is None:
+            if (kind, i) in align.ignored:
+                obj["st"] = "ignored"  # aligned with gold below the run's confidence floor
+            elif _has_evidence(ev) and quote is None:
                 obj["st"] = "ungrounded"
             else:
                 obj["st"] = "matched" if i in gold_of else "spurious"
@@ -183,7 +194,10 @@ def predicted_objects(
             obj["cat"] = align.category.get((kind, i))
             objects.append(obj)
     matched = set(align.entity_gold.values()) | set(align.relationship_gold.values())
-    statuses = ["matched" if j in matched else "missed" for j in range(n_gold)]
+    low = align.ignored_gold
+    statuses = [
+        "matched" if j in matched else "ignored" if j in low else "missed" for j in range(n_gold)
+    ]
     return objects, statuses
 
 
@@ -209,7 +223,8 @@ def run_side(
 ) -> RunSide:
     """One run's side of an item row (compact keys: a report embeds 100,000 of them), from
     the stored alignment when it was made with ``key`` (:func:`counts_key` of the run's own
-    settings), else by scoring the stored output."""
+    settings) and the item has no gold below the run's confidence floor, else by scoring the
+    stored output (``item`` as the run saw it: ``GoldView.item``)."""
     failed = row.error is not None or row.output is None
     pred: dict[str, Any] | None = None if failed else json.loads(row.output or "null")
     if not isinstance(pred, dict):
@@ -218,7 +233,13 @@ def run_side(
     n_ge, n_gr = len(gold.entities), len(gold.relationships)
     counts = decode_counts(row.counts, key)
     view = None
-    if counts is not None and counts.failed == failed:
+    # the stored view has no "ignored" state: an item with gold below the run's confidence
+    # floor (``GoldView.item`` put the floor on it) is scored here
+    if (
+        counts is not None
+        and counts.failed == failed
+        and not ignored_gold(gold, item.metadata, None)
+    ):
         view = counts.followed_run(n_ge, n_gr)
     shown = pred if pred is not None else _EMPTY
     if view is not None and row.tags is not None and _fits(view, shown):
@@ -231,10 +252,9 @@ def run_side(
         scored = score_dataset_item(item, model, scoring)
         align = Alignment.of_score(scored)
         if row.tags is not None:
-            align = Alignment(
-                align.entity_gold,
-                align.relationship_gold,
-                {(kind, i): cat for cat, kind, side, i in row.tags if side == "pred"},
+            align = replace(
+                align,
+                category={(kind, i): cat for cat, kind, side, i in row.tags if side == "pred"},
             )
             categories = _counted(cat for cat, *_ in row.tags)
         else:

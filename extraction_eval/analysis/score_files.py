@@ -8,7 +8,7 @@ raises :class:`~extraction_eval.errors.UsageError`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,13 @@ from extraction_eval.datasets.predictions import read_predictions
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import (
     ContextIndex,
+    GoldView,
     ItemScore,
     ScoringConfig,
     aggregate,
-    score_item,
 )
 from extraction_eval.evaluators.limits import over_cap
-from extraction_eval.evaluators.vote import trusted_gold
+from extraction_eval.types import DatasetItem, Schema
 
 __all__ = ["ScoredFiles", "score_files"]
 
@@ -37,22 +37,19 @@ class ScoredFiles:
     warnings: list[str] = field(default_factory=list)
 
 
-def trust_gold_records(
-    gold: list[GoldRecord], min_confidence: float
-) -> tuple[list[GoldRecord], int]:
-    out, ignored = [], 0
-    for g in gold:
-        kept, dropped = trusted_gold(g.extraction, g.metadata or {}, min_confidence)
-        ignored += dropped
-        out.append(replace(g, extraction=kept) if dropped else g)
-    return out, ignored
-
-
 def gold_ignored_warning(ignored: int, min_confidence: float) -> str:
     """Said whenever the option is given, so a run that ignored nothing says so too."""
     return (
-        f"{ignored} gold objects below ensemble confidence {min_confidence:g} ignored"
-        " (gold without confidences is trusted as it is)"
+        f"{ignored} gold objects below ensemble confidence {min_confidence:g} ignored (ignore"
+        " regions: not missed when unpredicted, and predictions aligned with them are not"
+        " counted (gold without confidences is trusted as it is)"
+    )
+
+
+def gold_item(g: GoldRecord) -> DatasetItem:
+    """A gold line as the dataset item it would be once uploaded (scored the same way)."""
+    return DatasetItem(
+        id=g.id, text=g.text, schema=g.schema, expected=g.extraction, metadata=g.metadata or {}
     )
 
 
@@ -91,13 +88,15 @@ def score_files(
     config: ScoringConfig,
     *,
     min_gold_confidence: float | None = None,
+    schema: Schema | None = None,
 ) -> ScoredFiles:
     """Score a predictions file against a gold file.
 
     A gold id without a prediction line is scored as a failed item (never a pass) and reported; a
     prediction id not in gold is reported and ignored. Raises UsageError only when nothing
     can be scored: unreadable file, no usable gold line, or predictions that are all broken
-    or that share no id with gold.
+    or that share no id with gold. ``schema`` replaces every line's own (its ``labels`` map
+    gold labels); gold objects below ``min_gold_confidence`` are ignore regions.
     """
     gold_path, predictions_path = Path(gold_path), Path(predictions_path)
     gold, warnings = read_gold(gold_path)
@@ -122,21 +121,11 @@ def score_files(
             f"{len(unknown)} prediction id(s) not in gold, ignored: {_id_list(unknown)}"
         )
     context = ContextIndex({g.id: g.text for g in gold})
-    if min_gold_confidence is not None:
-        gold, ignored = trust_gold_records(gold, min_gold_confidence)
-        warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
     gold, preds = _within_cap(gold, preds, config.max_objects, warnings)
-    items = [
-        score_item(
-            item_id=g.id,
-            text=g.text,
-            gold=g.extraction,
-            pred=preds.get(g.id),
-            config=config,
-            context_texts=context,
-            schema=g.schema,
-        )
-        for g in gold
-    ]
+    view = GoldView(floor=min_gold_confidence, schema=schema)
+    items = [view.score(gold_item(g), preds.get(g.id), config, context_texts=context) for g in gold]
+    if min_gold_confidence is not None:
+        ignored = sum(s.ignored_gold for s in items)
+        warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
     report = aggregate(items, config, warnings=warnings)
     return ScoredFiles(report=report, items=items, warnings=list(report["warnings"]))

@@ -14,8 +14,7 @@ from typing import Any, TypeVar
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ConfigError, NotFoundError
-from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.evaluators.vote import gold_floor, with_trusted_gold
+from extraction_eval.evaluators import GoldView, ScoringConfig
 from extraction_eval.types import DatasetItem
 
 
@@ -47,8 +46,8 @@ def run_gold(store: LocalStore, run: RunRecord) -> dict[str, DatasetItem]:
             backend.close()
     else:
         items = store.get_items(run.dataset, version=run.dataset_version)
-    floor = gold_floor(run.config)  # --min-gold-confidence: the gold the run trusted
-    return {item.id: with_trusted_gold(item, floor) for item in items}
+    view = GoldView.of_run(run.config)  # the run's schema, labels and gold confidence floor
+    return {item.id: view.item(item) for item in items}
 
 
 def run_scoring(run: RunRecord) -> ScoringConfig:

@@ -28,6 +28,19 @@ class DatasetInfo:
     item_count: int
     created_at: str | None
     updated_at: str | None
+    # the dataset's schema: what items without their own are run and scored with
+    schema: Schema | None = None
+
+
+# where a LangFuse dataset keeps its schema (the dataset's metadata; the local store: a column)
+DATASET_SCHEMA_KEY = "schema"
+
+
+def schema_of(value: Any) -> Schema | None:
+    """A stored dataset schema (JSON text or an object) as a ``Schema``; None when absent."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return Schema.model_validate(value) if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,7 @@ class UploadReport:
     unchanged: int = 0
     new_version: bool = False
     dataset_created: bool = False
+    schema_changed: bool = False  # the dataset's own schema was set or replaced
 
     @property
     def total(self) -> int:
@@ -96,6 +110,7 @@ class DatasetBackend(Protocol):
         *,
         description: str | None = None,
         metadata: dict[str, Any] | None = None,
+        schema: Schema | None = None,
     ) -> UploadReport: ...
 
     def list_datasets(self) -> list[DatasetInfo]: ...

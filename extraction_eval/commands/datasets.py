@@ -70,20 +70,34 @@ def upload_cmd(
         ),
     ] = None,
     description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="JSON schema file (entity_types, relationship_types, attributes, labels): the "
+            "dataset's, given to every item without its own.",
+        ),
+    ] = None,
 ) -> None:
     """Upload (or update) items by id; changed content makes a new dataset version."""
     from itertools import chain
 
     from extraction_eval.datasets.bundled import JOURNAL_DATASET, journal_items, sample_items
     from extraction_eval.datasets.jsonl import stream_items
+    from extraction_eval.datasets.schema import read_schema
     from extraction_eval.views.datasets import render_upload
 
     if not name.strip():
         raise UsageError("NAME must not be empty")
+    if schema is not None:
+        check_readable("--schema", schema)
+    dataset_schema = None if schema is None else read_schema(schema)
     if file is None:  # the bundled journal example under its own name, else the bundled sample
         with _backend() as backend:
             bundled = journal_items() if name == JOURNAL_DATASET else sample_items()
-            report = backend.upload_items(name, bundled, description=description)
+            report = backend.upload_items(
+                name, bundled, description=description, schema=dataset_schema
+            )
         render_upload(report, 0, console)
         return
     check_readable("FILE", file)
@@ -95,11 +109,73 @@ def upload_cmd(
             if first is None:
                 raise UsageError(f"no valid items in {file}")
             with _backend() as backend:
-                report = backend.upload_items(name, chain([first], items), description=description)
+                report = backend.upload_items(
+                    name, chain([first], items), description=description, schema=dataset_schema
+                )
         finally:
             for warning in lines.warnings:
                 _warn(warning)
     render_upload(report, len(lines.warnings), console)
+
+
+@datasets_app.command("import")
+@handle_errors
+def import_cmd(
+    name: Annotated[str, typer.Argument(help="Dataset name (created if new).")],
+    file: Annotated[
+        Path, typer.Argument(help="The tool's export (a folder of .txt + .ann for brat).")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="label-studio | doccano | brat | conll.")
+    ] = "",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write our JSONL to FILE instead of uploading."),
+    ] = None,
+    description: Annotated[str | None, typer.Option(help="Dataset description.")] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option("--schema", help="JSON schema file: the dataset's (see upload)."),
+    ] = None,
+) -> None:
+    """Import an annotation tool's export: spans keep their offsets (start/end) and their
+    text as name and evidence. A bad record is one warning line; the rest is imported."""
+    from extraction_eval.datasets.importers import FORMATS, import_dataset
+    from extraction_eval.datasets.jsonl import write_items
+    from extraction_eval.datasets.schema import read_schema, with_dataset_schema
+    from extraction_eval.views.datasets import render_import, render_upload
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if not name.strip():
+        raise UsageError("NAME must not be empty")
+    if not file.exists():
+        raise UsageError(f"FILE {file}: no such file or folder")
+    if out is not None:
+        check_writable("--out", out)
+    if schema is not None:
+        check_readable("--schema", schema)
+    dataset_schema = None if schema is None else read_schema(schema)
+    imported = import_dataset(file, fmt)
+    for warning in imported.warnings:
+        _warn(warning)
+    render_import(imported, fmt, err_console)
+    if not imported.items:
+        raise UsageError(f"no record of {file} could be imported")
+    if out is not None:
+        items = list(with_dataset_schema(imported.items, dataset_schema))
+        try:
+            with out.open("w", encoding="utf-8", newline="\n") as fh:
+                write_items(items, fh)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        console.print(f"wrote {len(items)} items to {escape(str(out))}", highlight=False)
+        return
+    with _backend() as backend:
+        report = backend.upload_items(
+            name, imported.items, description=description, schema=dataset_schema
+        )
+    render_upload(report, imported.records - len(imported.items), console, unit="record(s)")
 
 
 @datasets_app.command("list")
@@ -136,13 +212,16 @@ def export_cmd(
     out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
     version: VersionOpt = None,
 ) -> None:
-    """The dataset as JSONL (the upload format), byte-stable: same items, same bytes."""
+    """The dataset as JSONL (the upload format), byte-stable: same items, same bytes. Items
+    without a schema of their own carry the dataset's, if it has one."""
     from extraction_eval.datasets.jsonl import write_items
+    from extraction_eval.datasets.schema import with_dataset_schema
 
     if out is not None:
         check_writable("--out", out)
     with _backend() as backend:
-        items = backend.get_items(name, version=version)
+        schema = backend.get_dataset(name).schema
+        items = list(with_dataset_schema(backend.get_items(name, version=version), schema))
     if out is None:
         write_items(items, sys.stdout)
         sys.stdout.flush()

@@ -34,6 +34,7 @@ def matrix_cmd(
     limit: o.Limit = None,
     resume: o.Resume = False,
     base_url: o.BaseUrl = None,
+    response_format: o.ResponseFormatOrFile = None,
     timeout: o.TimeoutOrFile = None,
     max_attempts: o.MaxAttemptsOrFile = None,
     prompt_name: o.PromptNameOrFile = None,

@@ -42,6 +42,10 @@ _TEMPERATURE = _option(
 _CONCURRENCY = _option(help="Model calls in flight at once (a matrix: over all its cells).")
 _LIMIT = _option(help="Run only the first N items.")
 _BASE_URL = _option(help="OpenAI-compatible server (vLLM, Ollama, llama.cpp).")
+_RESPONSE_FORMAT = _option(
+    help="How an OpenAI-compatible server is asked for JSON: auto (detected once per run and"
+    " model, before the items) | json_schema | json_object_schema | json_object | text."
+)
 _RESUME = _option(
     help="Continue the named run, skipping finished items (a matrix: every unfinished cell)."
 )
@@ -100,6 +104,8 @@ Concurrency = Annotated[int, _CONCURRENCY]
 ConcurrencyOrFile = Annotated[int | None, _CONCURRENCY]
 Limit = Annotated[int | None, _LIMIT]
 BaseUrl = Annotated[str | None, _BASE_URL]
+ResponseFormat = Annotated[str, _RESPONSE_FORMAT]
+ResponseFormatOrFile = Annotated[str | None, _RESPONSE_FORMAT]
 Resume = Annotated[bool, _RESUME]
 Timeout = Annotated[float, _TIMEOUT]
 TimeoutOrFile = Annotated[float | None, _TIMEOUT]

@@ -23,13 +23,13 @@ def report_cmd(
     """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
     taxonomy, latency and cost, and every item with its evidence highlighted in the text."""
     from extraction_eval.analysis.report_data import build_report_data, run_items
-    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.reports.html import write_report
 
     check_writable("--out", out)
     store = LocalStore()
-    records = [get_run(store, name, dataset) for name in runs]
+    records = [get_or_pull(store, name, dataset) for name in runs]
     items_for, close = run_items(store)
     try:
         data = build_report_data(store, records, items_for=items_for)

@@ -6,6 +6,7 @@ none of them (nor numpy, scipy or a provider SDK).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,6 +14,7 @@ import typer
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
     cache_mode,
+    check_readable,
     console,
     err_console,
     fail,
@@ -38,6 +40,7 @@ def run_cmd(
         str | None, typer.Option(help="Your own pipeline: package.module:function.")
     ] = None,
     base_url: o.BaseUrl = None,
+    response_format: o.ResponseFormat = "auto",
     resume: o.Resume = False,
     retry_errors: Annotated[
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
@@ -62,7 +65,18 @@ def run_cmd(
     price_out: o.PriceOut = None,
     min_gold_confidence: Annotated[
         float | None,
-        typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
+        typer.Option(
+            help="Ensemble gold: gold objects below this confidence are ignore regions (not"
+            " missed; predictions aligned with them not counted)."
+        ),
+    ] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="JSON schema file (types, attributes, labels) for every item of this run,"
+            " replacing the items' and the dataset's.",
+        ),
     ] = None,
     batch: o.Batch = False,
     max_cost: o.MaxCost = None,
@@ -87,6 +101,7 @@ def run_cmd(
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import check_run, find_baseline
     from extraction_eval.commands.common import error_line
+    from extraction_eval.datasets.schema import read_schema
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
     from extraction_eval.experiments.langfuse_mode import VerificationError
@@ -97,6 +112,9 @@ def run_cmd(
     from extraction_eval.views.runs import render_run_summary
 
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
+    if schema is not None:
+        check_readable("--schema", schema)
+    run_schema = None if schema is None else read_schema(schema)
     scoring = ScoringConfig(
         match=match,  # type: ignore[arg-type]
         threshold=threshold,
@@ -117,6 +135,7 @@ def run_cmd(
             max_attempts=max_attempts,
             price_in=price_in,
             price_out=price_out,
+            response_format=response_format,
             cache=cache_mode(no_cache, refresh_cache),
         ),
         scoring=scoring,
@@ -132,6 +151,7 @@ def run_cmd(
         batch=batch,
         max_cost=max_cost,
         shard=resolve_shard(shard, count=shard_count),
+        schema=run_schema,
     )
     base = find_baseline(baseline, fail_on_regression or [], config.dataset)
     if dry_run:
@@ -149,7 +169,7 @@ def run_cmd(
         fail(str(exc), exc.exit_code)
     render_run_summary(outcome, console)
     for warning in outcome.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     checks = check_run(outcome, config, base)
     if checks.budget is not None:
         err_console.print(

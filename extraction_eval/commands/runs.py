@@ -168,6 +168,24 @@ def export_cmd(
         fail(f"--out {out}: cannot write: {exc.strerror or exc}")
 
 
+@runs_app.command("pull")
+@handle_errors
+def pull_cmd(name: str, dataset: DatasetOpt = None) -> None:
+    """LangFuse mode: bring experiment NAME, made on another machine (CI, a colleague), into
+    the local store, so compare, report, runs show --worst and the gate work on it."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.langfuse_pull import pull_run
+
+    run = pull_run(LocalStore(), name, dataset=dataset)
+    summary = run.summary or {}
+    console.print(
+        f"pulled run {run.name!r} on {run.dataset!r} (experiment {run.experiment_id}):"
+        f" {summary.get('items', 0)} items, {summary.get('errors', 0)} failed",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @runs_app.command("merge")
 @handle_errors
 def merge_cmd(
@@ -292,8 +310,8 @@ def compare_cmd(
     gate. With --item: one item's text with gold, A and B objects side by side."""
     from extraction_eval.analysis.diff import compare_item
     from extraction_eval.analysis.paired import CompareOptions, compare_and_diff, parse_tolerances
-    from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.validation import check_int
     from extraction_eval.views.diff import render_item_comparison, render_run_diff
 
@@ -305,7 +323,7 @@ def compare_cmd(
         fail(f"--format must be text or json, got {fmt!r}")
     tolerances = parse_tolerances(fail_on_regression or [])
     store = LocalStore()
-    a, b = get_run(store, run_a, dataset), get_run(store, run_b, dataset)
+    a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return

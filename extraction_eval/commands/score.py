@@ -56,12 +56,14 @@ def _run(
     seed: int,
     err: Console,
     min_gold_confidence: float | None = None,
+    schema: Path | None = None,
     max_objects: int = DEFAULT_MAX_OBJECTS,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
+    from extraction_eval.datasets.schema import read_schema
     from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
-    from extraction_eval.views.score_report import print_warnings, render_report
+    from extraction_eval.views.score_report import label_warning, print_warnings, render_report
 
     _choice("--format", output_format, ("table", "json"))
     for option, value in (("--threshold", threshold), ("--span-threshold", span_threshold)):
@@ -96,7 +98,15 @@ def _run(
     if gold is None or predictions is None:
         gold, predictions = example_paths()
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
-    scored = score_files(gold, predictions, config, min_gold_confidence=min_gold_confidence)
+    if schema is not None:
+        check_readable("--schema", schema)
+    scored = score_files(
+        gold,
+        predictions,
+        config,
+        min_gold_confidence=min_gold_confidence,
+        schema=None if schema is None else read_schema(schema),
+    )
     report = scored.report
     if out is not None:
         _write("--out", out, _dump(report) + "\n")
@@ -109,7 +119,8 @@ def _run(
     if output_format == "json":
         sys.stdout.write(_dump(report) + "\n")
         sys.stdout.flush()
-        print_warnings(report["warnings"], err)
+        labels = label_warning(report)
+        print_warnings([*([labels] if labels else []), *report["warnings"]], err)
     else:
         render_report(report, SafeConsole())
 
@@ -156,7 +167,17 @@ def score(
     ] = DEFAULT_MAX_OBJECTS,
     min_gold_confidence: Annotated[
         float | None,
-        typer.Option(help="Ensemble gold: ignore gold objects below this confidence."),
+        typer.Option(
+            help="Ensemble gold: gold objects below this confidence are ignore regions (not"
+            " missed; predictions aligned with them not counted)."
+        ),
+    ] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="JSON schema file for every gold line (its labels map gold labels).",
+        ),
     ] = None,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
@@ -183,6 +204,7 @@ def score(
             seed,
             err,
             min_gold_confidence,
+            schema,
             max_objects,
         )
     except ExtractionEvalError as exc:

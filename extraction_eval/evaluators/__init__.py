@@ -14,13 +14,13 @@ from extraction_eval.evaluators.config import (
     ScoringConfig,
 )
 from extraction_eval.evaluators.evidence import ContextIndex, TextIndex
+from extraction_eval.evaluators.gold_view import GoldView, score_dataset_item
 from extraction_eval.evaluators.item import (
     VALUE_NAMES,
     AttributeCount,
     Grounding,
     ItemScore,
     TypeCount,
-    score_dataset_item,
     score_item,
 )
 from extraction_eval.evaluators.matching import (
@@ -49,6 +49,7 @@ __all__ = [
     "EntityAlignment",
     "EntityPair",
     "EvidenceMode",
+    "GoldView",
     "Grounding",
     "ItemScore",
     "MatchMode",

@@ -102,13 +102,16 @@ def item_row(score: ItemScore, *, schema_failure: bool = False) -> tuple[int, ..
     )
 
 
-def counts_key(scoring: ScoringConfig, min_gold_confidence: float | None = None) -> str:
-    """What decides an item's counts (the scoring settings that match and ground objects, and
-    the gold confidence floor; not the bootstrap's), as a short stable hash: stored counts are
-    used only by a comparison that would score with the same."""
-    blob = json.dumps(
-        [scoring.count_fields(), min_gold_confidence], sort_keys=True, separators=(",", ":")
-    )
+def counts_key(
+    scoring: ScoringConfig, min_gold_confidence: float | None = None, schemas: Any = None
+) -> str:
+    """What decides an item's counts (the scoring settings that match and ground objects, the
+    gold confidence floor and the run's schemas — their label maps; not the bootstrap's), as a
+    short stable hash: stored counts are used only by a comparison that would score the same."""
+    parts: list[Any] = [scoring.count_fields(), min_gold_confidence]
+    if schemas is not None:  # absent: keys as before schemas counted
+        parts.append(schemas)
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

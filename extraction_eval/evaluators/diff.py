@@ -292,10 +292,10 @@ class FollowedRun:
 
 
 def follow(score: ItemScore) -> FollowedRun:
-    ent: list[tuple[State, int | None]] = [("missed", None)] * score.n_gold_entities
+    ent: list[tuple[State, int | None]] = [("missed", None)] * score.listed("entity", "gold")
     for p in score.entity_pairs:
         ent[p.gold] = ("right" if p.type_equal else "wrong_type", p.pred)
-    rel: list[tuple[State, int | None]] = [("missed", None)] * score.n_gold_relationships
+    rel: list[tuple[State, int | None]] = [("missed", None)] * score.listed("relationship", "gold")
     for r in score.relationship_pairs:
         rel[r.gold] = ("right", r.pred)
     # near misses, from the taxonomy: the first prediction naming the gold object, reversed
@@ -311,11 +311,14 @@ def follow(score: ItemScore) -> FollowedRun:
     # a near miss stands for its gold object: it is followed there, not listed again as a
     # false positive
     matched_r = {i for _, i in rel if i is not None}
+    # predictions aligned with ignored gold are neither matched nor false positives
+    matched_e |= {i for k, side, i in score.ignored if side == "pred" and k == "entity"}
+    matched_r |= {i for k, side, i in score.ignored if side == "pred" and k == "relationship"}
     return FollowedRun(
         ent,
         rel,
-        [i for i in range(score.n_pred_entities) if i not in matched_e],
-        [i for i in range(score.n_pred_relationships) if i not in matched_r],
+        [i for i in range(score.listed("entity", "pred")) if i not in matched_e],
+        [i for i in range(score.listed("relationship", "pred")) if i not in matched_r],
         _grounding(score),
     )
 

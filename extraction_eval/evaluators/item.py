@@ -44,7 +44,7 @@ from extraction_eval.evaluators.taxonomy import (
     classify_entities,
     classify_relationships,
 )
-from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship, Schema
+from extraction_eval.types import Entity, Extraction, Relationship, Schema
 
 Kind = Literal["entity", "relationship"]
 
@@ -127,6 +127,29 @@ class ItemScore:
     attributes_declared: bool = False
     attribute_checked: int = 0
     attribute_violations: tuple[AttributeViolation, ...] = ()
+    # ensemble gold below the run's confidence floor: gold objects left out, and the
+    # predictions aligned with them, dropped from every count (``gold_view``)
+    # (kind, side, index into the stored lists) of each ignored object
+    ignored: tuple[tuple[Kind, Literal["gold", "pred"], int], ...] = ()
+
+    @property
+    def ignored_gold(self) -> int:
+        return sum(1 for _, side, _ in self.ignored if side == "gold")
+
+    @property
+    def ignored_predictions(self) -> int:
+        return sum(1 for _, side, _ in self.ignored if side == "pred")
+
+    def listed(self, kind: Kind, side: Literal["gold", "pred"]) -> int:
+        """How many objects of ``kind`` the item's stored gold / prediction lists hold (the
+        counted ones and the ignored ones): the range of every index here."""
+        counted = {
+            ("entity", "gold"): self.n_gold_entities,
+            ("entity", "pred"): self.n_pred_entities,
+            ("relationship", "gold"): self.n_gold_relationships,
+            ("relationship", "pred"): self.n_pred_relationships,
+        }[(kind, side)]
+        return counted + sum(1 for k, s, _ in self.ignored if (k, s) == (kind, side))
 
     # ---- counts -------------------------------------------------------------------------
     @property
@@ -303,6 +326,11 @@ class ItemScore:
             },
             "taxonomy": [t.to_json() for t in self.taxonomy],
             "taxonomy_counts": self.taxonomy_counts(),
+            **(
+                {"ignored": {"gold": self.ignored_gold, "predictions": self.ignored_predictions}}
+                if self.ignored_gold or self.ignored_predictions
+                else {}
+            ),
         }
 
 
@@ -366,27 +394,6 @@ def _attribute_counts(
             if pred_attrs.get(key) == value:
                 agree[key] = agree.get(key, 0) + 1
     return [AttributeCount(kind, k, agree.get(k, 0), total[k]) for k in sorted(total)]
-
-
-def score_dataset_item(
-    item: DatasetItem,
-    pred: Extraction | None,
-    config: ScoringConfig,
-    *,
-    gold: Extraction | None = None,
-    context_texts: Mapping[str, str] | None = None,
-) -> ItemScore:
-    """:func:`score_item` for a dataset item: its id, text and schema, against its own gold
-    (or ``gold``, e.g. only the objects an ensemble trusts)."""
-    return score_item(
-        item_id=item.id,
-        text=item.text,
-        gold=item.expected if gold is None else gold,
-        pred=pred,
-        config=config,
-        context_texts=context_texts,
-        schema=item.schema_,
-    )
 
 
 def score_item(

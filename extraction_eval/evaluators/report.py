@@ -53,6 +53,51 @@ class _TypeSums:
     def to_json(self) -> dict[str, dict[str, Any]]:
         return {self.labels[k]: counts_json(Counts(*v)) for k, v in self.sums.items()}
 
+    def sides(self) -> tuple[list[str], list[str]]:
+        """(predicted labels, gold labels): types that predictions / gold objects carry."""
+        pred = sorted(self.labels[k] for k, (tp, fp, _) in self.sums.items() if tp or fp)
+        gold = sorted(self.labels[k] for k, (tp, _, fn) in self.sums.items() if tp or fn)
+        return pred, gold
+
+
+def _sides_if_apart(
+    types: _TypeSums, meet: bool, typed_tp: int, untyped_tp: int
+) -> dict[str, list[str]] | None:
+    pred, gold = types.sides()
+    if not pred or not gold:
+        return None
+    if meet and not (typed_tp == 0 and untyped_tp > 0):
+        return None
+    return {"predicted": pred, "gold": gold}
+
+
+def label_mismatch(
+    entities: _TypeSums,
+    relationships: _TypeSums,
+    config: ScoringConfig,
+    typed_tp: int,
+    untyped_tp: int,
+) -> dict[str, dict[str, list[str]]] | None:
+    """The label sets that cannot meet, per kind: entity types when no predicted type ever
+    equals a gold type, or names match (untyped tp > 0) while types never do (typed tp = 0);
+    relationship types when none equals a gold type or its inverse. None when both meet."""
+    out: dict[str, dict[str, list[str]]] = {}
+
+    def keys(types: _TypeSums, side: int) -> set[str]:
+        return {k for k, c in types.sums.items() if c[0] or c[side]}
+
+    meet_e = bool(keys(entities, 1) & keys(entities, 2))
+    found = _sides_if_apart(entities, meet_e, typed_tp, untyped_tp)
+    if found is not None:
+        out["entities"] = found
+    pred_r, gold_r = keys(relationships, 1), keys(relationships, 2)
+    inverse = {(a, b) for a, b in config.inverse_pairs} | {(b, a) for a, b in config.inverse_pairs}
+    meet_r = bool(pred_r & gold_r) or any((p, g) in inverse for p in pred_r for g in gold_r)
+    found = _sides_if_apart(relationships, meet_r, 1, 0)
+    if found is not None:
+        out["relationships"] = found
+    return out or None
+
 
 def _int_rows(values: array[int], width: int) -> np.ndarray[Any, np.dtype[np.int64]]:
     return np.frombuffer(values, dtype=np.int64).reshape(-1, width)
@@ -100,6 +145,8 @@ class ReportAccumulator:
         self.violating_objects = 0
         self.violations = 0
         self.violation_ids: list[str] = []
+        self.ignored_gold = 0
+        self.ignored_predictions = 0
 
     def add(self, s: ItemScore) -> None:
         position = self.n
@@ -159,6 +206,8 @@ class ReportAccumulator:
         self.violations += len(s.attribute_violations)
         if s.attribute_violations:
             self.violation_ids.append(s.item_id)
+        self.ignored_gold += s.ignored_gold
+        self.ignored_predictions += s.ignored_predictions
 
     def report(self, *, warnings: Sequence[str] = ()) -> dict[str, Any]:
         """The run report (``score --format json``) of the items added so far."""
@@ -220,6 +269,10 @@ class ReportAccumulator:
             "macro": macro,
             "macro_items": {name: len(xs) for name, xs in macro_values.items()},
             "ci": _ci_json(ci, config),
+            "ignored": {"gold": self.ignored_gold, "predictions": self.ignored_predictions},
+            "label_mismatch": label_mismatch(
+                self.entity_types, self.relationship_types, config, t.tp, e.tp
+            ),
             "warnings": all_warnings,
         }
 

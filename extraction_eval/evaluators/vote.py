@@ -35,12 +35,13 @@ from typing import Any, Literal
 
 from extraction_eval.errors import InvalidValue, one_line
 from extraction_eval.evaluators.config import ScoringConfig
+from extraction_eval.evaluators.gold_view import ignored_gold
 from extraction_eval.evaluators.matching import (
     align_entities,
     align_relationships,
     name_key,
 )
-from extraction_eval.types import DatasetItem, Entity, Extraction, GoldOverride, Relationship
+from extraction_eval.types import Entity, Extraction, GoldOverride, Relationship
 
 ABSENT = "<absent>"
 
@@ -491,43 +492,17 @@ def trusted_gold(
     expected: Extraction, metadata: Mapping[str, Any], min_confidence: float
 ) -> tuple[Extraction, int]:
     """The gold without the objects whose ensemble confidence is below ``min_confidence``, and
-    how many were dropped. Gold without confidences (hand-labelled, or metadata that does not
-    line up with the objects) is returned as it is: every object trusted."""
-    meta = metadata.get("gold")
-    if not isinstance(meta, Mapping):
+    how many were left out (which objects: ``gold_view.ignored_gold``, the one definition the
+    scorer's ignore regions use). Gold without confidences is returned as it is."""
+    low = ignored_gold(expected, metadata, min_confidence)
+    if not len(low):
         return expected, 0
-    ents, rels = meta.get("entities"), meta.get("relationships")
-    if not (
-        isinstance(ents, list)
-        and isinstance(rels, list)
-        and len(ents) == len(expected.entities)
-        and len(rels) == len(expected.relationships)
-    ):
-        return expected, 0
-
-    def keep(m: Any) -> bool:
-        c = m.get("confidence") if isinstance(m, Mapping) else None
-        return not isinstance(c, (int, float)) or c >= min_confidence
-
-    e = [x for x, m in zip(expected.entities, ents, strict=True) if keep(m)]
-    r = [x for x, m in zip(expected.relationships, rels, strict=True) if keep(m)]
-    dropped = len(ents) + len(rels) - len(e) - len(r)
-    if not dropped:
-        return expected, 0
-    return Extraction(entities=e, relationships=r), dropped
-
-
-def gold_floor(run_config: Mapping[str, Any]) -> float | None:
-    """The ``min_gold_confidence`` a run was scored with (its recorded config), if any."""
-    value = run_config.get("min_gold_confidence")
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def with_trusted_gold(item: DatasetItem, floor: float | None) -> DatasetItem:
-    """The item whose expected output keeps only gold objects at least ``floor`` confident
-    (``None``: the item as it is): what a run with ``--min-gold-confidence`` scored against,
-    so a comparison or a report of that run scores the same way."""
-    if floor is None:
-        return item
-    expected, dropped = trusted_gold(item.expected, item.metadata, floor)
-    return item.model_copy(update={"expected": expected}) if dropped else item
+    return (
+        Extraction(
+            entities=[x for j, x in enumerate(expected.entities) if j not in low.entities],
+            relationships=[
+                x for j, x in enumerate(expected.relationships) if j not in low.relationships
+            ],
+        ),
+        len(low),
+    )

@@ -17,7 +17,7 @@ from extraction_eval.limits import MAX_CONCURRENCY
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.redact import safe_url
-from extraction_eval.types import DatasetItem
+from extraction_eval.types import DatasetItem, Schema
 from extraction_eval.validation import check_choice, check_int, check_number, check_text
 
 Backend = Literal["auto", "local", "langfuse"]
@@ -56,6 +56,8 @@ class RunConfig:
     batch: bool = False  # model calls through OpenAI's Batch API (half price, up to 24 h)
     max_cost: float | None = None  # USD ceiling: refused above the estimate, stopped at it
     shard: Shard | None = None  # run only this shard's items (see experiments/partition.py)
+    # the run's schema: replaces every item's own and the dataset's (recorded with the run)
+    schema: Schema | None = None
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -79,6 +81,8 @@ class RunConfig:
             )
         if self.min_gold_confidence is not None:
             check_number("min_gold_confidence", self.min_gold_confidence, minimum=0.0, maximum=1.0)
+        if self.schema is not None and not isinstance(self.schema, Schema):
+            raise InvalidValue("schema", f"must be a Schema, got {type(self.schema).__name__}")
         if self.shard is not None and not isinstance(self.shard, Shard):
             raise InvalidValue("shard", f"must be a Shard (parse_shard('1/4')), got {self.shard!r}")
 
@@ -255,6 +259,8 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
         "limit": config.limit,
         "scoring": scoring_record(config.scoring),
         "min_gold_confidence": config.min_gold_confidence,
+        # only when given, so records (and exports) of runs without one stay as they were
+        **({"schema": config.schema.model_dump(mode="json")} if config.schema else {}),
         "pricing": pricer.record(),
         # what --resume compares: results priced two ways must not be summed silently
         "price_override": [pricer.price_in, pricer.price_out] if pricer.override else None,

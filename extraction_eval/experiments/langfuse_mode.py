@@ -25,6 +25,7 @@ What it does not do, we add:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -35,25 +36,32 @@ from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
     RunDataset,
-    VerifyReport,
+    check_server_version,
     close_client,
     connect,
     fetch_prompt,
-    missing_summary,
+    item_score_id,
     post_score,
     run_score_id,
-    verify_run,
-    verify_timeout_s,
 )
+from extraction_eval.backends.langfuse.score_configs import ensure_score_configs
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.errors import BackendError, one_line
+from extraction_eval.errors import ExtractionEvalError, one_line
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import (
     Driver,
     ProgressHook,
-    Recorded,
     answer_by_batch,
     close_pipeline,
+)
+from extraction_eval.experiments.langfuse_verify import (
+    DEFAULT_VERIFY_TIMEOUT_S,
+    VERIFY_TIMEOUT_ENV,
+    VerificationError,
+    check_run,
+    score_delivery_log,
+    unverified_line,
+    verify_timeout_s,
 )
 from extraction_eval.experiments.prepare import PreparedRun, plan, prepare
 from extraction_eval.experiments.runner import RunOutcome
@@ -67,7 +75,8 @@ if TYPE_CHECKING:
     from langfuse import Langfuse
 
 __all__ = [
-    "ItemFailed",
+    "DEFAULT_VERIFY_TIMEOUT_S",
+    "VERIFY_TIMEOUT_ENV",
     "LangfuseScores",
     "VerificationError",
     "experiment_metadata",
@@ -84,41 +93,10 @@ _EXPERIMENT_ID_ATTR = "langfuse.experiment.id"
 _PROBE_TRACE_ID = "0" * 32
 
 
-class ItemFailed(Exception):
-    """Raised from the SDK task for a failed item so LangFuse marks its trace ERROR.
-
-    The item's row and scores are already recorded and posted; the SDK only logs this and
-    moves on."""
-
-
-class VerificationError(BackendError):
-    """The run finished and the local mirror has every result, but LangFuse is missing some
-    traces or scores after the wait. ``outcome`` is the finished run (print its summary),
-    ``report`` says what is missing."""
-
-    def __init__(self, message: str, *, outcome: RunOutcome, report: VerifyReport) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.report = report
-
-
-class _DropHandledItemFailures(logging.Filter):
-    """The SDK logs every raising task as ERROR "Item N failed: ..."; ours are recorded,
-    scored and summarised already, so that line is noise (real task crashes still show)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not any(isinstance(arg, ItemFailed) for arg in args)
-
-
-_item_failure_filter = _DropHandledItemFailures()
-
-
 def install_log_filter() -> None:
-    """Hide the SDK's log line for items we recorded as failed (a matrix calls it too)."""
-    logger = logging.getLogger("langfuse")
-    if _item_failure_filter not in logger.filters:
-        logger.addFilter(_item_failure_filter)
+    """Take the SDK's "Scores will be dropped" lines out of the log (a matrix calls it too):
+    the read-back says what really is missing, and repairs it (see ``langfuse_verify``)."""
+    score_delivery_log.install(logging.getLogger("langfuse"))
 
 
 # --- metadata -------------------------------------------------------------------------------
@@ -148,6 +126,8 @@ def experiment_metadata(record: Mapping[str, Any]) -> dict[str, str]:
         "price_model": pricing.get("model_id") or pricing.get("model_ref"),
         "price_input_per_mtok": pricing.get("input_per_mtok"),
         "price_output_per_mtok": pricing.get("output_per_mtok"),
+        # how items were scored, so `runs pull` elsewhere re-folds the summary the same way
+        "scoring": json.dumps(record["scoring"]) if record.get("scoring") else None,
     }
     matrix = record.get("matrix") or {}
     if matrix:  # a matrix cell: the matrix's prefix and the cell's repeat index
@@ -184,8 +164,15 @@ def _trace_url_prefix(lf: Langfuse) -> str | None:
 # about their default batch of 512). A run posts a dozen scores per item, each batch from the
 # SDK's background thread on the same GIL as the run's event loop: 15 a batch cost ~0.9 ms of
 # CPU per item more (benchmarks/bench_vs_peers.py, mode b), with 13 times as many requests.
-RUN_FLUSH_AT = 500
+#
+# A batch must also be stored within the request timeout: a slow self-hosted server took
+# 5-12 s per 500-score batch, past the SDK's 5 s default, so the SDK reported batches as
+# "dropped" that had arrived. Smaller batches and a longer timeout: see docs/langfuse.md for
+# the measurement.
+RUN_FLUSH_AT = 100
+RUN_TIMEOUT_S = 30
 FLUSH_AT_ENV = "LANGFUSE_FLUSH_AT"
+TIMEOUT_ENV = "LANGFUSE_TIMEOUT"
 
 
 def run_langfuse(
@@ -201,13 +188,29 @@ def run_langfuse(
     After the run: ``VerificationError`` when LangFuse lacks data (unless ``verify=False``).
     """
     timeout_s = verify_timeout_s() if config.verify else 0.0
-    install_log_filter()
-    # checks the keys and the server before anything is spent
-    lf = connect(flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT)
+    lf, warnings = connect_for_run()  # keys, server and its version before anything is spent
     try:
-        return _run(lf, config, store, progress, timeout_s)
+        return _run(lf, config, store, progress, timeout_s, warnings)
     finally:
         close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
+
+
+def connect_for_run() -> tuple[Langfuse, list[str]]:
+    """The run's client, checked before anything is spent: keys, server reachable, server
+    version (``check_server_version``: refused below v4.59.0 unless allowed, then a warning).
+    Score batches and the request timeout are sized for a slow server (``RUN_FLUSH_AT``,
+    ``RUN_TIMEOUT_S``); ``LANGFUSE_FLUSH_AT`` / ``LANGFUSE_TIMEOUT`` win when set."""
+    install_log_filter()
+    lf = connect(
+        flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT,
+        timeout_s=None if os.environ.get(TIMEOUT_ENV) else RUN_TIMEOUT_S,
+    )
+    try:
+        warning = check_server_version(lf)
+    except BaseException:
+        close_client(lf)
+        raise
+    return lf, [warning] if warning else []
 
 
 def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
@@ -227,6 +230,8 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
             dataset_version=dataset.version,
             prompt=prompt,
             extra_record={"langfuse_dataset_id": dataset.langfuse_id},
+            dataset_schema=dataset.schema,
+            detect=False,
         )
     finally:
         close_client(lf)
@@ -251,11 +256,12 @@ def _run(
     store: LocalStore,
     progress: ProgressHook | None,
     verify_timeout: float,
+    warnings: Sequence[str] = (),
 ) -> RunOutcome:
     dataset = LangfuseDatasetBackend(lf).load_for_run(
         config.dataset, version=config.dataset_version
     )
-    prep = prepare_langfuse_run(lf, config, store, dataset)
+    prep = prepare_langfuse_run(lf, config, store, dataset, warnings=warnings)
     return run_prepared(lf, prep, store, dataset, progress, verify_timeout)
 
 
@@ -266,10 +272,11 @@ def prepare_langfuse_run(
     dataset: RunDataset,
     *,
     extra_record: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> PreparedRun:
     """The run's prompt, pipeline and record on a loaded dataset (a matrix loads it once for
-    all its cells); nothing is sent to the model yet."""
-    warnings: list[str] = []
+    all its cells); nothing is sent to the model yet. ``warnings`` go into its summary."""
+    warnings = list(warnings)
     prompt = _prompt(lf, config, warnings)
     prep = prepare(
         config,
@@ -277,9 +284,10 @@ def prepare_langfuse_run(
         items=dataset.items,
         dataset_version=dataset.version,
         prompt=prompt,
-        tracer=LangfuseTracer(lf),
+        tracer=LangfuseTracer(lf, error_level="WARNING"),  # the task span has the ERROR
         backend="langfuse",
         extra_record={"langfuse_dataset_id": dataset.langfuse_id, **(extra_record or {})},
+        dataset_schema=dataset.schema,
     )
     prep.warnings.extend(warnings)
     return prep
@@ -304,8 +312,22 @@ def run_prepared(
         if prep.todo_ids:
             _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)
-    if prep.config.verify:
-        _verify(lf, scores.experiment_id, driver.recorded, outcome, started, verify_timeout)
+    if not prep.config.verify:
+        outcome.langfuse_verified = unverified_line(score_delivery_log.take())
+        return outcome
+    recorded = driver.recorded
+    outcome.langfuse_verified = check_run(
+        lf,
+        outcome=outcome,
+        store=store,
+        traces={r.trace_id: r.score_names for r in recorded.values() if r.trace_id},
+        untraced=[item_id for item_id, r in recorded.items() if not r.trace_id],
+        observations=scores.observations,
+        config_ids=scores.config_ids,
+        experiment_id=scores.experiment_id,
+        since=started,
+        timeout_s=verify_timeout,
+    )
     return outcome
 
 
@@ -328,23 +350,22 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         nonlocal unfinished
         try:
             if not driver.may_start():  # --max-cost reached: no call, no row; --resume runs it
-                raise ItemFailed("not run: the run's cost ceiling was reached")
+                lf.update_current_span(level="WARNING", status_message=NOT_RUN)
+                return {"not_run": NOT_RUN}
             result = await driver.run_item(by_raw_id[str(item.id)])
             driver.record(result)
         finally:
             unfinished -= 1
             if unfinished == 0:  # the model client's connections belong to this loop, which
                 await close_pipeline(prep.runner.pipeline)  # the SDK closes on return
-        if not result.ok:
-            raise ItemFailed(result.error or "extraction failed")
-        return result.output.model_dump(mode="json") if result.output else None
+        return item_output(lf, result)
 
     extra: dict[str, Any] = {"_dataset_version": dataset.pinned} if dataset.pinned else {}
     res = lf.run_experiment(
         name=prep.run.name,
         run_name=prep.run.name,
         description=f"extraction-eval run {prep.run.name!r} on {prep.config.dataset!r}"
-        f" ({prep.config.pipeline.model})",
+        f" ({prep.run.config.get('model') or prep.config.pipeline.model})",
         data=[dataset.raw_by_id[i.id] for i in todo],
         task=task,
         max_concurrency=prep.config.concurrency,
@@ -353,6 +374,33 @@ def _schedule(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: Run
         **extra,
     )
     scores.experiment_done(res.experiment_id, res.experiment_url)
+
+
+NOT_RUN = "not run: the run's cost ceiling was reached"
+
+
+def item_output(lf: Langfuse, result: ItemResult) -> Any:
+    """The task's return value: the item trace's output, a JSON object either way.
+
+    A failed item returns too (rather than raising, which the SDK answers by leaving the
+    trace without input or metadata and marking two observations ERROR): its task span, the
+    item's root observation, is marked ERROR here, the one ERROR observation of the item, so
+    LangFuse's error count is ours."""
+    if result.ok:
+        return result.output.model_dump(mode="json") if result.output else {}
+    message = result.error or "extraction failed"
+    lf.update_current_span(level="ERROR", status_message=message)
+    return {"error": message, "error_kind": result.error_kind}
+
+
+def _score_configs(lf: Langfuse, prep: PreparedRun) -> Mapping[str, str]:
+    """Our score configs in the project (created once); a server that refuses them costs
+    the UI its score shapes, not the run: a warning, and scores without a config."""
+    try:
+        return ensure_score_configs(lf)
+    except ExtractionEvalError as exc:
+        prep.warnings.append(f"scores sent without LangFuse score configs: {one_line(exc)}")
+        return {}
 
 
 class LangfuseScores:
@@ -368,6 +416,8 @@ class LangfuseScores:
         self.experiment_url: str | None = prep.run.config.get("langfuse_experiment_url")
         self._trace_url_prefix = _trace_url_prefix(lf) if prep.todo_ids else None
         self._stored_experiment_id = prep.run.experiment_id
+        self.observations: dict[str, str] = {}  # trace id -> the item's task observation
+        self.config_ids: Mapping[str, str] = _score_configs(lf, prep) if prep.todo_ids else {}
 
     def bind(self, result: ItemResult) -> ItemResult:
         trace_id = self.lf.get_current_trace_id()
@@ -381,8 +431,17 @@ class LangfuseScores:
 
     def post_item(self, result: ItemResult) -> None:
         observation_id = self.lf.get_current_observation_id()  # the SDK's task span
+        if result.trace_id and observation_id:
+            self.observations[result.trace_id] = observation_id  # for a re-post
         for score in result.scores:
-            post_score(self.lf, score, trace_id=result.trace_id, observation_id=observation_id)
+            post_score(
+                self.lf,
+                score,
+                trace_id=result.trace_id,
+                observation_id=observation_id,
+                score_id=item_score_id(result.trace_id, score) if result.trace_id else None,
+                config_id=self.config_ids.get(score.name),
+            )
 
     def post_run(self, summary: RunSummary) -> None:
         if self.prep.config.shard is not None:
@@ -422,36 +481,3 @@ def post_run_scores(lf: Langfuse, experiment_id: str, scores: Sequence[Score]) -
             dataset_run_id=experiment_id,
             score_id=run_score_id(experiment_id, score.name),
         )
-
-
-def _verify(
-    lf: Langfuse,
-    experiment_id: str | None,
-    recorded: Mapping[str, Recorded],
-    outcome: RunOutcome,
-    since: datetime,
-    timeout_s: float,
-) -> None:
-    sharded = outcome.run.config.get("shard") is not None  # a shard posts no run scores
-    run_names = [] if sharded or not experiment_id else [s.name for s in outcome.summary.run_scores]
-    traces = {r.trace_id: r.score_names for r in recorded.values() if r.trace_id}
-    untraced = [item_id for item_id, r in recorded.items() if not r.trace_id]
-    report = verify_run(
-        lf,
-        traces=traces,
-        experiment_id=experiment_id,
-        run_score_names=run_names,
-        since=since,
-        timeout_s=timeout_s,
-    )
-    if untraced or not report.ok:
-        run = outcome.run
-        missing = missing_summary(report, run_scores=len(run_names), untraced=len(untraced))
-        raise VerificationError(
-            f"LangFuse is missing data from run {run.name!r}"
-            f" (experiment {experiment_id}): {missing};"
-            f" every result is in the local store (runs show {run.name})",
-            outcome=outcome,
-            report=report,
-        )
-    log.info("%s", report.lines()[0])

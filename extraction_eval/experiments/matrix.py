@@ -174,6 +174,7 @@ async def arun_matrix_local(
                 dataset_version=version,
                 extra_record=_matrix_record(matrix, cell, shared),
                 provider=providers.get(key),
+                dataset_schema=info.schema,
             )
             provider = getattr(prep.runner.pipeline, "provider", None)
             if provider is not None:
@@ -357,7 +358,6 @@ def run_matrix_langfuse(
     from extraction_eval.backends.langfuse import (
         LangfuseDatasetBackend,
         close_client,
-        connect,
         verify_timeout_s,
     )
     from extraction_eval.experiments import langfuse_mode as lfm
@@ -369,8 +369,7 @@ def run_matrix_langfuse(
     cells = matrix.cells()
     _check_names(store, matrix, cells)
     timeout_s = verify_timeout_s() if base.verify else 0.0
-    lfm.install_log_filter()
-    lf = connect()  # checks the keys and the server before anything is spent
+    lf, server_warnings = lfm.connect_for_run()  # keys, server, version; before any spend
     try:
         dataset = LangfuseDatasetBackend(lf).load_for_run(
             base.dataset, version=base.dataset_version
@@ -391,6 +390,7 @@ def run_matrix_langfuse(
                     store,
                     dataset,
                     extra_record=_matrix_record(matrix, cell, shared),
+                    warnings=server_warnings,
                 )
                 preps.append((cell, prep))
             share_budget(base.max_cost, [prep for _, prep in preps])

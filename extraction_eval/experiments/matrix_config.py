@@ -157,6 +157,7 @@ FILE_SETTINGS = (
     "concurrency",
     "limit",
     "base_url",
+    "response_format",
     "timeout",
     "max_attempts",
     "prompt_name",
@@ -184,6 +185,7 @@ _DEFAULTS: dict[str, Any] = {
     "match": "fuzzy",
     "threshold": 0.85,
     "backend": "auto",
+    "response_format": "auto",
     "max_objects": DEFAULT_MAX_OBJECTS,
     "resume": False,
     "verify": True,
@@ -234,6 +236,7 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
         pipeline=PipelineConfig(
             model=models[0],
             base_url=opts.get("base_url"),
+            response_format=opts["response_format"],
             prompt_name=opts["prompt_name"],
             timeout_s=opts["timeout"],
             max_attempts=opts["max_attempts"],

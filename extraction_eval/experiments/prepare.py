@@ -15,7 +15,7 @@ from extraction_eval.analysis.score_files import gold_ignored_warning
 from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, UsageError
-from extraction_eval.evaluators import ContextIndex
+from extraction_eval.evaluators import ContextIndex, GoldView
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import (
     Budget,
@@ -26,13 +26,15 @@ from extraction_eval.experiments.budget import (
 )
 from extraction_eval.experiments.config import RunConfig, check_fail_under_attributes, describe
 from extraction_eval.experiments.partition import shard_record
-from extraction_eval.experiments.runner import ItemRunner
+from extraction_eval.experiments.runner import ItemRunner, asked_item
 from extraction_eval.llm.base import Provider
+from extraction_eval.llm.formats import FormatChoice
+from extraction_eval.llm.openai_provider import AUTO
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.prompts.versions import select_run_prompt
-from extraction_eval.types import DatasetItem
+from extraction_eval.types import DatasetItem, Schema
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
 _RESUME_INVARIANTS = (
@@ -43,6 +45,9 @@ _RESUME_INVARIANTS = (
     "price_override",
     "min_gold_confidence",
     "shard",
+    "schema",
+    "dataset_schema",
+    "response_format",
 )
 
 
@@ -150,9 +155,12 @@ def open_run(
     return existing, [i for i in item_ids if i not in ok or (retry and not ok[i])]
 
 
-def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) -> RunRecord | None:
+def check_reuse(
+    store: LocalStore, config: RunConfig, record: dict[str, Any], *, skip: Sequence[str] = ()
+) -> RunRecord | None:
     """The stored run this invocation continues (None: a new one); raise when the name is
-    taken without ``--resume`` / ``--retry-errors`` or the resumed run's setup changed."""
+    taken without ``--resume`` / ``--retry-errors`` or the resumed run's setup changed
+    (``skip``: invariants not settled yet)."""
     assert config.name is not None
     existing = store.get_run(config.name, config.dataset)
     if existing is None:
@@ -163,12 +171,25 @@ def check_reuse(store: LocalStore, config: RunConfig, record: dict[str, Any]) ->
             f"is needed to continue run {config.name!r} on dataset {config.dataset!r}, which"
             " exists already (or retry its errors, or choose another name)",
         )
-    changed = [k for k in _RESUME_INVARIANTS if existing.config.get(k) != record.get(k)]
+    changed = [
+        k
+        for k in _RESUME_INVARIANTS
+        if k not in skip and _recorded(existing.config, k, record) != record.get(k)
+    ]
     if changed:
         raise UsageError(
             f"cannot resume run {config.name!r}: {', '.join(changed)} differ from the original run"
         )
     return existing
+
+
+def _recorded(config: dict[str, Any], key: str, record: dict[str, Any]) -> Any:
+    """A stored run's invariant; a model run made before the response format was recorded
+    sent json_schema."""
+    value = config.get(key)
+    if key == "response_format" and value is None and record.get(key) == "json_schema":
+        return "json_schema"
+    return value
 
 
 def _shard_note(config: RunConfig, total: int, held: int) -> str:
@@ -196,15 +217,21 @@ def plan(
     tracer: Any = None,
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
+    dataset_schema: Schema | None = None,
+    detect: bool = True,
 ) -> PreparedRun:
     """Everything up to the run record: items, prompt, pipeline, what is still to run and its
     cost estimate. Refuses a bad setup; creates and changes nothing.
+
+    ``detect``: settle the response format of an OpenAI-compatible server now (``auto`` probes
+    it, ``llm/formats.py``); False (``--dry-run``) makes no call and records it as not probed.
 
     The items are never all held: what needs every item (the context index, the shard's
     fingerprint, the estimate, the gold-confidence count) reads them as a stream."""
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
+        dataset_schema = info.schema
     read_all, read_texts = _item_sources(config, store, items, dataset_version)
     try:
         texts = dict(read_texts())  # id -> text, dataset order: the context index's input
@@ -215,7 +242,11 @@ def plan(
     item_ids = list(texts)
     if not item_ids:
         raise UsageError(f"dataset {config.dataset!r} has no items to run")
-    check_fail_under_attributes(config.fail_under, read_all(), config.dataset)
+    # attributes the run's or the dataset's schema declares count as the item's own
+    view = GoldView(config.min_gold_confidence, config.schema, dataset_schema)
+    check_fail_under_attributes(
+        config.fail_under, (view.item(i) for i in read_all()), config.dataset
+    )
     if config.name is None:
         config = replace(config, name=default_run_name(config))
     warnings: list[str] = []
@@ -224,6 +255,8 @@ def plan(
     context = ContextIndex(texts)
     del texts  # the index keeps its own copy
     extra = dict(extra_record or {})
+    if dataset_schema is not None:  # items without their own schema run with it
+        extra["dataset_schema"] = dataset_schema.model_dump(mode="json")
     read_items = read_all
     if config.shard is not None:
         shard = config.shard
@@ -242,7 +275,7 @@ def plan(
     # Everything that can refuse the setup (name taken, unknown provider, missing key, bad
     # --pipeline, --max-cost below the estimate) runs before the run record exists: a refused
     # setup leaves nothing behind.
-    existing = check_reuse(store, config, record)
+    existing = check_reuse(store, config, record, skip=("response_format",))
     pipeline = make_pipeline(  # the cache's writes go with each item's result (driver)
         config.pipeline,
         cache=store.cache(defer_writes=True),
@@ -257,7 +290,20 @@ def plan(
         context_texts=context,
         pricer=pricer,
         min_gold_confidence=config.min_gold_confidence,
+        schema=config.schema,
+        dataset_schema=dataset_schema,
     )
+    # a Batch API run has no synchronous endpoint to probe: json_schema, as OpenAI's batch takes
+    # the probe asks as the items will be asked: the run's or dataset's schema, labels mapped
+    asked = lambda: (asked_item(runner.view.item(i)) for i in read_items())  # noqa: E731
+    choice = _response_format(pipeline, asked, detect=detect and not config.batch)
+    if choice is not None:
+        record["response_format"] = choice.used
+        record["response_format_choice"] = choice.to_json()
+        if (warning := choice.warning()) is not None:
+            warnings.append(warning)
+        if existing is not None and detect:
+            check_reuse(store, config, record)  # the resumed run was asked the same way
     spent = 0.0
     if existing is None:
         todo_ids = list(item_ids)
@@ -289,7 +335,9 @@ def plan(
             if confidence is not None:
                 ignored += trusted_gold(item.expected, item.metadata, confidence)[1]
             if wanted is None or item.id in wanted:
-                yield item
+                # as the pipeline will see it (the run's or dataset's schema, labels mapped):
+                # the prompt estimated and the cache key looked up are the ones sent
+                yield asked_item(runner.view.item(item))
 
     todo_stream = todo_counting_gold()  # lazy: an offline estimate reads no item
     estimate = estimate_cost(
@@ -318,6 +366,24 @@ def plan(
     )
 
 
+def _response_format(
+    pipeline: object, read_items: Callable[[], Iterator[DatasetItem]], *, detect: bool
+) -> FormatChoice | None:
+    """How the run asks its server for JSON (None: not a model pipeline with the choice).
+    The first item's prompt and schema make the probe."""
+    resolve = getattr(pipeline, "resolve_format", None)
+    provider = getattr(pipeline, "provider", None)
+    if resolve is None or getattr(provider, "response_format", None) is None:
+        return None
+    if not detect and provider.response_format == AUTO and not provider.official_api:  # type: ignore[union-attr]
+        return FormatChoice(AUTO, "json_schema", "not probed", provider.server_family)  # type: ignore[union-attr]
+    first = next(iter(read_items()), None)
+    if first is None:
+        return None
+    choice: FormatChoice | None = resolve(first)
+    return choice
+
+
 def prepare(
     config: RunConfig,
     store: LocalStore,
@@ -329,6 +395,7 @@ def prepare(
     backend: str = "local",
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
+    dataset_schema: Schema | None = None,
 ) -> PreparedRun:
     """:func:`plan`, then the run record opened: the run as this invocation will run it."""
     p = plan(
@@ -340,6 +407,7 @@ def prepare(
         tracer=tracer,
         extra_record=extra_record,
         provider=provider,
+        dataset_schema=dataset_schema,
     )
     config, record = p.config, p.record
     check_estimate(config.max_cost, p.estimate, p.spent)

@@ -57,6 +57,6 @@ def estimate_run(config: RunConfig, *, store: LocalStore | None = None) -> CostE
 
         p = plan_langfuse(config, store=store)
     else:
-        p = plan(config, store)
+        p = plan(config, store, detect=False)
     asyncio.run(close_pipeline(p.runner.pipeline))
     return p.estimate

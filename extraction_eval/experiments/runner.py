@@ -19,15 +19,14 @@ from typing import Any, Protocol, TypeVar
 from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import ProviderError, SchemaFailure, one_line
-from extraction_eval.evaluators import ItemScore, ScoringConfig, item_scores, score_dataset_item
+from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, item_scores
 from extraction_eval.evaluators.counts import counts_key, encode_counts
 from extraction_eval.evaluators.limits import TooManyObjects, check_object_cap
-from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
-from extraction_eval.types import DatasetItem, ItemResult, Score, TaxonomyTag, Usage
+from extraction_eval.types import DatasetItem, ItemResult, Schema, Score, TaxonomyTag, Usage
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +60,14 @@ class ItemRunner:
     scoring: ScoringConfig
     context_texts: Mapping[str, str] = field(default_factory=dict)
     pricer: Pricer | None = None  # fills in the cost of outputs that report tokens only
-    # ensemble gold: score only against gold objects at least this confident
+    # ensemble gold: gold objects below this confidence are ignore regions
     min_gold_confidence: float | None = None
+    schema: Schema | None = None  # the run's schema, for every item (else the item's own)
+    dataset_schema: Schema | None = None  # the dataset's, for items without their own
+
+    @property
+    def view(self) -> GoldView:
+        return GoldView(self.min_gold_confidence, self.schema, self.dataset_schema)
 
     async def run_item(self, item: DatasetItem) -> ItemResult:
         return (await self.run_scored(item))[0]
@@ -70,11 +75,13 @@ class ItemRunner:
     async def run_scored(self, item: DatasetItem) -> tuple[ItemResult, ItemScore]:
         """``run_item`` with the item's :class:`ItemScore`, for a caller that folds the run
         summary as items finish instead of re-scoring them at the end."""
+        item = self.view.item(item)
         started = time.perf_counter()
         cap = self.scoring.max_objects
         try:
             check_object_cap(item.expected, cap, side="gold")  # before paying for a call
-            out = await self.pipeline.extract(item)
+            # the pipeline is asked for the mapped labels; the gold is mapped when scoring
+            out = await self.pipeline.extract(asked_item(item))
             check_object_cap(
                 out.extraction,
                 cap,
@@ -132,7 +139,7 @@ class ItemRunner:
         return result, scored
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
-        return rescore(item, pred, self.scoring, self.context_texts, self.min_gold_confidence)
+        return self.view.score(item, pred, self.scoring, context_texts=self.context_texts)
 
     def counts(self, scored: ItemScore, *, schema_failure: bool = False) -> str:
         """The item's paired-comparison counts, stored with its result so ``compare`` reads
@@ -141,7 +148,15 @@ class ItemRunner:
 
     @cached_property
     def _counts_key(self) -> str:  # a hash of the scoring settings: once per run, not per item
-        return counts_key(self.scoring, self.min_gold_confidence)
+        return counts_key(self.scoring, self.min_gold_confidence, self.view.schemas_key())
+
+
+def asked_item(item: DatasetItem) -> DatasetItem:
+    """The item as the pipeline sees it: its schema's types mapped through ``labels``."""
+    schema = item.schema_
+    if schema is None or not schema.labels:
+        return item
+    return item.model_copy(update={"schema_": schema.asked()})
 
 
 def rescore(
@@ -150,13 +165,12 @@ def rescore(
     scoring: ScoringConfig,
     context_texts: Mapping[str, str],
     min_gold_confidence: float | None = None,
+    view: GoldView | None = None,
 ) -> ItemScore:
-    """Score ``pred`` (``None``: a failed item) against the item's gold (only its objects at
-    least ``min_gold_confidence`` confident, for ensemble gold)."""
-    gold = None
-    if min_gold_confidence is not None:
-        gold, _ = trusted_gold(item.expected, item.metadata, min_gold_confidence)
-    return score_dataset_item(item, pred, scoring, gold=gold, context_texts=context_texts)
+    """Score ``pred`` (``None``: a failed item) against the item's gold as the run saw it
+    (``view``: its schema and labels; gold below ``min_gold_confidence`` ignored)."""
+    view = view or GoldView(min_gold_confidence)
+    return view.score(item, pred, scoring, context_texts=context_texts)
 
 
 class Scorer(Protocol):
@@ -175,9 +189,12 @@ class Rescorer:
     scoring: ScoringConfig
     context_texts: Mapping[str, str]
     min_gold_confidence: float | None = None
+    view: GoldView | None = None  # the run's (from its record); else the floor alone
 
     def score(self, item: DatasetItem, pred: Any) -> ItemScore:
-        return rescore(item, pred, self.scoring, self.context_texts, self.min_gold_confidence)
+        return rescore(
+            item, pred, self.scoring, self.context_texts, self.min_gold_confidence, self.view
+        )
 
 
 def taxonomy_tags(scored: ItemScore) -> list[TaxonomyTag]:
@@ -270,6 +287,7 @@ class RunOutcome:
     read_results: Callable[[], Iterator[ItemResult]]
     warnings: list[str] = field(default_factory=list)
     experiment_url: str | None = None
+    langfuse_verified: str | None = None  # LangFuse mode: what the read-back verified
     estimate: CostEstimate | None = None  # before any call, of the items this invocation ran
     budget: dict[str, Any] | None = None  # --max-cost: ceiling, spent, stopped, not_run
 

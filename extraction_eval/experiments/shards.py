@@ -26,7 +26,7 @@ from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
-from extraction_eval.evaluators import ContextIndex, ScoringConfig
+from extraction_eval.evaluators import ContextIndex, GoldView, ScoringConfig
 from extraction_eval.experiments.partition import dataset_fingerprint
 from extraction_eval.experiments.runner import Rescorer, RunOutcome, finalize, stored_results
 from extraction_eval.types import DatasetItem, ItemResult
@@ -350,7 +350,7 @@ def _finalize(
     scorer = Rescorer(
         scoring_of(run),
         ContextIndex({i.id: i.text for i in items}),
-        run.config.get("min_gold_confidence"),
+        view=GoldView.of_run(run.config),  # the run's schema, labels and gold floor
     )
     summary = finalize(store, run, items, scorer, status="finished")
     if lf is not None:

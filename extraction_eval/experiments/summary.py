@@ -251,4 +251,9 @@ def run_scores(summary: RunSummary) -> list[Score]:
         )
     )
     scores.append(Score(name="schema_failure_count", value=float(summary.schema_failures)))
+    ignored = summary.report.get("ignored") or {}
+    if ignored.get("gold") or ignored.get("predictions"):  # only runs with ignore regions
+        comment = "gold objects below the confidence floor, and the predictions aligned with them"
+        for name, key in (("ignored_gold", "gold"), ("ignored_predictions", "predictions")):
+            scores.append(Score(name=name, value=float(ignored.get(key, 0)), comment=comment))
     return scores

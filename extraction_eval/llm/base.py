@@ -25,6 +25,7 @@ class CompletionRequest:
     temperature: float = 0.0
     json_schema: dict[str, Any] | None = None  # structured-output contract, when supported
     timeout_s: float = 60.0
+    max_tokens: int | None = None  # None: the server's default (a format probe keeps it short)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Completion:
     model: str
     usage: Usage = field(default_factory=Usage)
     batch: bool = False  # answered through a batch API (priced at its discount)
+    finish_reason: str | None = None  # "length": cut at max_tokens (so may not parse)
 
 
 @runtime_checkable

@@ -19,8 +19,17 @@ from extraction_eval.types import Usage
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-ResponseFormat = Literal["json_schema", "json_object", "text"]
-RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
+# How the answer is constrained, strongest first (``llm/formats.py`` detects which a server
+# takes): OpenAI's strict ``json_schema``; ``json_object_schema``, JSON mode plus the schema the
+# way the server family constrains decoding with it (see ``schema_fields``); plain JSON mode
+# (the contract is still in the prompt); ``text``, no constraint at all.
+ResponseFormat = Literal["json_schema", "json_object_schema", "json_object", "text"]
+RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object_schema", "json_object", "text")
+# ``auto``: detected once per run (``llm/formats.py``); sent as ``json_schema`` until then
+AUTO = "auto"
+# Server families that take a schema outside ``json_schema`` each in their own way; any other
+# name (openai-compatible, a custom prefix) gets llama.cpp's, the one inside response_format.
+SERVER_FAMILIES: tuple[str, ...] = ("llamacpp", "vllm", "ollama")
 # How the client talks HTTP. aiohttp (the SDK's own ``DefaultAioHttpClient``, the
 # ``openai[aiohttp]`` extra) costs ~0.6 ms less CPU per request than the default httpx
 # transport, whose connection pool re-checks every pooled connection on each request; at high
@@ -43,6 +52,29 @@ def _cached_tokens(usage: Any) -> int | None:
 
 def _retryable_status(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
+
+
+# What a server says when it refuses the request body itself. llama-cpp-python answers 500 to
+# a response_format it does not know ("Input should be 'text' or 'json_object'", pydantic's);
+# FastAPI-style servers say 422; vLLM and OpenAI 400 with an ``invalid_request_error``.
+_INVALID_BODY_MARKERS = (
+    "input should be",
+    "validation error",
+    "extra inputs are not permitted",
+    "field required",
+    "invalid_request_error",
+    "unrecognized request argument",
+)
+
+
+def _invalid_request(status: int, message: str, body: Any) -> bool:
+    """Whether the server refused the request as invalid (so sending it again cannot help)."""
+    if status in (400, 422):
+        return True
+    if status != 500:
+        return False
+    text = f"{message} {body!r}"[:4000].casefold()
+    return any(marker in text for marker in _INVALID_BODY_MARKERS)
 
 
 def _should_retry_header(headers: Any) -> bool | None:
@@ -99,12 +131,14 @@ def map_openai_error(exc: BaseException) -> ProviderError:
         status = exc.status_code
         headers = exc.response.headers
         should = _should_retry_header(headers)
-        retryable = should if should is not None else _retryable_status(status)
         detail = exc.message if isinstance(exc.message, str) else ""
+        invalid = _invalid_request(status, detail, exc.body)
+        retryable = should if should is not None else _retryable_status(status) and not invalid
         return ProviderError(
             f"OpenAI API error {status}: {detail}".rstrip(": "),
             retryable=retryable,
             retry_after=retry_after_from_headers(headers) if retryable else None,
+            invalid_request=invalid,
         )
     if isinstance(exc, openai.APIResponseValidationError):
         return ProviderError(f"unexpected response from the OpenAI endpoint: {exc.message}")
@@ -131,8 +165,8 @@ def _check_env_url(url: str) -> None:
 class OpenAIProvider:
     """Chat completions with structured outputs (strict JSON schema) where the server has them.
 
-    ``response_format`` degrades for servers that lack json_schema: ``"json_object"`` (JSON
-    mode; the contract is still in the prompt) or ``"text"`` (no constraint at all).
+    ``response_format`` degrades for servers that lack json_schema (see ``RESPONSE_FORMATS``);
+    ``"auto"`` is sent as json_schema until ``llm/formats.py`` has detected the server's.
     """
 
     def __init__(
@@ -141,14 +175,14 @@ class OpenAIProvider:
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        response_format: ResponseFormat = "json_schema",
+        response_format: ResponseFormat | Literal["auto"] = "json_schema",
         name: str = "openai",
         client: AsyncOpenAI | None = None,
         http_transport: HttpTransport = "aiohttp",
     ) -> None:
-        if response_format not in RESPONSE_FORMATS:
+        if response_format not in (AUTO, *RESPONSE_FORMATS):
             raise ConfigError(
-                f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                f"response_format must be one of {AUTO}, {', '.join(RESPONSE_FORMATS)}, "
                 f"got {response_format!r}"
             )
         if http_transport not in HTTP_TRANSPORTS:
@@ -159,8 +193,32 @@ class OpenAIProvider:
         self.name = name
         self.model = model
         self.base_url = base_url
-        self.response_format: ResponseFormat = response_format
+        self.response_format: ResponseFormat | Literal["auto"] = response_format
+        # how json_object_schema carries the schema: by the model's prefix (vllm:, ollama:,
+        # llamacpp:); any other name gets llama.cpp's way
+        self.server_family = name if name in SERVER_FAMILIES else "llamacpp"
+        self.http_transport: HttpTransport = http_transport
+        self.format_choice: Any = None  # the detection's record (``llm/formats.py``), once made
         self._client = client or self._make_client(base_url, api_key, http_transport)
+
+    @property
+    def official_api(self) -> bool:
+        """Talking to OpenAI's own API (which has strict json_schema): nothing to detect."""
+        return self._client.base_url.host == "api.openai.com"
+
+    def clone(self, *, response_format: ResponseFormat) -> OpenAIProvider:
+        """The same endpoint, model and key on a fresh client (e.g. for probes on another
+        event loop: a client belongs to the loop that first used it)."""
+        twin = OpenAIProvider(
+            model=self.model,
+            base_url=str(self._client.base_url),
+            api_key=self._client.api_key,
+            response_format=response_format,
+            name=self.name,
+            http_transport="httpx",
+        )
+        twin.server_family = self.server_family
+        return twin
 
     @staticmethod
     def _make_client(
@@ -186,14 +244,33 @@ class OpenAIProvider:
         return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, http_client=http_client)
 
     def _response_format(self, request: CompletionRequest) -> dict[str, Any] | None:
-        if self.response_format == "json_schema" and request.json_schema is not None:
+        fmt, schema = self.response_format, request.json_schema
+        if fmt in ("json_schema", AUTO) and schema is not None:
             return {
                 "type": "json_schema",
-                "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+                "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
             }
-        if self.response_format in ("json_schema", "json_object"):
+        if fmt == "json_object_schema" and schema is not None and self.server_family == "llamacpp":
+            # llama.cpp (its server and llama-cpp-python's): the schema becomes a grammar
+            return {"type": "json_object", "schema": schema}
+        if fmt == "json_object_schema" and schema is not None and self.server_family == "ollama":
+            # Ollama's OpenAI endpoint reads a schema only from json_schema (into its own
+            # ``format``); a top-level ``format`` is not a field it decodes there
+            return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "schema": schema}}
+        if fmt != "text":
             return {"type": "json_object"}
         return None
+
+    def _schema_fields(self, request: CompletionRequest) -> dict[str, Any]:
+        """Body fields beside response_format that carry the schema: vLLM's structured
+        outputs (``structured_outputs.json``; ``guided_json`` before vLLM 0.12)."""
+        if (
+            self.response_format == "json_object_schema"
+            and self.server_family == "vllm"
+            and request.json_schema is not None
+        ):
+            return {"structured_outputs": {"json": request.json_schema}}
+        return {}
 
     @property
     def client(self) -> AsyncOpenAI:
@@ -215,7 +292,10 @@ class OpenAIProvider:
         response_format = self._response_format(request)
         if response_format is not None:
             body["response_format"] = response_format
+        body.update(self._schema_fields(request))
         body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
         return body
 
     async def complete(self, request: CompletionRequest) -> Completion:
@@ -251,6 +331,7 @@ class OpenAIProvider:
         return Completion(
             text=message.content or "",
             model=response.model or self.model,
+            finish_reason=response.choices[0].finish_reason,
             usage=Usage(
                 tokens_in=usage.prompt_tokens if usage else None,
                 tokens_out=usage.completion_tokens if usage else None,  # reasoning included

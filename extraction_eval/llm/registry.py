@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.llm.base import Provider
@@ -39,9 +39,10 @@ class ProviderSettings(Protocol):
 def make_provider(config: ProviderSettings) -> Provider:
     """The provider for ``config.model``; a ``base_url`` makes any other name OpenAI-compatible.
 
-    ``config.extra["response_format"]`` (json_schema | json_object | text) picks how strictly
-    an OpenAI-compatible server is asked for JSON; ``config.extra["http_transport"]`` (aiohttp |
-    httpx) how the OpenAI client talks HTTP.
+    ``config.response_format`` (auto | json_schema | json_object_schema | json_object | text;
+    ``extra["response_format"]`` is the older spelling) picks how strictly an OpenAI-compatible
+    server is asked for JSON; ``config.extra["http_transport"]`` (aiohttp | httpx) how the
+    OpenAI client talks HTTP.
     """
     provider, model = config.provider, config.model_name
     if provider == "fake":
@@ -71,7 +72,7 @@ def make_provider(config: ProviderSettings) -> Provider:
         return OpenAIProvider(
             model=model,
             base_url=config.base_url,
-            response_format=_response_format(config.extra),
+            response_format=_response_format(config),
             name=provider,
             http_transport=_http_transport(config.extra),
         )
@@ -84,13 +85,15 @@ def _require_model(config: ProviderSettings) -> str:
     return config.model_name
 
 
-def _response_format(extra: Mapping[str, Any]) -> ResponseFormat:
-    from extraction_eval.llm.openai_provider import RESPONSE_FORMATS
+def _response_format(config: ProviderSettings) -> ResponseFormat | Literal["auto"]:
+    from extraction_eval.llm.openai_provider import AUTO, RESPONSE_FORMATS
 
-    value = extra.get("response_format", "json_schema")
-    if value not in RESPONSE_FORMATS:
+    value = getattr(config, "response_format", AUTO)
+    if value == AUTO:  # the field's default: the older ``extra`` spelling may pin one
+        value = config.extra.get("response_format", AUTO)
+    if value not in (AUTO, *RESPONSE_FORMATS):
         raise ConfigError(
-            f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {value!r}"
+            f"response_format must be one of {AUTO}, {', '.join(RESPONSE_FORMATS)}, got {value!r}"
         )
     return cast("ResponseFormat", value)
 

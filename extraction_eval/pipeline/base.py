@@ -9,6 +9,9 @@ from extraction_eval.limits import MAX_ATTEMPTS
 from extraction_eval.types import DatasetItem, Extraction, Usage
 from extraction_eval.validation import check_choice, check_int, check_number, check_text, check_url
 
+# mirrors llm/openai_provider.py (a test keeps them equal; the config stays free of the SDK)
+RESPONSE_FORMAT_CHOICES = ("auto", "json_schema", "json_object_schema", "json_object", "text")
+
 
 @dataclass(frozen=True)
 class PipelineConfig:
@@ -29,6 +32,9 @@ class PipelineConfig:
     price_out: float | None = None
     # > 0: another independent answer to the same request (a new response-cache key)
     repeat: int = 0
+    # how an OpenAI-compatible server is asked for JSON: auto (detected once per run, before
+    # the items) | json_schema | json_object_schema | json_object | text (llm/formats.py)
+    response_format: str = "auto"
     # the response cache: "use" (read and write), "refresh" (write only), "off" (neither)
     cache: str = "use"
 
@@ -46,6 +52,7 @@ class PipelineConfig:
         check_number("timeout_s", self.timeout_s, above=0.0)
         check_int("max_attempts", self.max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
         check_int("repeat", self.repeat, minimum=0)
+        check_choice("response_format", self.response_format, RESPONSE_FORMAT_CHOICES)
         check_choice("cache", self.cache, ("use", "refresh", "off"))
         from extraction_eval.pipeline.pricing import check_prices
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extraction_eval.errors import SchemaFailure, one_line
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
@@ -22,6 +22,9 @@ from extraction_eval.pipeline.pricing import Pricer, batch_cost
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.types import DatasetItem, Extraction, Schema, Usage
+
+if TYPE_CHECKING:
+    from extraction_eval.llm.formats import FormatChoice
 
 
 def _sha256(payload: Any) -> str:
@@ -42,7 +45,16 @@ def input_hash(text: str, schema: Schema | None) -> str:
     return _sha256({"text": text, "schema": schema.model_dump() if schema else None})
 
 
+def _format_key(provider: Provider) -> str | None:
+    """The response format for the cache key; json_schema (the format before there was a
+    choice, and ``auto`` before detection) leaves the key as it was."""
+    fmt = getattr(provider, "response_format", None)
+    return None if fmt in (None, "json_schema", "auto") else str(fmt)
+
+
 _SchemaKey = str  # the schema's canonical JSON (types and attribute declarations)
+# The response-format probe's document: short, so a probe costs little (llm/formats.py)
+PROBE_TEXT = "Ada Lovelace worked with Charles Babbage in London."
 
 
 def _usage_details(usage: Usage) -> dict[str, int] | None:
@@ -124,7 +136,28 @@ class LLMPipeline:
             "repeat": self.config.repeat or None,  # > 0: another independent answer
             # the server answering (--base-url / OPENAI_BASE_URL): B never gets A's answers
             "endpoint": getattr(self.provider, "endpoint", None),
+            "response_format": _format_key(self.provider),  # what the server was asked for
         }
+
+    def resolve_format(self, sample: DatasetItem) -> FormatChoice | None:
+        """Settle how the server is asked for JSON, once per run before the items
+        (``llm/formats.py``): ``sample``'s prompt and schema, on a one-sentence text, are the
+        probe. None for a provider that has no such choice (Gemini, fake)."""
+        from extraction_eval.llm.formats import resolve
+        from extraction_eval.llm.openai_provider import OpenAIProvider
+
+        if not isinstance(self.provider, OpenAIProvider):
+            return None
+        probe = sample.model_copy(update={"id": "format-probe", "text": PROBE_TEXT})
+
+        def conforms(text: str) -> bool:
+            try:
+                parse_extraction(text)
+            except SchemaFailure:
+                return False
+            return True
+
+        return resolve(self.provider, self.request_for(probe), self._retry, conforms=conforms)
 
     async def extract(self, item: DatasetItem) -> PipelineOutput:
         request = self.request_for(item)

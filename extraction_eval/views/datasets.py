@@ -14,19 +14,48 @@ from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no backend
     from extraction_eval.backends.base import DatasetInfo, UploadReport
-    from extraction_eval.types import DatasetItem
+    from extraction_eval.datasets.importers import Imported
+    from extraction_eval.types import DatasetItem, Schema
 
 
-def render_upload(report: UploadReport, skipped_lines: int, out: Console) -> None:
+def render_upload(
+    report: UploadReport, skipped_lines: int, out: Console, *, unit: str = "line(s)"
+) -> None:
     """One line: what the upload created, updated and left alone, and the version it made."""
     version = "unchanged" if not report.new_version else f"now version {report.version}"
     out.print(
         f"{escape(report.dataset)}: {report.created} created, {report.updated} updated, "
         f"{report.unchanged} unchanged ({version})"
-        + (f"; {skipped_lines} line(s) skipped" if skipped_lines else ""),
+        + (f"; {skipped_lines} {unit} skipped" if skipped_lines else "")
+        + ("; dataset schema set" if report.schema_changed else ""),
         highlight=False,
         soft_wrap=True,
     )
+
+
+def render_import(imported: Imported, fmt: str, out: Console) -> None:
+    """One line: how many records became items, and how many were skipped."""
+    entities = sum(len(i.expected.entities) for i in imported.items)
+    relationships = sum(len(i.expected.relationships) for i in imported.items)
+    skipped = imported.records - len(imported.items)
+    out.print(
+        f"imported {len(imported.items)} of {imported.records} {fmt} records"
+        f" ({entities} entities, {relationships} relationships)"
+        + (f"; {skipped} skipped" if skipped else ""),
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def schema_line(schema: Schema) -> str:
+    """A schema in one line: its types and, when it maps labels, the mapping."""
+    parts = [
+        f"entity types: {', '.join(schema.entity_types) or 'any'}",
+        f"relationship types: {', '.join(schema.relationship_types) or 'any'}",
+    ]
+    if schema.labels:
+        parts.append("labels: " + ", ".join(f"{k} -> {v}" for k, v in schema.labels.items()))
+    return "; ".join(parts)
 
 
 def render_dataset_list(infos: Sequence[DatasetInfo], out: Console) -> None:
@@ -90,3 +119,9 @@ def render_dataset_items(
     print_table(out, table)
     if len(shown) < len(items):
         out.print(f"{len(items) - len(shown)} more (--limit 0 shows all)", highlight=False)
+    if info.schema is not None:
+        out.print(
+            f"dataset schema (items without their own): {escape(schema_line(info.schema))}",
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -85,6 +85,8 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_row("tokens in / out", f"{s.tokens_in} / {s.tokens_out}")
     facts.add_row("cost USD", cost_text(s.cost_usd, s.unpriced_items, run.config))
     facts.add_row("cache hits", str(s.cache_hits))
+    if fmt := response_format_summary(run.config):
+        facts.add_row("response format", escape(fmt))
     if prompt := prompt_summary(run.config):
         facts.add_row("prompt", escape(prompt))
     if outcome.estimate is not None and outcome.estimate.calls:
@@ -108,6 +110,23 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     print_table(console, means)
     if outcome.experiment_url:
         console.print(f"experiment: {outcome.experiment_url}", highlight=False, soft_wrap=True)
+        run = outcome.run
+        console.print(
+            f"  in the LangFuse UI: Datasets > {run.dataset} > Experiments > {run.name}; a v4 UI"
+            ' with a "V4 Preview" switch (sidebar, bottom) needs it on for this link',
+            highlight=False,
+            soft_wrap=True,
+        )
+    if outcome.langfuse_verified:
+        console.print(outcome.langfuse_verified, highlight=False, soft_wrap=True)
+
+
+def response_format_summary(config: dict[str, Any]) -> str | None:
+    """How the run asked its server for JSON, and why that way (None: not a model run)."""
+    from extraction_eval.llm.formats import FormatChoice
+
+    choice = FormatChoice.from_json(config.get("response_format_choice"))
+    return choice.summary() if choice is not None else None
 
 
 def estimate_text(estimate: CostEstimate) -> str:

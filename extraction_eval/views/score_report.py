@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import Console, Group
@@ -161,6 +162,8 @@ def _facts(report: dict[str, Any]) -> Table:
     taxonomy = report.get("taxonomy") or {}
     ranked = dict(sorted(taxonomy.items(), key=lambda kv: (-kv[1], kv[0])))
     facts.add_row("failures", _counts_line(ranked))
+    if ignored := ignored_text(report):
+        facts.add_row("ignored gold", ignored)
     macro = report.get("macro") or {}
     macro_n = (report.get("macro_items") or {}).get("entity_f1", report.get("items", "?"))
     facts.add_row(
@@ -171,6 +174,68 @@ def _facts(report: dict[str, Any]) -> Table:
         f" (means over {macro_n} items)",
     )
     return facts
+
+
+def _shown(labels: list[str], limit: int = 12) -> str:
+    more = f", … {len(labels) - limit} more" if len(labels) > limit else ""
+    return ", ".join(labels[:limit]) + more
+
+
+def _suggested_labels(gold: list[str], pred: list[str]) -> dict[str, str]:
+    """A guess at the map, for the hint only: each gold label to the predicted label sharing
+    its longest start (at least 2 letters, casefolded: Loc -> location, Peop -> person)."""
+    out: dict[str, str] = {}
+    for g in gold:
+        best, best_len = None, 1
+        for p in pred:
+            a, b = g.casefold(), p.casefold()
+            n = next(
+                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)),
+            )
+            if n > best_len:
+                best, best_len = p, n
+        if best is not None:
+            out[g] = best
+    return out
+
+
+def label_warning(report: dict[str, Any]) -> str | None:
+    """One line when predicted and gold entity types cannot meet (typed F1 is then 0 for a
+    reason no model change fixes), naming both label sets and the fix; None otherwise."""
+    mismatch = report.get("label_mismatch")
+    if not isinstance(mismatch, dict):
+        return None
+    parts: list[str] = []
+    example: dict[str, str] = {}
+    for kind, what in (("entities", "entity types"), ("relationships", "relationship types")):
+        sides = mismatch.get(kind)
+        if not isinstance(sides, dict):
+            continue
+        pred, gold = sides.get("predicted") or [], sides.get("gold") or []
+        parts.append(f"predicted {what} ({_shown(pred)}) never equal the gold's ({_shown(gold)})")
+        example.update(_suggested_labels(gold, pred))
+        if not example and gold:
+            example[gold[0]] = "<predicted label>"
+    if not parts:
+        return None
+    return (
+        f"labels never meet: {'; '.join(parts)}, so their typed scores are 0; map gold labels"
+        " to the pipeline's with a schema's \"labels\": --schema schema.json with"
+        f" {json.dumps({'labels': example})}"
+    )
+
+
+def ignored_text(report: dict[str, Any]) -> str | None:
+    """The ignore regions' line (gold below the confidence floor), when there were any."""
+    ignored = report.get("ignored") or {}
+    g, p = ignored.get("gold", 0), ignored.get("predictions", 0)
+    if not g and not p:
+        return None
+    return (
+        f"{g} gold objects below the confidence floor ignored, with the {p} predictions"
+        " aligned with them (neither missed nor false positives)"
+    )
 
 
 def print_warnings(warnings: list[str], err: Console) -> None:
@@ -215,7 +280,9 @@ def render_report(
     if per_type is not None:
         parts.append(per_type)
     parts.append(_facts(r))
-    warnings = r.get("warnings") or []
+    warnings = list(r.get("warnings") or [])
+    if labels := label_warning(r):
+        warnings.insert(0, labels)
     if warnings:
         lines = [Text(f"{len(warnings)} warning(s):", style="yellow")]
         lines += [Text(f"  {w}", style="yellow") for w in warnings[:_MAX_WARNINGS]]

@@ -23,7 +23,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.cli import _run_app, app
 from extraction_eval.evaluators import diff as evaluators_diff
-from extraction_eval.evaluators import item as evaluators_item
+from extraction_eval.evaluators import gold_view as evaluators_gold_view
 
 runner = CliRunner()
 FIRST = "tests.support.pipelines:first_entity"  # the first gold entity only: recall < 1
@@ -46,7 +46,8 @@ def _no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(**kwargs: Any) -> Any:
         raise AssertionError(f"item {kwargs.get('item_id')!r} was re-scored")
 
-    monkeypatch.setattr(evaluators_item, "score_item", refuse)  # what score_dataset_item calls
+    # what score_dataset_item calls
+    monkeypatch.setattr(evaluators_gold_view, "score_item", refuse)
     monkeypatch.setattr(evaluators_diff, "score_item", refuse)
 
 
@@ -180,13 +181,13 @@ def test_counts_made_with_other_settings_are_not_used(
     a, b, c = store.get_run("a"), store.get_run("b"), store.get_run("c")
     assert a is not None and b is not None and c is not None
     calls: list[str] = []
-    real = evaluators_item.score_item
+    real = evaluators_gold_view.score_item
 
     def counting(**kwargs: Any) -> Any:
         calls.append(kwargs["item_id"])
         return real(**kwargs)
 
-    monkeypatch.setattr(evaluators_item, "score_item", counting)
+    monkeypatch.setattr(evaluators_gold_view, "score_item", counting)
     compare_stored_runs(store, a, a, options=CompareOptions(resamples=10))
     assert calls == []  # A's own counts fit A's settings
     outputs_a = {r[0]: r[1] for r in store.iter_compare_rows(a.id)}

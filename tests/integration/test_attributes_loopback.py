@@ -51,7 +51,9 @@ def test_openai_receives_the_declared_enums_and_violations_are_per_object(
         config = RunConfig(
             dataset=JOURNAL_DATASET,
             name="loopback-attrs",
-            pipeline=PipelineConfig(model="openai:loopback-model", base_url=server.url),
+            pipeline=PipelineConfig(
+                model="openai:loopback-model", base_url=server.url, response_format="json_schema"
+            ),
             scoring=ScoringConfig(match="span", resamples=200),
             backend="local",
         )

@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from extraction_eval import __version__
+from extraction_eval.backends.base import item_input
 from extraction_eval.backends.langfuse import (
     VERIFY_TIMEOUT_ENV,
     close_client,
@@ -185,6 +186,13 @@ def test_cli_run_links_every_item_scores_every_trace_and_prints_the_url(
             assert score["observationId"] == task_span["span_id"], name
             assert score["dataType"] == local_types[name], name
         assert {scores[n]["dataType"] for n in HEADLINE} == {"NUMERIC"}
+        # each score with its LangFuse score config (created for the project)
+        configs = server.score_configs
+        for name in (*HEADLINE, "type_accuracy", "extraction_error"):
+            config = configs[scores[name]["configId"]]
+            assert config["name"] == name, name
+        assert configs[scores["entity_f1"]["configId"]]["maxValue"] == 1
+        assert configs[scores["extraction_error"]["configId"]]["dataType"] == "BOOLEAN"
         assert scores["extraction_error"]["dataType"] == "BOOLEAN"
         assert scores["extraction_error"]["value"] == 0
         local = {s.name: s.value for s in by_item[item.id].scores}
@@ -197,6 +205,18 @@ def test_cli_run_links_every_item_scores_every_trace_and_prints_the_url(
     for name in on_run:
         assert on_run[name]["value"] == pytest.approx(stored[name]), name
     assert on_run["error_count"]["value"] == 0 and on_run["items"]["value"] == len(items)
+
+    # score configs: a 0-1 ratio per ratio, extraction_error boolean, failure_category
+    # categorical; created once: a second run finds them and creates none
+    configs = {c["name"]: c for c in server.score_configs.values()}
+    assert (configs["entity_recall"]["minValue"], configs["entity_recall"]["maxValue"]) == (0, 1)
+    assert configs["failure_category"]["dataType"] == "CATEGORICAL"
+    assert {"missed", "spurious"} <= {c["label"] for c in configs["failure_category"]["categories"]}
+    count = len(server.score_configs)
+    again = run_cli("--dataset", DATASET, "--name", "baseline-v2", "--model", "offline:baseline")
+    assert again.exit_code == 0, again.stderr
+    assert len(server.score_configs) == count
+    assert len(server.requests_to("/api/public/score-configs", "POST")) == count
 
     # parameters recorded on the experiment
     meta = json.loads(next(iter(roots.values()))["attributes"]["langfuse.experiment.metadata"])
@@ -275,7 +295,15 @@ def test_llm_pipeline_traces_a_generation_linked_to_the_prompt_fetched_by_label(
     for gen in generations:
         attrs = gen["attributes"]
         failed = gen["trace_id"] == broken
-        assert attrs.get("langfuse.observation.level") == ("ERROR" if failed else None)
+        # the failed call is a WARNING: the item's one ERROR is its task span
+        assert attrs.get("langfuse.observation.level") == ("WARNING" if failed else None)
+        levels = [
+            (s["name"], s["attributes"].get("langfuse.observation.level"))
+            for s in server.spans
+            if s["trace_id"] == gen["trace_id"]
+        ]
+        errors = [name for name, level in levels if level == "ERROR"]
+        assert errors == (["experiment-item-task"] if failed else [])
         assert attrs["langfuse.observation.type"] == "generation"
         assert attrs["langfuse.observation.model.name"] == "lf-exp"
         assert json.loads(attrs["langfuse.observation.model.parameters"]) == {"temperature": 0.0}
@@ -355,20 +383,41 @@ def test_failing_items_are_scored_marked_error_counted_and_mirrored(
         }
         error = scores["extraction_error"]
         assert error["dataType"] == "BOOLEAN"
+        # every trace, failed or not, reads like an item: its input as a JSON object, the
+        # dataset item id, the model, the prompt and the run's metadata
+        root = span_in(server, trace_id, "experiment-item-run")["attributes"]
+        assert json.loads(root["langfuse.observation.input"]) == item_input(item)
+        assert json.loads(root["langfuse.observation.metadata.dataset_item_id"]) == (
+            langfuse_item_id(DATASET, item.id)
+        )
+        assert json.loads(root["langfuse.observation.metadata.model"]) == f"pipeline:{PIPE}"
+        assert f"(pipeline:{PIPE})" in root["langfuse.experiment.description"]
+        assert json.loads(root["langfuse.observation.metadata.prompt_name"]) == "extraction"
+        assert isinstance(json.loads(root["langfuse.observation.output"]), dict)
+        errors = [
+            s["name"]
+            for s in server.spans
+            if s["trace_id"] == trace_id
+            and s["attributes"].get("langfuse.observation.level") == "ERROR"
+        ]
         if item.id in failing:
             message = f"RuntimeError: scripted failure for {item.id}"
             assert error["value"] == 1 and error["comment"] == message
             assert scores["entity_recall"]["value"] == 0  # scored as an empty prediction
-            assert set(levels.values()) == {"ERROR"}
-            task = span_in(server, trace_id, "experiment-item-task")
-            assert task["status"]["code"] == "ERROR" and message in task["status"]["message"]
-            assert error["observationId"] == task["span_id"]
+            assert errors == ["experiment-item-task"]  # exactly one ERROR observation
+            task = span_in(server, trace_id, "experiment-item-task")["attributes"]
+            assert task["langfuse.observation.status_message"] == message
+            assert json.loads(root["langfuse.observation.output"])["error"] == message
+            assert (
+                error["observationId"]
+                == span_in(server, trace_id, "experiment-item-task")["span_id"]
+            )
         else:
             assert error["value"] == 0
-            assert "ERROR" not in levels.values()
-    # LangFuse's own view agrees: two ERROR item traces in the experiment
-    errored = [o for o in server.observations() if o["name"] == "experiment-item-run"]
-    assert sum(o["level"] == "ERROR" for o in errored) == 2
+            assert errors == [] and "ERROR" not in levels.values()
+    # LangFuse's own view agrees: its error count (ERROR observations) is ours
+    experiment = [o for o in server.observations() if o["traceId"] in item_runs(server)]
+    assert sum(o["level"] == "ERROR" for o in experiment) == 2
     on_run = run_scores(server, experiment_id)
     assert on_run["error_count"]["value"] == 2 and on_run["items"]["value"] == len(items)
     assert on_run["error_rate"]["value"] == pytest.approx(2 / len(items))

@@ -47,7 +47,7 @@ def test_the_model_client_is_closed_on_the_sdks_loop(
         outcome = run_experiment(config)
         del outcome
         gc.collect()
-    assert len(model_server.chat_requests) == 5
+    assert len(model_server.chat_requests) == 1 + 5  # the response-format probe, the items
     unclosed = [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()]
     unclosed += [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert unclosed == []

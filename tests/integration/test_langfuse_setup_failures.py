@@ -3,9 +3,13 @@ mirror and no experiment in LangFuse, and the same name then works without ``--r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import _run_app
 from extraction_eval.errors import ConfigError, InvalidValue
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment
@@ -43,3 +47,38 @@ def test_refused_setup_leaves_no_run_and_the_name_is_free(
         RunConfig(dataset=DATASET, name="same", pipeline=PipelineConfig(pipeline=PIPE))
     )
     assert outcome.run.status == "finished" and len(outcome.results) == 2
+
+
+def test_a_server_older_than_v4_59_is_refused_in_one_line_before_any_model_call(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    upload(server, LocalStore().get_items(DATASET)[:2])
+    use_langfuse(server, monkeypatch, "old-server")
+    monkeypatch.delenv("EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD", raising=False)
+    calls = tmp_path / "calls.log"
+    monkeypatch.setenv("E2E_CALL_LOG", str(calls))
+    server.server_version = "4.16.0"
+    result = CliRunner().invoke(_run_app, ["--name", "old", "--pipeline", PIPE])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "v4.16.0" in line and "v4.59.0 or later" in line
+    assert "EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD=1" in line
+    assert server.requests_to("/api/public/health", "GET")
+    assert not calls.exists()  # no model call
+    assert server.spans == [] and server.posted_scores == []
+    assert LocalStore().list_runs() == []
+
+
+def test_allow_old_turns_the_refusal_into_one_warning_line_and_runs(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upload(server, LocalStore().get_items(DATASET)[:2])
+    use_langfuse(server, monkeypatch, "old-allowed")
+    server.server_version = "4.16.0"
+    monkeypatch.setenv("EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD", "1")
+    result = CliRunner().invoke(_run_app, ["--name", "old-ok", "--pipeline", PIPE])
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "v4.16.0" in line]
+    assert len(warnings) == 1 and "EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD=1" in warnings[0]
+    assert len(server.spans_named("experiment-item-run")) == 2
+    assert result.stdout.strip().splitlines()[-1].startswith("verified in LangFuse: 2 traces")

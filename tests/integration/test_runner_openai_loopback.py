@@ -49,6 +49,7 @@ def test_faults_become_retries_or_rows(monkeypatch: pytest.MonkeyPatch) -> None:
                 timeout_s=0.5,
                 max_attempts=3,
                 extra=FAST_RETRIES,
+                response_format="json_schema",  # pinned: no format probe among the counts
             ),
             scoring=ScoringConfig(resamples=200),
             limit=8,

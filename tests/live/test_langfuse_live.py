@@ -10,6 +10,7 @@ credentials from every test's environment. It writes only names starting with
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -50,7 +51,11 @@ OUTPUT = {"entities": [{"name": "Ada Lovelace", "type": "person"}], "relationshi
 
 @pytest.fixture(scope="module")
 def lf() -> Iterator[Any]:
-    client = connect(public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL)
+    # a self-hosted server can be slow (first requests compile routes in dev mode): the SDK
+    # keeps this client (and its timeout) for every later connect with these keys
+    client = connect(
+        public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL, timeout_s=60
+    )
     yield client
     client.shutdown()
 
@@ -107,11 +112,8 @@ def test_prompt_push_fetch_trace_score_read_back_and_seed(lf: Any) -> None:
     report = read_back(lf, trace_ids=[trace_id], score_names=["entity_f1"], timeout_s=180, poll_s=5)
     assert report.ok, report.lines()
     # the cost we compute reaches the generation as LangFuse's own cost details
-    generation_cost = [
-        o.get("costDetails")
-        for o in _get(f"traces/{trace_id}")["observations"]
-        if o.get("name") == "extract"
-    ]
+    observations = _get("v2/observations", traceId=trace_id, fields="core,basic,usage")["data"]
+    generation_cost = [o.get("costDetails") for o in observations if o.get("name") == "extract"]
     assert generation_cost and generation_cost[0]["input"] == pytest.approx(1e-5)
 
     seeded = seed_from_traces(lf, dataset=f"{NAME}-seeded", trace_ids=[trace_id])
@@ -147,10 +149,20 @@ def test_run_experiment_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
     v3 = _get("v3/scores", traceId=tagged.trace_id, name="failure_category")["data"]
     assert {s["value"] for s in v3} == set(tagged.categories)
     assert {s["dataType"] for s in v3} == {"CATEGORICAL"}
-    # v1/v2 shape (deprecated GET /v2/scores): a numeric value plus stringValue
-    stored = _get("v2/scores", traceId=tagged.trace_id, name="failure_category")["data"]
-    assert {s["stringValue"] for s in stored} == set(tagged.categories)  # value is numeric
-    assert {s["dataType"] for s in stored} == {"CATEGORICAL"}
+    # the experiment as LangFuse lists it, and its items: one per result, each on its trace
+    experiment_id = outcome.run.experiment_id
+    since = outcome.run.started_at or "2000-01-01T00:00:00Z"
+    (listed,) = _get("experiments", fromStartTime="2000-01-01T00:00:00Z", id=experiment_id)["data"]
+    assert listed["name"] == outcome.run.name and listed["itemCount"] == 5
+    rows = _get(
+        "experiment-items", fromStartTime=since[:10] + "T00:00:00Z", experimentId=experiment_id,
+        fields="core,io", limit="100",
+    )["data"]  # fmt: skip
+    assert {r["traceId"] for r in rows} == {r.trace_id for r in outcome.results}
+    for row in rows:  # input and output are JSON objects (as strings on this endpoint)
+        assert isinstance(json.loads(row["input"]), dict)
+        assert isinstance(json.loads(row["output"]), dict)
+        assert row["level"] != "ERROR"  # the offline baseline fails no item
 
 
 def _get(path: str, **params: str | None) -> Any:

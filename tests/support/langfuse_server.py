@@ -8,6 +8,8 @@ assert on what *arrived* rather than on mocks of our own code.
 Endpoints (all under ``/api/public``)::
 
     GET    /projects                                   auth check, project id
+    GET    /health                                     {status, version} (``server_version``)
+    POST   /score-configs          GET /score-configs  create / list (page, limit)
     POST   /v2/datasets            GET /v2/datasets    upsert by name / list (page, limit)
     GET    /v2/datasets/{name}                         404 when missing; name is url-decoded
     POST   /dataset-items                              upsert by id (ids are project-wide)
@@ -44,6 +46,7 @@ import json
 import re
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -395,6 +398,7 @@ class _State:
     prompts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> versions
     observations: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     spans: list[dict[str, Any]] = field(default_factory=list)
+    score_configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by id
 
 
 Handler = Callable[["_Request"], tuple[int, Any]]
@@ -426,8 +430,10 @@ class FakeLangfuse:
         keys: Mapping[str, str] | None = None,
         project_id: str = "proj-fake",
         project_name: str = "extraction-eval-fake",
+        server_version: str = "4.59.0",
     ) -> None:
         self.project_id = project_id
+        self.server_version = server_version  # what GET /health reports
         self.project_name = project_name
         self._keys: dict[str, str] = dict(keys or {})
         self._lock = threading.RLock()
@@ -436,6 +442,9 @@ class FakeLangfuse:
         self._faults: list[_Fault] = []
         self._reject_scores_status: int | None = None
         self._reject_score_names: set[str] = set()
+        self._lose_score_names: set[str] = set()
+        self._lost: set[str] = set()
+        self._score_delay_s = 0.0
         self._drop_connections = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -525,6 +534,17 @@ class FakeLangfuse:
         with self._lock:
             self._reject_scores_status = status
             self._reject_score_names = set(names)
+
+    def lose_scores(self, names: Iterable[str]) -> None:
+        """Answer 202 but store nothing of the scores with these names, once per score id
+        (a server that lost them): a second post of the same id is stored."""
+        with self._lock:
+            self._lose_score_names = set(names)
+
+    def slow_scores(self, seconds: float) -> None:
+        """Store each score batch, then wait ``seconds`` before answering (a slow server:
+        past the client's timeout the batch has arrived all the same)."""
+        self._score_delay_s = seconds
 
     def down(self, mode: Literal["refuse", "drop"] = "refuse") -> None:
         """``refuse``: stop listening (connection refused); ``drop``: accept connections and
@@ -747,6 +767,9 @@ class FakeLangfuse:
         seg = r"([^/]+)"
         table: list[tuple[str, str, Handler]] = [
             ("GET", "/api/public/projects", self._projects),
+            ("GET", "/api/public/health", self._health),
+            ("POST", "/api/public/score-configs", self._create_score_config),
+            ("GET", "/api/public/score-configs", self._list_score_configs),
             ("POST", "/api/public/v2/datasets", self._create_dataset),
             ("GET", "/api/public/v2/datasets", self._list_datasets),
             ("GET", f"/api/public/v2/datasets/{seg}", self._get_dataset),
@@ -768,6 +791,72 @@ class FakeLangfuse:
         return [(m, re.compile(p), h) for m, p, h in table]
 
     # projects
+
+    def _health(self, req: _Request) -> tuple[int, Any]:
+        return 200, {"status": "OK", "version": self.server_version}
+
+    # score configs
+
+    def _create_score_config(self, req: _Request) -> tuple[int, Any]:
+        body = req.body if isinstance(req.body, dict) else {}
+        name, data_type = body.get("name"), body.get("dataType")
+        if not isinstance(name, str) or not name:
+            return 400, {"message": "name is required"}
+        if data_type not in ("NUMERIC", "BOOLEAN", "CATEGORICAL", "TEXT"):
+            return 400, {"message": f"invalid dataType {data_type!r}"}
+        if data_type == "CATEGORICAL" and not body.get("categories"):
+            return 400, {"message": "categorical configs need categories"}
+        categories = body.get("categories")
+        if data_type == "BOOLEAN":
+            categories = [{"label": "True", "value": 1}, {"label": "False", "value": 0}]
+        now = iso(_now())
+        config = {
+            "id": str(uuid.uuid4()),
+            "name": name,
+            "dataType": data_type,
+            "isArchived": False,
+            "minValue": body.get("minValue"),
+            "maxValue": body.get("maxValue"),
+            "categories": categories,
+            "description": body.get("description"),
+            "projectId": self.project_id,
+            "createdAt": now,
+            "updatedAt": now,
+        }
+        self._state.score_configs[config["id"]] = config
+        return 200, dict(config)
+
+    def _list_score_configs(self, req: _Request) -> tuple[int, Any]:
+        rows = sorted(self._state.score_configs.values(), key=lambda c: c["createdAt"])
+        page, meta = _paginate([dict(c) for c in rows], req.query)
+        return 200, {"data": page, "meta": meta}
+
+    @property
+    def score_configs(self) -> dict[str, dict[str, Any]]:
+        """Stored score configs by id."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._state.score_configs.items()}
+
+    def _check_config(self, score: Mapping[str, Any]) -> str | None:
+        """LangFuse validates a score against its config: name, type, range, categories."""
+        config = self._state.score_configs.get(str(score.get("configId")))
+        if config is None:
+            return f"score {score['name']}: no score config {score.get('configId')!r}"
+        if config["name"] != score["name"]:
+            return f"score {score['name']}: config {config['id']} is for {config['name']!r}"
+        data_type = score.get("dataType") or config["dataType"]
+        if data_type != config["dataType"]:
+            return f"score {score['name']}: config wants {config['dataType']}"
+        value = score["value"]
+        if config["dataType"] == "NUMERIC":
+            low, high = config.get("minValue"), config.get("maxValue")
+            if (low is not None and value < low) or (high is not None and value > high):
+                return f"score {score['name']}: {value} outside [{low}, {high}]"
+        if config["dataType"] == "CATEGORICAL":
+            labels = {c["label"] for c in config["categories"] or []}
+            if value not in labels:
+                return f"score {score['name']}: {value!r} is not a category of its config"
+        return None
 
     def _projects(self, req: _Request) -> tuple[int, Any]:
         return 200, {
@@ -966,13 +1055,18 @@ class FakeLangfuse:
         accepted = 0
         for score in req.body:
             error = self._validate_score(score)
+            if error is None and score.get("configId"):
+                error = self._check_config(score)
             if error is None and score.get("name") in self._reject_score_names:
                 error = f"score {score['name']}: rejected (fake)"
             if error is not None:
                 errors.append({"message": error})
                 continue
-            self._store_score(score)
             accepted += 1
+            if score.get("name") in self._lose_score_names and score.get("id") not in self._lost:
+                self._lost.add(str(score.get("id")))
+                continue
+            self._store_score(score)
         if errors:
             return 207, {"accepted": accepted, "rejected": len(errors), "errors": errors}
         return 202, {"message": "Accepted"}
@@ -1348,6 +1442,11 @@ class FakeLangfuse:
             "langfuse.experiment.item.id": _csv(q, "experimentItemId"),
             "langfuse.experiment.dataset.id": _csv(q, "datasetId"),
         }
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        if "scores" in groups:  # one pass over the scores, not one per item
+            for s in self._state.scores.values():
+                if s.get("traceId"):
+                    by_trace.setdefault(s["traceId"], []).append(s)
         rows = []
         for obs in self._experiment_rows():
             attrs = obs["_attributes"]
@@ -1386,10 +1485,10 @@ class FakeLangfuse:
                 )
                 record["experimentDescription"] = attrs.get("langfuse.experiment.description")
             if "scores" in groups:
+                limit = _int_param(q, "scoreLimit", 50)
                 record["scores"] = [
-                    self._score_v3(s, {"details"})
-                    for s in self._state.scores.values()
-                    if s.get("traceId") == obs["traceId"]
+                    self._score_v3(s, {"details", "subject"})
+                    for s in by_trace.get(obs["traceId"], [])[:limit]
                 ]
             rows.append(record)
         rows.sort(key=lambda r: (r["startTime"], r["id"]), reverse=True)
@@ -1596,6 +1695,8 @@ def _make_handler(server: FakeLangfuse) -> type[BaseHTTPRequestHandler]:
                         status, response = server._dispatch(
                             self.command, path, raw_path, query, body
                         )
+                        if path == "/api/public/scores" and server._score_delay_s:
+                            time.sleep(server._score_delay_s)  # stored; the answer is late
                     except _HttpError as exc:
                         status, response = exc.status, {"message": exc.message}
                     except Exception as exc:  # a fake bug must show up as a 500, not a hang

@@ -84,6 +84,48 @@ def content(text: str, **kw: Any) -> Fault:
     return Fault("content", content=text, **kw)
 
 
+def sent_format(body: Any) -> str:
+    """What a chat body asks for: json_schema | json_object_schema | json_object | text, or
+    ``structured_outputs`` (vLLM's field beside response_format)."""
+    if not isinstance(body, dict):
+        return "text"
+    if "structured_outputs" in body:
+        return "structured_outputs"
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return "text"
+    if fmt.get("type") == "json_object":
+        return "json_object_schema" if "schema" in fmt else "json_object"
+    return str(fmt.get("type"))
+
+
+# llama-cpp-python 0.3's server, asked for json_schema: HTTP 500 with pydantic's message
+LLAMA_CPP_PYTHON_REFUSAL = (
+    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+    "  Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema',"
+    " input_type=str]"
+)
+
+
+@dataclass(frozen=True)
+class FormatRule:
+    """The response formats a server takes (``sent_format`` names); any other is refused
+    with ``status`` and ``message``, as the real server would."""
+
+    accepts: tuple[str, ...]
+    status: int = 400
+    message: str = "response_format is not supported"
+
+
+def llama_cpp_python_formats() -> FormatRule:
+    """llama-cpp-python's server: text and json_object (with or without a schema)."""
+    return FormatRule(
+        accepts=("text", "json_object", "json_object_schema"),
+        status=500,
+        message=LLAMA_CPP_PYTHON_REFUSAL,
+    )
+
+
 def echo_auth(status: int = 401, **kw: Any) -> Fault:
     """An error whose body echoes the request's ``Authorization`` header and the bare key (a
     misconfigured proxy): what a client does with error text is then visible."""
@@ -235,6 +277,7 @@ class LoopbackServer:
     latency_s: float = 0.0
     answer: Answer = empty_answer
     model: str = "loopback-model"
+    formats: FormatRule | None = None  # None: every response format is taken
     requests: list[RecordedRequest] = field(default_factory=list)
     _faults: list[Fault] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -335,6 +378,12 @@ class LoopbackServer:
         if record.body is None:
             record.status = 400
             handler._send_json(400, {"error": {"message": "request body is not JSON"}})
+            return
+        rule = self.formats
+        if rule is not None and not gemini and sent_format(record.body) not in rule.accepts:
+            record.status = rule.status
+            kind = "invalid_request_error" if rule.status < 500 else "internal_server_error"
+            handler._send_json(rule.status, {"error": {"message": rule.message, "type": kind}})
             return
         fault = self._take_fault(record.raw)
         record.fault = fault.kind if fault else None

@@ -15,12 +15,15 @@ Secrets never appear in messages: errors name the server URL and the status, not
 """
 
 from extraction_eval.backends.langfuse.client import (
+    ALLOW_OLD_ENV,
     ENV_BASE_URL,
     ENV_HOST,
     ENV_PUBLIC_KEY,
     ENV_SECRET_KEY,
+    MIN_SERVER_VERSION,
     base_url_of,
     check_auth,
+    check_server_version,
     close_client,
     connect,
     langfuse_configured,
@@ -42,19 +45,22 @@ from extraction_eval.backends.langfuse.readback import (
     VerifyReport,
     missing_summary,
     read_back,
+    read_back_run,
     verify_run,
     verify_timeout_s,
 )
-from extraction_eval.backends.langfuse.scores import post_score, run_score_id
+from extraction_eval.backends.langfuse.scores import item_score_id, post_score, run_score_id
 from extraction_eval.backends.langfuse.tracer import LangfuseTracer
 
 __all__ = [
+    "ALLOW_OLD_ENV",
     "DEFAULT_VERIFY_TIMEOUT_S",
     "ENV_BASE_URL",
     "ENV_HOST",
     "ENV_PUBLIC_KEY",
     "ENV_SECRET_KEY",
     "META_KEY",
+    "MIN_SERVER_VERSION",
     "VERIFY_TIMEOUT_ENV",
     "LangfuseDatasetBackend",
     "LangfuseTracer",
@@ -63,9 +69,11 @@ __all__ = [
     "api_errors",
     "base_url_of",
     "check_auth",
+    "check_server_version",
     "close_client",
     "connect",
     "fetch_prompt",
+    "item_score_id",
     "langfuse_configured",
     "langfuse_item_id",
     "missing_summary",
@@ -73,6 +81,7 @@ __all__ = [
     "post_score",
     "push_prompt",
     "read_back",
+    "read_back_run",
     "resolve_base_url",
     "run_score_id",
     "to_dataset_item",

@@ -7,8 +7,10 @@ status, not the keys.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from extraction_eval.errors import ConfigError
 from extraction_eval.redact import register_secret, safe_url
@@ -167,3 +169,58 @@ def check_auth(lf: Langfuse) -> None:
         ok = lf.auth_check()
     if not ok:
         raise ConfigError(f"LangFuse keys missing: set {ENV_PUBLIC_KEY} and {ENV_SECRET_KEY}")
+
+
+# --- server version preflight ---------------------------------------------------------------
+
+MIN_SERVER_VERSION = (4, 59, 0)
+ALLOW_OLD_ENV = "EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD"
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _version_text(version: tuple[int, ...]) -> str:
+    return "v" + ".".join(map(str, version))
+
+
+def parse_server_version(text: str) -> tuple[int, int, int] | None:
+    """``"4.16.0"`` / ``"v4.59.1-rc"`` -> (4, 16, 0); None when it is no version."""
+    match = _VERSION_RE.match(text.strip())
+    if not match:
+        return None
+    major, minor, patch = (int(g) for g in match.groups())
+    return major, minor, patch
+
+
+def server_version(lf: Langfuse) -> str:
+    """The server's version as ``GET /api/public/health`` reports it."""
+    from extraction_eval.backends.langfuse.errors import api_errors
+
+    with api_errors(lf, "reading the server version"):
+        return str(lf.api.health.health().version)
+
+
+def check_server_version(lf: Langfuse, env: Mapping[str, str] | None = None) -> str | None:
+    """Refuse (``ConfigError``, one line) a server older than v4.59.0, the first whose score
+    endpoint takes the batches SDK 5 posts (an older one answers 400 to every batch, and the
+    loss shows only in the read-back). ``EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD=1`` (a patched
+    server, e.g. the local recipe's) turns the refusal into the returned warning line; so
+    does a version that cannot be read."""
+    env = os.environ if env is None else env
+    url = base_url_of(lf)
+    host = urlsplit(url).hostname or ""
+    if host == "langfuse.com" or host.endswith(".langfuse.com"):
+        return None  # LangFuse Cloud runs the current server (its own version numbering)
+    text = server_version(lf)
+    version = parse_server_version(text)
+    if version is None:
+        return f"LangFuse at {url} reports version {text[:40]!r}: not checked"
+    if version >= MIN_SERVER_VERSION:
+        return None
+    problem = (
+        f"LangFuse at {url} is {_version_text(version)}; SDK 5 needs"
+        f" {_version_text(MIN_SERVER_VERSION)} or later (older servers refuse its score"
+        " batches)"
+    )
+    if env.get(ALLOW_OLD_ENV, "").strip() in ("1", "true", "yes"):
+        return f"{problem}: going on because {ALLOW_OLD_ENV}=1"
+    raise ConfigError(f"{problem}; set {ALLOW_OLD_ENV}=1 for a server patched to accept them")

@@ -17,17 +17,19 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from extraction_eval.backends.base import (
+    DATASET_SCHEMA_KEY,
     DatasetInfo,
     UploadReport,
     item_content_hash,
     item_expected_output,
     item_from_payload,
     item_input,
+    schema_of,
 )
 from extraction_eval.backends.langfuse.client import close_client, connect
 from extraction_eval.backends.langfuse.errors import api_errors
 from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
-from extraction_eval.types import DatasetItem
+from extraction_eval.types import DatasetItem, Schema
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -168,6 +170,16 @@ class RunDataset:
     langfuse_id: str | None
     version: str | None
     pinned: datetime | None
+    schema: Schema | None = None  # the dataset's (its metadata's ``schema``)
+
+
+def _metadata(dataset: Any) -> dict[str, Any]:
+    return dict(dataset.metadata) if isinstance(dataset.metadata, dict) else {}
+
+
+def _dataset_schema(dataset: Any) -> Schema | None:
+    """The schema a dataset's metadata holds (``datasets upload --schema`` put it there)."""
+    return schema_of(_metadata(dataset).get(DATASET_SCHEMA_KEY))
 
 
 class LangfuseDatasetBackend:
@@ -218,6 +230,7 @@ class LangfuseDatasetBackend:
             item_count=sum(1 for s in stored if s.item.status == "ACTIVE"),
             created_at=_iso(dataset.created_at),
             updated_at=_iso(dataset.updated_at),
+            schema=_dataset_schema(dataset),
         )
 
     def get_dataset(self, name: str) -> DatasetInfo:
@@ -245,6 +258,7 @@ class LangfuseDatasetBackend:
             langfuse_id=getattr(dataset, "id", None),
             version=self._version(dataset, stored),
             pinned=pinned,
+            schema=_dataset_schema(dataset),
         )
 
     def items_by_id(self, name: str) -> dict[str, DatasetItem]:
@@ -279,6 +293,7 @@ class LangfuseDatasetBackend:
                         item_count=int(count),
                         created_at=_iso(ds.created_at),
                         updated_at=_iso(ds.updated_at),
+                        schema=_dataset_schema(ds),
                     )
                 )
             if page >= batch.meta.total_pages:
@@ -295,8 +310,11 @@ class LangfuseDatasetBackend:
         *,
         description: str | None = None,
         metadata: dict[str, Any] | None = None,
+        schema: Schema | None = None,
     ) -> UploadReport:
-        """Create the dataset if missing and upsert new or changed items by stable id."""
+        """Create the dataset if missing and upsert new or changed items by stable id.
+        ``schema`` is the dataset's own, kept in its metadata (``schema``); setting it on an
+        existing dataset updates that one key (LangFuse upserts a dataset by name)."""
         items = list(items)  # read more than once below
         name = dataset.strip()
         if not name:
@@ -312,7 +330,12 @@ class LangfuseDatasetBackend:
         except NotFoundError:
             current = None
         dataset_created = current is None
+        wanted = None if schema is None else schema.model_dump(mode="json")
+        schema_changed = False
         if current is None:
+            if wanted is not None:
+                metadata = {**(metadata or {}), DATASET_SCHEMA_KEY: wanted}
+                schema_changed = True
             with api_errors(self._lf, f"creating dataset {name!r}"):
                 self._lf.create_dataset(name=name, description=description, metadata=metadata)
             existing: dict[str, _Stored] = {}
@@ -321,7 +344,14 @@ class LangfuseDatasetBackend:
             stored = self._stored(current)
             existing = {s.item.id: s for s in stored}
             version = self._version(current, stored)
-            header_metadata = current.metadata if isinstance(current.metadata, dict) else {}
+            header_metadata = _metadata(current)
+            if wanted is not None and header_metadata.get(DATASET_SCHEMA_KEY) != wanted:
+                header_metadata = {**header_metadata, DATASET_SCHEMA_KEY: wanted}
+                with api_errors(self._lf, f"setting the schema of dataset {name!r}"):
+                    self._lf.create_dataset(name=name, metadata=header_metadata)
+                schema_changed = True
+            if metadata is not None and wanted is not None:
+                metadata = {**metadata, DATASET_SCHEMA_KEY: wanted}
             if (description is not None and description != current.description) or (
                 metadata is not None and metadata != header_metadata
             ):
@@ -362,6 +392,7 @@ class LangfuseDatasetBackend:
             unchanged=unchanged,
             new_version=bool(created or updated),
             dataset_created=dataset_created,
+            schema_changed=schema_changed,
         )
 
     def _upsert(self, dataset: str, item: DatasetItem, lf_id: str, position: int) -> Any:

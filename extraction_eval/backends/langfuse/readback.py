@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from extraction_eval.backends.langfuse.errors import api_errors
@@ -82,8 +82,8 @@ def _score_trace_id(score: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _score_pages(lf: Langfuse, **params: Any) -> Iterator[list[dict[str, Any]]]:
-    """Pages of ``GET /api/public/v3/scores`` as plain JSON.
+def _pages(lf: Langfuse, path: str, **params: Any) -> Iterator[list[dict[str, Any]]]:
+    """Cursor pages of a public GET endpoint as plain JSON.
 
     Sent through the SDK's own HTTP client (its auth, base URL and retries), but read as JSON
     rather than through the SDK's generated models: parsing each score into those models costs
@@ -94,12 +94,10 @@ def _score_pages(lf: Langfuse, **params: Any) -> Iterator[list[dict[str, Any]]]:
     query = {k: v for k, v in params.items() if v is not None}
     cursor: str | None = None
     while True:
-        response = http.request(
-            "api/public/v3/scores", method="GET", params={**query, "cursor": cursor}, retries=0
-        )
+        response = http.request(path, method="GET", params={**query, "cursor": cursor}, retries=0)
         if response.status_code >= 400:
             raise BackendError(
-                f"reading scores back failed: HTTP {response.status_code}"
+                f"reading {path.rsplit('/', 1)[-1]} back failed: HTTP {response.status_code}"
                 f" {response.text[:200].strip()}"
             )
         body = response.json()
@@ -107,6 +105,11 @@ def _score_pages(lf: Langfuse, **params: Any) -> Iterator[list[dict[str, Any]]]:
         cursor = (body.get("meta") or {}).get("cursor")
         if not cursor:
             return
+
+
+def _score_pages(lf: Langfuse, **params: Any) -> Iterator[list[dict[str, Any]]]:
+    """Pages of ``GET /api/public/v3/scores``."""
+    return _pages(lf, "api/public/v3/scores", **params)
 
 
 def _chunks(values: Sequence[str], size: int) -> Iterator[list[str]]:
@@ -138,19 +141,90 @@ def _arrived_traces(lf: Langfuse, wanted: set[str], since: datetime | None) -> s
 
 
 def _arrived_scores(
-    lf: Langfuse, trace_ids: Sequence[str], names: Sequence[str]
+    lf: Langfuse,
+    wanted: set[tuple[str, str]],
+    since: datetime | None,
 ) -> set[tuple[str, str]]:
+    """Which (trace id, score name) pairs of ``wanted`` LangFuse has.
+
+    With ``since``: one windowed query (scores created since the run started, our names
+    only), paged, instead of one request per handful of traces; it stops once everything
+    wanted was seen. Without: the traces' scores, 20 traces per request."""
+    names = sorted({n for _, n in wanted})
     found: set[tuple[str, str]] = set()
-    for chunk in _chunks(sorted(trace_ids), 20):
-        pages = _score_pages(
-            lf, traceId=",".join(chunk), name=",".join(names), fields="subject", limit=100
-        )
+
+    def take(pages: Iterator[list[dict[str, Any]]]) -> bool:
         for page in pages:
             for score in page:
                 trace_id = _score_trace_id(score)
-                if trace_id is not None:
-                    found.add((trace_id, str(score.get("name"))))
+                key = (trace_id or "", str(score.get("name")))
+                if key in wanted:
+                    found.add(key)
+            if found >= wanted:
+                return True
+        return False
+
+    if since is not None:
+        stamp = since.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        take(
+            _score_pages(lf, fromTimestamp=stamp, name=",".join(names), fields="subject", limit=100)
+        )
+        return found
+    for chunk in _chunks(sorted({t for t, _ in wanted}), 20):
+        take(
+            _score_pages(
+                lf, traceId=",".join(chunk), name=",".join(names), fields="subject", limit=100
+            )
+        )
     return found
+
+
+_SCORE_LIMIT = 50  # scores per experiment item the server returns at most
+
+
+def _arrived_in_experiment(
+    lf: Langfuse,
+    experiment_id: str,
+    since: datetime,
+    traces: set[str],
+    scores: set[tuple[str, str]],
+) -> tuple[set[str], set[tuple[str, str]]]:
+    """Traces and scores found in one paged walk over the experiment's items (with their
+    scores): a request per 100 items, instead of per page of 100 scores. An item whose
+    scores may have been cut at the server's limit has them read from v3 scores."""
+    stamp = since.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    found_traces: set[str] = set()
+    found_scores: set[tuple[str, str]] = set()
+    full: list[str] = []
+    wanted = traces | {t for t, _ in scores}
+    pages = _pages(
+        lf,
+        "api/public/experiment-items",
+        experimentId=experiment_id,
+        fromStartTime=stamp,
+        fields="core,scores",
+        scoreLimit=_SCORE_LIMIT,
+        limit=100,
+    )
+    for page in pages:
+        for row in page:
+            trace_id = str(row.get("traceId"))
+            if trace_id not in wanted:
+                continue
+            found_traces.add(trace_id)
+            item_scores = list(row.get("scores") or [])
+            if len(item_scores) >= _SCORE_LIMIT:
+                full.append(trace_id)
+            for score in item_scores:
+                key = (_score_trace_id(score) or trace_id, str(score.get("name")))
+                if key in scores:
+                    found_scores.add(key)
+    if full:
+        cut = set(full)
+        rest = {(t, n) for t, n in scores if t in cut} - found_scores
+        if rest:
+            found_scores |= _arrived_scores(lf, rest, None)
+    return found_traces, found_scores
 
 
 def _arrived_run_scores(lf: Langfuse, experiment_id: str, names: Sequence[str]) -> set[str]:
@@ -169,28 +243,65 @@ def read_back(
     timeout_s: float = 60.0,
     poll_s: float = 2.0,
 ) -> VerifyReport:
-    """Poll LangFuse (bounded by ``timeout_s``) until every trace (observations v2) and every
-    ``score_names`` score on each trace (scores v3) arrived, plus ``run_score_names`` on the
-    experiment; report what is still missing. Call after ``lf.flush()``.
+    """``read_back_run`` with the same ``score_names`` on every trace."""
+    return read_back_run(
+        lf,
+        traces={t: score_names for t in trace_ids},
+        experiment_id=experiment_id,
+        run_score_names=run_score_names,
+        since=since,
+        timeout_s=timeout_s,
+        poll_s=poll_s,
+    )
 
-    ``since`` (the run's start) lets traces be found with a few paged window queries instead
-    of one request per trace. Read failures are kept in ``errors`` and polling continues.
+
+def read_back_run(
+    lf: Langfuse,
+    *,
+    traces: Mapping[str, Collection[str]],
+    experiment_id: str | None = None,
+    run_score_names: Sequence[str] = (),
+    since: datetime | None = None,
+    timeout_s: float = 60.0,
+    poll_s: float = 2.0,
+    linked: bool = False,
+) -> VerifyReport:
+    """Poll LangFuse (bounded by ``timeout_s``) until every trace (observations v2) and each
+    trace's own score names (``traces``: trace id -> names; scores v3) arrived, plus
+    ``run_score_names`` on the experiment; report what is still missing. Call after
+    ``lf.flush()``.
+
+    ``since`` (the run's start) makes each poll a few paged window queries (root observations
+    started since, scores created since) instead of requests per trace; with ``linked`` (the
+    traces are the experiment's items) one walk over the experiment's items and their scores,
+    a request per 100 items. Read failures are kept in ``errors`` and polling continues.
     """
     started = time.monotonic()
     deadline = started + max(timeout_s, 0.0)
-    traces = set(trace_ids)
     missing_traces = set(traces)
-    missing_scores = {(t, n) for t in traces for n in score_names}
+    missing_scores = {(t, n) for t, names in traces.items() for n in set(names)}
+    expected_scores = len(missing_scores)
     missing_run = set(run_score_names) if experiment_id else set()
     errors: list[str] = []
     while True:
         try:
             with api_errors(lf, "reading back traces and scores"):
-                if missing_traces:
-                    missing_traces -= _arrived_traces(lf, missing_traces, since)
-                if missing_scores:
-                    pending = sorted({t for t, _ in missing_scores})
-                    missing_scores -= _arrived_scores(lf, pending, list(score_names))
+                if (
+                    linked
+                    and experiment_id
+                    and since is not None
+                    and (missing_traces or missing_scores)
+                ):
+                    traces_in, scores_in = _arrived_in_experiment(
+                        lf, experiment_id, since, missing_traces, missing_scores
+                    )
+                    missing_traces -= traces_in
+                    missing_scores -= scores_in
+                else:
+                    if missing_traces:
+                        missing_traces -= _arrived_traces(lf, missing_traces, since)
+                    if missing_scores:
+                        missing_scores -= _arrived_scores(lf, missing_scores, since)
                 if missing_run and experiment_id:
                     missing_run -= _arrived_run_scores(lf, experiment_id, sorted(missing_run))
         except ExtractionEvalError as exc:
@@ -201,7 +312,7 @@ def read_back(
         time.sleep(poll_s)
     return VerifyReport(
         expected_traces=len(traces),
-        expected_scores=len(traces) * len(set(score_names)),
+        expected_scores=expected_scores,
         missing_traces=tuple(sorted(missing_traces)),
         missing_scores=tuple(sorted(missing_scores)),
         missing_run_scores=tuple(sorted(missing_run)),
@@ -269,38 +380,17 @@ def verify_run(
     since: datetime | None,
     timeout_s: float,
 ) -> VerifyReport:
-    """``read_back`` for one run: each trace (``traces``: trace id -> its result's score
+    """The read-back for one run: each trace (``traces``: trace id -> its result's score
     names) must carry the scores its own result has (they differ between items, e.g.
     ``zero_fp_pass`` only where the gold is empty), plus the run-level scores on the
-    experiment; one deadline for everything."""
-    deadline = time.monotonic() + timeout_s
-    poll_s = _poll_interval(timeout_s)
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for trace_id, score_names in traces.items():
-        groups.setdefault(tuple(sorted(set(score_names))), []).append(trace_id)
-    if not groups:
-        groups[()] = []
-    reports: list[VerifyReport] = []
-    for index, (names, trace_ids) in enumerate(sorted(groups.items())):
-        first = index == 0
-        reports.append(
-            read_back(
-                lf,
-                trace_ids=sorted(trace_ids),
-                score_names=names,
-                experiment_id=experiment_id if first else None,
-                run_score_names=run_score_names if first else (),
-                since=since,
-                timeout_s=max(deadline - time.monotonic(), 0.0),
-                poll_s=poll_s,
-            )
-        )
-    return VerifyReport(
-        expected_traces=sum(r.expected_traces for r in reports),
-        expected_scores=sum(r.expected_scores for r in reports),
-        missing_traces=tuple(sorted(t for r in reports for t in r.missing_traces)),
-        missing_scores=tuple(sorted(s for r in reports for s in r.missing_scores)),
-        missing_run_scores=reports[0].missing_run_scores,
-        waited_s=round(sum(r.waited_s for r in reports), 3),
-        errors=tuple(e for r in reports for e in r.errors)[-5:],
+    experiment; one deadline, and one walk over the experiment's items per poll."""
+    return read_back_run(
+        lf,
+        traces=traces,
+        experiment_id=experiment_id,
+        run_score_names=run_score_names,
+        since=since,
+        timeout_s=timeout_s,
+        poll_s=_poll_interval(timeout_s),
+        linked=True,
     )

@@ -26,8 +26,9 @@ def _prompt_client(prompt: Any) -> Any:
 
 
 class _Generation:
-    def __init__(self, observation: Any) -> None:
+    def __init__(self, observation: Any, error_level: str) -> None:
         self._observation = observation
+        self._error_level = error_level
         self.level_set = False
 
     def update(
@@ -42,6 +43,7 @@ class _Generation:
     ) -> None:
         if level is not None:
             self.level_set = True
+            level = self._error_level if level == "ERROR" else level
         self._observation.update(
             output=output,
             usage_details=usage_details,
@@ -55,10 +57,15 @@ class _Generation:
 class LangfuseTracer:
     """``CallTracer`` as a LangFuse ``generation`` observation under the current span (so in
     an experiment it lands in the item's trace), linked to the prompt version when a LangFuse
-    prompt client is given. An exception escaping the block marks it level ERROR."""
+    prompt client is given. An exception escaping the block marks it level ERROR.
 
-    def __init__(self, lf: Langfuse) -> None:
+    ``error_level="WARNING"`` (LangFuse mode's experiments) marks a failed call WARNING
+    instead: there the item's task span carries the item's one ERROR, since LangFuse counts
+    an experiment's errors as its ERROR observations."""
+
+    def __init__(self, lf: Langfuse, *, error_level: str = "ERROR") -> None:
         self._lf = lf
+        self._error_level = error_level
 
     @contextmanager
     def generation(
@@ -81,12 +88,13 @@ class LangfuseTracer:
             prompt=_prompt_client(prompt),
             metadata=metadata,
         ) as observation:
-            handle = _Generation(observation)
+            handle = _Generation(observation, self._error_level)
             try:
                 yield handle
             except BaseException as exc:
                 if not handle.level_set:
-                    observation.update(level="ERROR", status_message=one_line(exc))
+                    level: Any = self._error_level
+                    observation.update(level=level, status_message=one_line(exc))
                 failure = exc
         # Re-raised outside the SDK's block: an exception escaping it is recorded on the span
         # with its whole traceback, whose chained causes hold the raw, unredacted error body

@@ -15,10 +15,11 @@ from extraction_eval.backends.base import (
     item_from_payload,
     item_input,
     payload_text,
+    schema_of,
 )
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
 from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
-from extraction_eval.types import DatasetItem
+from extraction_eval.types import DatasetItem, Schema
 
 
 class DatasetTables(StoreConnection):
@@ -31,13 +32,15 @@ class DatasetTables(StoreConnection):
         *,
         description: str | None = None,
         metadata: dict[str, Any] | None = None,
+        schema: Schema | None = None,
     ) -> UploadReport:
         """Create the dataset if needed and upsert items by id.
 
         Any created or changed item makes one new dataset version; re-uploading identical
         content is a no-op. Items absent from this upload are left as they are. ``items`` is
         read once, one item at a time (a stream from a file is never all in memory); a repeated
-        id rolls the whole upload back.
+        id rolls the whole upload back. ``schema`` sets the dataset's own schema (given to
+        items without one when they are run); None leaves it as it is.
         """
         name = dataset.strip()
         if not name:
@@ -53,10 +56,21 @@ class DatasetTables(StoreConnection):
                     " updated_at) VALUES (?, ?, ?, 0, ?, ?)",
                     (name, description, _dumps(metadata or {}), now, now),
                 )
+                row = _dataset_row(conn, name)
+                assert row is not None
                 dataset_id, current = int(cur.lastrowid or 0), 0
             else:
                 dataset_id, current = int(row["id"]), int(row["version"])
                 self._update_header(conn, row, description, metadata, now)
+            schema_changed = False
+            if schema is not None:
+                text = _dumps(schema.model_dump(mode="json"))
+                schema_changed = text != row["schema"]
+                if schema_changed:
+                    conn.execute(
+                        "UPDATE datasets SET schema = ?, updated_at = ? WHERE id = ?",
+                        (text, now, row["id"]),
+                    )
             latest = {
                 r["item_id"]: r["content_hash"]
                 for r in conn.execute(
@@ -126,6 +140,7 @@ class DatasetTables(StoreConnection):
             unchanged=unchanged,
             new_version=new_version,
             dataset_created=dataset_created,
+            schema_changed=schema_changed,
         )
 
     @staticmethod
@@ -323,4 +338,5 @@ def _dataset_info(conn: sqlite3.Connection, row: sqlite3.Row) -> DatasetInfo:
         item_count=int(count),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        schema=schema_of(row["schema"]),
     )

@@ -320,6 +320,13 @@ def m010_result_severity(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m011_dataset_schema(conn: sqlite3.Connection) -> None:
+    """A dataset's own schema (JSON; NULL: none): items without a schema of their own are
+    run and scored with it (``datasets upload --schema``)."""
+    _exec(conn, "ALTER TABLE datasets ADD COLUMN schema TEXT")
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)
