@@ -1,25 +1,39 @@
-"""Time to build the HTML report of a 10,000-item run (and of two runs side by side), and
-time to open it in headless Chromium until the item table is shown. Printed, not asserted.
+"""Time, CPU time, peak memory and size of the HTML report of one run and of two runs side by
+side, and the time to open it in headless Chromium until the item table is shown. Printed, not
+asserted.
 
 The runs are real local runs of the offline baseline on a synthetic dataset cycling the
-CoNLL04 sentences of the shared data (new ids, gold with character offsets), in a temporary
-store; B is the same model scored with ``--match exact``.
+CoNLL04 sentences of the shared data (new ids, gold with character offsets), in a store under
+a temporary directory (or ``--store DIR``, kept and reused: making two 100,000-item runs takes
+minutes). Runs: A, the offline baseline; C, the baseline with its answer changed on 30 % of the
+items (an entity dropped, one retyped), scored alike: two models compared (the usual report);
+B, the baseline scored with ``--match exact`` (each item of B is scored again with A's
+settings for the paired comparison, as ``compare`` does). Each report is built by the real
+command (``extraction-eval report``) in a child process, so its peak RSS and CPU time are the
+report's own (``os.wait4``), not the runs'. On a shared machine wall time includes waiting for
+a core: CPU time (user + system) is printed beside it.
 
-    .venv/bin/python benchmarks/bench_report.py [N]          # default: 10000
+    .venv/bin/python benchmarks/bench_report.py [N] [--store DIR]    # default N: 10000
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("EXTRACTION_EVAL_SHARED_DATA", ROOT.parent / "shared" / "data"))
+if not DATA.is_dir():  # a git worktree: the shared data sits beside the main checkout
+    DATA = Path("/work/shared/data")
 SOURCES = ("conll04_train.jsonl", "conll04_dev.jsonl", "conll04_test.jsonl")
 CHROMIUM_ARGS = [
     "--headless",
@@ -53,26 +67,107 @@ def write_dataset(path: Path, n: int) -> None:
             fh.write(json.dumps(out, ensure_ascii=False) + "\n")
 
 
-def open_in_chromium(path: Path) -> tuple[float, float]:
-    """(seconds until the table's first row is shown, until the script said ready) — the
-    page loaded fresh in a new browser context, the browser already started."""
+def changed_baseline(*, item: Any, **_: Any) -> dict[str, Any]:
+    """Run C's pipeline: the baseline, changed on 30 % of the items (by a hash of the id)."""
+    from extraction_eval.pipeline.baseline import extract_baseline
+
+    out = extract_baseline(item.text, item.schema_).model_dump(mode="json")
+    if zlib.crc32(item.id.encode()) % 10 < 3 and out["entities"]:
+        out["entities"] = out["entities"][:-1]
+        if out["entities"]:
+            out["entities"][0]["type"] = "Other"
+    return out
+
+
+RUNS = {
+    "bench-a": {},
+    "bench-c": {"pipeline": "changed_baseline"},
+    "bench-b": {"match": "exact"},
+}
+
+
+def make_runs(home: Path, n: int, wanted: list[str]) -> None:
+    """Dataset ``bench`` of ``n`` items and the runs of ``RUNS``, those not already there."""
+    os.environ["EXTRACTION_EVAL_HOME"] = str(home)
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.datasets.jsonl import read_items
+    from extraction_eval.evaluators import ScoringConfig
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import arun_local
+    from extraction_eval.pipeline.base import PipelineConfig
+
+    store = LocalStore()
+    have = {r.name for r in store.list_runs("bench") if r.status == "finished"}
+    if any(d.name == "bench" for d in store.list_datasets()):
+        if len(store.item_ids("bench")) != n:
+            raise SystemExit(f"{home} holds another bench dataset: use an empty --store")
+        print(f"store {home}: reusing {', '.join(sorted(have))} ({n} items)")
+    else:
+        home.mkdir(parents=True, exist_ok=True)
+        write_dataset(home / "data.jsonl", n)
+        items, _ = read_items(home / "data.jsonl")
+        store.upload_items("bench", items)
+        del items
+    for name, spec in RUNS.items():
+        if name in have or name not in wanted:
+            continue
+        pipeline = PipelineConfig()
+        if "pipeline" in spec:
+            pipeline = PipelineConfig(pipeline=f"{Path(__file__).resolve()}:{spec['pipeline']}")
+        config = RunConfig(
+            dataset="bench",
+            name=name,
+            scoring=ScoringConfig(match=spec.get("match", "fuzzy")),
+            pipeline=pipeline,
+            concurrency=64,
+        )
+        started = time.perf_counter()
+        asyncio.run(arun_local(config, store=store))
+        print(f"run {name} ({n} items, offline baseline): {time.perf_counter() - started:.1f} s")
+    store.close()
+
+
+def build(home: Path, names: list[str], out: Path) -> tuple[float, float, float, str]:
+    """Run ``extraction-eval report`` in a child: (wall s, CPU s, peak RSS MB, its output)."""
+    env = {**os.environ, "EXTRACTION_EVAL_HOME": str(home)}
+    cmd = [sys.executable, "-m", "extraction_eval", "report", *names, "--out", str(out)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    printed = proc.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"report {names} failed ({proc.returncode}):\n{printed}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, printed.strip()
+
+
+def open_in_chromium(path: Path) -> tuple[float, float, float]:
+    """(seconds until the table's first row is shown, until the script said ready, until the
+    first item was expanded) — the page loaded fresh in a new browser context, the browser
+    already started; best of 3."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
-            best: tuple[float, float] | None = None
+            best: tuple[float, float, float] | None = None
             for _ in range(3):
                 context = browser.new_context(viewport={"width": 1400, "height": 1000})
                 page = context.new_page()
                 started = time.perf_counter()
                 page.goto(path.as_uri(), wait_until="commit")
-                page.wait_for_selector("tr.item-row", state="visible", timeout=60_000)
+                page.wait_for_selector("tr.item-row", state="visible", timeout=120_000)
                 shown = time.perf_counter() - started
-                page.wait_for_selector("body[data-ready=true]", timeout=60_000)
+                page.wait_for_selector("body[data-ready=true]", timeout=120_000)
                 ready = time.perf_counter() - started
+                page.click("tr.item-row button.expand")
+                page.wait_for_selector("tr.detail .text", timeout=120_000)
+                expanded = time.perf_counter() - started - ready
                 context.close()
-                best = (shown, ready) if best is None or shown < best[0] else best
+                got = (shown, ready, expanded)
+                best = got if best is None or shown < best[0] else best
             assert best is not None
             return best
         finally:
@@ -80,53 +175,43 @@ def open_in_chromium(path: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    parser = argparse.ArgumentParser()
+    parser.add_argument("n", nargs="?", type=int, default=10_000)
+    parser.add_argument("--store", type=Path, help="keep the store here (reused when present)")
+    parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument(
+        "--runs", default="a,c,b", help="which of A, C, B to make and report (default a,c,b)"
+    )
+    args = parser.parse_args()
+    print(f"cores: {os.cpu_count()}, load average: {' '.join(map(str, os.getloadavg()))}")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        os.environ["EXTRACTION_EVAL_HOME"] = str(tmp / "home")
-        from extraction_eval.analysis.report_data import build_report_data
-        from extraction_eval.analysis.stored import get_run
-        from extraction_eval.backends.local import LocalStore
-        from extraction_eval.datasets.jsonl import read_items
-        from extraction_eval.evaluators import ScoringConfig
-        from extraction_eval.experiments.config import RunConfig
-        from extraction_eval.experiments.run import arun_local
-        from extraction_eval.reports.html import write_report
-
-        store = LocalStore()
-        write_dataset(tmp / "data.jsonl", n)
-        items, _ = read_items(tmp / "data.jsonl")
-        store.upload_items("bench", items)
-        for name, match in (("bench-a", "fuzzy"), ("bench-b", "exact")):
-            config = RunConfig(
-                dataset="bench", name=name, scoring=ScoringConfig(match=match), concurrency=64
-            )
-            started = time.perf_counter()
-            asyncio.run(arun_local(config, store=store))
-            print(
-                f"run {name} ({n} items, offline baseline): {time.perf_counter() - started:.1f} s"
-            )
-        for names in (["bench-a"], ["bench-a", "bench-b"]):
-            runs = [get_run(store, x) for x in names]
-            out = tmp / f"report-{len(names)}.html"
-            started = time.perf_counter()
-            data = build_report_data(store, runs)
-            gathered = time.perf_counter() - started
-            size = write_report(data, out)
-            built = time.perf_counter() - started
+        home = args.store.resolve() if args.store else tmp / "home"
+        wanted = [f"bench-{x.strip()}" for x in args.runs.split(",")]
+        make_runs(home, args.n, wanted)
+        reports = (["bench-a"], ["bench-a", "bench-c"], ["bench-a", "bench-b"])
+        for names in [r for r in reports if set(r) <= set(wanted)]:
+            out = tmp / f"report-{'-'.join(names)}.html"
+            wall, cpu, rss, printed = build(home, names, out)
             label = " + ".join(names)
+            size = out.stat().st_size
             print(
-                f"report {label}: build {built:.2f} s (reading + re-scoring {gathered:.2f} s,"
-                f" charts + HTML {built - gathered:.2f} s), {size / 1e6:.1f} MB"
+                f"report {label} ({args.n} items): build {wall:.1f} s wall, {cpu:.1f} s CPU,"
+                f" peak RSS {rss:.0f} MB, file {size / 1e6:.1f} MB"
             )
+            print(f"  (the command printed: {printed})")
+            if args.no_browser:
+                continue
             if Path("/usr/bin/chromium").is_file():
-                shown, ready = open_in_chromium(out)
+                shown, ready, expanded = open_in_chromium(out)
                 print(
                     f"report {label}: open in Chromium until the table is shown {shown:.2f} s"
-                    f" (script done {ready:.2f} s; best of 3)"
+                    f" (script done {ready:.2f} s; first item expanded in {expanded:.2f} s;"
+                    " best of 3)"
                 )
             else:
                 print("no /usr/bin/chromium: open time not measured (apt-get install chromium)")
+        print(f"load average after: {' '.join(map(str, os.getloadavg()))}")
 
 
 if __name__ == "__main__":

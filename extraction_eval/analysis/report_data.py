@@ -1,77 +1,157 @@
-"""What the HTML report shows, read from the store: run configs and summaries, and per item its
-text, gold and predicted objects with where their evidence is in the text and how each fared.
+"""What the HTML report shows, read from the store in one streaming pass: run configs and
+summaries, a compact item table, and per item its text, gold and predicted objects with where
+their evidence is in the text and how each fared.
 
-Plain JSON-able data (no HTML here); ``extraction_eval.reports`` renders it. Evidence is
-located with the scorer's own :class:`~extraction_eval.evaluators.evidence.TextIndex` (the
-spans of predicted evidence are the scorer's groundings), so what the report highlights is
-exactly what was scored as grounded.
+Plain JSON-able data (no HTML here); ``extraction_eval.reports`` renders it. Built to scale
+(two runs of 100,000 items): the dataset's items and the runs' results are read a batch at a
+time; the item table is kept as columns (a few values per item); each item's details are
+serialized as they are made, ``CHUNK`` items to a compressed chunk, so the page parses only the
+chunk of an item someone expands. Per item, nothing is scored again where the runner stored its
+alignment (``report_items``); charts are drawn from aggregates (the summaries, a latency
+histogram).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+import json
+import zlib
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.paired import (
-    RUNS_DIFFER,
-    CompareOptions,
-    RunComparison,
-    compare_stored_runs,
-)
+from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
+from extraction_eval.analysis.report_compare import comparison_view, diff_lists, diff_view
+from extraction_eval.analysis.report_items import RunSide, gold_objects, run_side
 from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.backends.local.report_rows import ReportRow
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
-from extraction_eval.evaluators.diff import (
-    COUNTER_NAMES,
-    DiffCounts,
-    ItemDiff,
-    SideObject,
-    diff_item,
-)
-from extraction_eval.evaluators.evidence import Span, TextIndex
+from extraction_eval.evaluators import GoldView, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators.counts import counts_key
+from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_followed, diff_item
+from extraction_eval.evaluators.evidence import TextIndex
 from extraction_eval.evaluators.gold_view import scored_gold
-from extraction_eval.evaluators.intervals import METHOD_TEXT
-from extraction_eval.evaluators.item import Grounding
-from extraction_eval.evaluators.multiple import CORRECTION_TEXT
-from extraction_eval.evaluators.taxonomy import CATEGORIES, relationship_label
-from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship
-from extraction_eval.validation import web_url
+from extraction_eval.evaluators.taxonomy import CATEGORIES
+from extraction_eval.types import DatasetItem, Extraction
+
+__all__ = [
+    "CHUNK",
+    "ReportData",
+    "build_report_data",
+    "comparison_view",
+    "diff_lists",
+    "diff_view",
+    "latency_histogram",
+    "local_items",
+    "merge_rows",
+    "run_items",
+]
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
+CHUNK = 500  # items per details chunk: what the page decompresses to show one item
+_BATCH = 500  # items read from the store at a time
+_LEVEL = 6  # zlib level of the chunks (1 is faster to build, 20 % larger)
+_ERR_CHARS = 300  # an error message in the table (whole in the item's details)
+LATENCY_BINS = 40
 
 
 @dataclass
 class ReportData:
-    """Everything the report renders. Item rows are compact dicts, since a 10,000-item report
-    embeds them all as JSON: ``id``, ``text``, ``types``, ``gold`` (objects), ``runs`` (one
-    entry per run, ``null`` when the run has no result for the item) and, for two runs,
-    ``chg`` (changed) and ``diff`` (labelled lists). An object is ``k`` (``e`` / ``r``),
-    ``label``, ``type``, ``ev`` (its evidence quote), ``sp`` (``[start, end]`` spans in the
-    text, or null) and ``via`` (how they were found: ``evidence``, ``offsets`` of the gold, the
-    entity's ``name``); a predicted one adds ``st`` (``matched`` / ``spurious`` /
-    ``ungrounded``), ``g`` (the gold it matched, entities first) and ``cat`` (its failure
-    category). A run entry: ``err``, ``ek``, ``ef1``, ``rf1``, ``cats``, ``fail``, ``lat``,
-    ``cost``, ``url``, ``pred`` and ``gst`` (each gold object ``matched`` / ``missed``)."""
+    """Everything the report renders.
+
+    ``table``: the item table as columns, one value per item each: ``id``, ``text``,
+    ``types`` (indices into ``types``), ``runs`` (per run: ``st`` 0 no result / 1 ok /
+    2 errored, ``ek`` error kind, ``err`` the error shortened, ``ef1`` / ``rf1``, ``cats``
+    flat [category index, count, ...] into ``categories``) and, for two runs, ``chg``
+    (changed between A and B, 0/1).
+
+    ``chunks``: zlib-compressed JSON arrays of ``CHUNK`` items' details each, in table
+    order: ``gold`` (objects), ``runs`` (per run null, or ``pred``, ``gst``, ``err``,
+    ``ek``, ``lat``, ``cost``, ``url`` and ``text`` / ``gold`` where the run's differ) and,
+    for two runs, ``diff`` (labelled lists) when the item changed. An object is ``k``
+    (``e`` / ``r``), ``label``, ``type``, ``ev`` (its evidence quote), ``sp`` (``[start,
+    end]`` spans in the text, or null), ``mn`` (its names inside those spans) and ``via``
+    (how they were found: ``evidence``, ``offsets`` of the gold, the entity's ``name``); a
+    predicted one adds ``st`` (``matched`` / ``spurious`` / ``ungrounded`` / ``ignored``:
+    aligned with gold below the run's confidence floor), ``g`` (the gold it matched, entities
+    first) and ``cat`` (its failure category); ``gst`` is each gold object's ``matched`` /
+    ``missed`` / ``ignored``. ``items`` puts both back
+    together as one dict per item."""
 
     runs: list[dict[str, Any]]
-    items: list[dict[str, Any]]
+    table: dict[str, Any]
+    chunks: list[bytes]
     types: list[str]
     categories: list[str] = field(default_factory=lambda: list(CATEGORIES))
-    # two runs: the paired comparison and the per-item diff (filled by ``comparison``)
+    # two runs: the paired comparison and the per-item diff's counts
     comparison: dict[str, Any] | None = None
-    latencies: list[list[float]] = field(default_factory=list)  # per run, ms, cache misses
+    # per run: latency histogram over shared bins (ms; cache hits left out)
+    latency: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def n_items(self) -> int:
+        return len(self.table["id"])
+
+    def details(self) -> Iterator[dict[str, Any]]:
+        """Each item's details, in table order (decompressing one chunk at a time)."""
+        for chunk in self.chunks:
+            yield from json.loads(zlib.decompress(chunk))
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """Every item as one dict (table and details together): for tests and notebooks,
+        it holds the whole report in memory."""
+        return merge_rows(self.table, self.details(), self.types, self.categories)
+
+    def meta(self) -> dict[str, Any]:
+        """What the page's script reads besides the table and chunks."""
         return {
             "runs": self.runs,
-            "items": self.items,
             "types": self.types,
             "categories": self.categories,
-            "comparison": self.comparison,
+            "chunk": CHUNK,
+            "n": self.n_items,
         }
+
+
+def merge_rows(
+    table: dict[str, Any],
+    details: Iterator[dict[str, Any]],
+    types: Sequence[str],
+    categories: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The table's columns and the items' details as one dict per item (``id``, ``text``,
+    ``types``, ``gold``, ``runs``, and ``chg`` / ``diff`` for two runs)."""
+    rows = []
+    for i, det in enumerate(details):
+        row: dict[str, Any] = {
+            "id": table["id"][i],
+            "text": table["text"][i],
+            "types": [types[t] for t in table["types"][i]],
+            "gold": det["gold"],
+            "runs": [],
+        }
+        for col, entry in zip(table["runs"], det["runs"], strict=True):
+            if entry is None:
+                row["runs"].append(None)
+                continue
+            flat = col["cats"][i]
+            cats = {categories[flat[j]]: flat[j + 1] for j in range(0, len(flat), 2)}
+            entry = {
+                **entry,
+                "ef1": col["ef1"][i],
+                "rf1": col["rf1"][i],
+                "cats": cats,
+                "fail": col["st"][i] == 2 or bool(cats),
+            }
+            row["runs"].append(entry)
+        if "chg" in table:
+            row["chg"] = bool(table["chg"][i])
+            if "diff" in det:
+                row["diff"] = det["diff"]
+        rows.append(row)
+    return rows
 
 
 def local_items(store: LocalStore) -> ItemsFor:
@@ -107,159 +187,6 @@ def run_items(store: LocalStore) -> tuple[ItemsFor, Callable[[], None]]:
     return items_for, close
 
 
-def _spans(found: tuple[Span, ...] | None) -> list[list[int]] | None:
-    return None if found is None else [[s, e] for s, e in found]
-
-
-def _mentions(text: str, spans: list[list[int]] | None, names: tuple[str, ...]) -> list[list[int]]:
-    """Where the object's names occur inside its evidence spans (case-insensitive), so a
-    sentence-long quote marks the mention in it rather than the whole sentence."""
-    out: list[list[int]] = []
-    for start, end in spans or ():
-        piece = text[start:end]
-        for name in names:
-            name = name.strip()
-            if not name or len(name) >= len(piece):
-                continue
-            m = re.search(re.escape(name), piece, re.IGNORECASE)
-            if m is not None:
-                out.append([start + m.start(), start + m.end()])
-    return out
-
-
-def _locate_entity(
-    e: Entity, index: TextIndex, quote_spans: tuple[Span, ...] | None
-) -> tuple[list[list[int]] | None, str | None]:
-    """Where an entity is in the text: its evidence (already looked up), else its offsets,
-    else its name. (None, None) when none of them is found."""
-    if e.evidence is not None and e.evidence.strip():
-        return _spans(quote_spans), "evidence" if quote_spans is not None else None
-    text = index.text
-    if e.start is not None and e.end is not None and 0 <= e.start < e.end <= len(text):
-        return [[e.start, e.end]], "offsets"
-    found = index.find(e.name)
-    return (_spans(found), "name") if found is not None else (None, None)
-
-
-def _gold_objects(gold: Extraction, index: TextIndex) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for e in gold.entities:
-        quote = index.find(e.evidence) if e.evidence and e.evidence.strip() else None
-        sp, via = _locate_entity(e, index, quote)
-        mn = _mentions(index.text, sp, _names(e)) if via == "evidence" else None
-        out.append(_obj("e", e.name, e.type, e.evidence, sp, via, mn))
-    for r in gold.relationships:
-        quote = index.find(r.evidence) if r.evidence and r.evidence.strip() else None
-        sp = _spans(quote)
-        mn = _mentions(index.text, sp, _names(r))
-        out.append(_obj("r", relationship_label(r), r.type, r.evidence, sp, _via(quote), mn))
-    return out
-
-
-def _via(found: tuple[Span, ...] | None) -> str | None:
-    return "evidence" if found is not None else None
-
-
-def _obj(
-    kind: str,
-    label: str,
-    type_: str,
-    evidence: str | None,
-    spans: list[list[int]] | None,
-    via: str | None,
-    mentions: list[list[int]] | None = None,
-) -> dict[str, Any]:
-    obj = {"k": kind, "label": label, "type": type_, "ev": evidence, "sp": spans, "via": via}
-    if mentions:
-        obj["mn"] = mentions
-    return obj
-
-
-def _names(o: Entity | Relationship) -> tuple[str, ...]:
-    return (o.name,) if isinstance(o, Entity) else (o.source, o.target)
-
-
-def _run_objects(
-    result: ItemResult, scored: ItemScore, index: TextIndex, n_gold_entities: int
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The predicted objects with status, spans and the gold they matched (index into the
-    item's gold list: entities first, then relationships), and each gold object's status."""
-    pred = result.output or Extraction()
-    ents: list[Entity] = list(pred.entities)
-    rels: list[Relationship] = list(pred.relationships)
-    grounding: dict[tuple[str, int], Grounding] = {(g.kind, g.index): g for g in scored.groundings}
-    ent_gold = {p.pred: p.gold for p in scored.entity_pairs}
-    rel_gold = {p.pred: p.gold + n_gold_entities for p in scored.relationship_pairs}
-    category: dict[tuple[str, int], str] = {
-        (t.kind, t.index): t.category for t in scored.taxonomy if t.side == "pred"
-    }
-    ignored = set(scored.ignored)
-    objects: list[dict[str, Any]] = []
-    for kind, objs, gold_of in (("entity", ents, ent_gold), ("relationship", rels, rel_gold)):
-        for i, o in enumerate(objs):
-            g = grounding.get((kind, i))
-            quote = None if g is None else g.spans
-            if isinstance(o, Entity):
-                sp, via = _locate_entity(o, index, quote)
-                mn = _mentions(index.text, sp, _names(o)) if via == "evidence" else None
-                obj = _obj("e", o.name, o.type, o.evidence, sp, via, mn)
-            else:
-                assert isinstance(o, Relationship)
-                sp = _spans(quote)
-                mn = _mentions(index.text, sp, _names(o))
-                obj = _obj("r", relationship_label(o), o.type, o.evidence, sp, _via(quote), mn)
-            if (kind, "pred", i) in ignored:
-                obj["st"] = "ignored"  # aligned with gold below the run's confidence floor
-            elif g is not None and not g.grounded:
-                obj["st"] = "ungrounded"
-            else:
-                obj["st"] = "matched" if i in gold_of else "spurious"
-            obj["g"] = gold_of.get(i)
-            obj["cat"] = category.get((kind, i))
-            objects.append(obj)
-    n_gold = n_gold_entities + scored.listed("relationship", "gold")
-    matched = set(ent_gold.values()) | set(rel_gold.values())
-    low = {j for k, side, j in scored.ignored if side == "gold" and k == "entity"} | {
-        j + n_gold_entities for k, side, j in scored.ignored if side == "gold" and k != "entity"
-    }
-    statuses = [
-        "matched" if j in matched else "ignored" if j in low else "missed" for j in range(n_gold)
-    ]
-    return objects, statuses
-
-
-def _score_value(result: ItemResult, name: str) -> float | None:
-    for s in result.scores:
-        if s.name == name and isinstance(s.value, (int, float)) and not isinstance(s.value, bool):
-            return float(s.value)
-    return None
-
-
-def run_entry(
-    item: DatasetItem, result: ItemResult, scoring: ScoringConfig
-) -> tuple[dict[str, Any], ItemScore]:
-    """One run's side of an item row (compact keys: the report embeds 10,000 of them)."""
-    scored = score_dataset_item(item, result.output, scoring)
-    index = TextIndex(item.text, scoring.evidence)
-    objects, gold_status = _run_objects(result, scored, index, len(item.expected.entities))
-    categories = result.categories if result.taxonomy is not None else scored.taxonomy_counts()
-    categories = {k: v for k, v in categories.items() if v}
-    entry: dict[str, Any] = {
-        "err": result.error,
-        "ek": result.error_kind,
-        "ef1": _score_value(result, "entity_f1"),
-        "rf1": _score_value(result, "relationship_f1"),
-        "cats": categories,
-        "fail": result.error is not None or bool(categories),
-        "lat": result.latency_ms,
-        "cost": result.usage.cost_usd,
-        "url": web_url(result.trace_url),  # only http(s) becomes a link
-        "pred": objects,
-        "gst": gold_status,
-    }
-    return entry, scored
-
-
 def _run_header(run: RunRecord) -> dict[str, Any]:
     return {
         "name": run.name,
@@ -275,25 +202,134 @@ def _run_header(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def _types(item: DatasetItem, entries: Iterable[dict[str, Any] | None]) -> list[str]:
-    types = {e.type.strip() for e in item.expected.entities}
-    types |= {r.type.strip() for r in item.expected.relationships}
-    for entry in entries:
-        for obj in entry["pred"] if entry else ():
-            types.add(str(obj["type"]).strip())
-    return sorted(t for t in types if t)
+def _streamable(runs: Sequence[RunRecord]) -> bool:
+    """Every run local, on one numbered dataset version with one gold view (floor and
+    schemas): the items can be streamed once for all of them."""
+    keys = {(r.backend, r.dataset_version, repr(GoldView.of_run(r.config))) for r in runs}
+    (backend, version, _), *rest = keys
+    return not rest and backend == "local" and isinstance(version, int)
 
 
-def _changed(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    """Did the item's outcome differ between the two runs (either side missing counts)."""
-    if a is None or b is None:
-        return True
-    keys = ("err", "ef1", "rf1", "cats", "gst")
-    if any(a[k] != b[k] for k in keys):
-        return True
-    return [(o["label"], o["type"], o["st"]) for o in a["pred"]] != [
-        (o["label"], o["type"], o["st"]) for o in b["pred"]
-    ]
+ItemStream = Iterator[tuple[str, list[DatasetItem | None]]]
+
+
+def _item_stream(
+    store: LocalStore, runs: Sequence[RunRecord], items_for: ItemsFor | None
+) -> tuple[ItemStream, dict[str, DatasetItem] | None]:
+    """(item id, each run's item or None) in the first run's dataset order (then items only
+    later runs have), and, when the items were loaded whole, the first run's."""
+    if _streamable(runs):
+        run = runs[0]
+        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
+        stream = store.iter_items(run.dataset, version=run.dataset_version)
+        n = len(runs)
+
+        def each() -> ItemStream:
+            for item in stream:
+                seen: list[DatasetItem | None] = [view.item(item)] * n
+                yield item.id, seen
+
+        return each(), None
+    get_items = items_for or local_items(store)
+    loaded: dict[tuple[str, Any, str], dict[str, DatasetItem]] = {}
+    by_run: list[dict[str, DatasetItem]] = []
+    for run in runs:
+        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
+        key = (run.backend, run.dataset_version, repr(view))
+        if key not in loaded:
+            loaded[key] = {item.id: view.item(item) for item in get_items(run)}
+        by_run.append(loaded[key])
+    order = list(by_run[0])
+    seen = set(order)
+    for items in by_run[1:]:
+        order += [i for i in items if i not in seen]
+        seen.update(items)
+
+    def in_order() -> ItemStream:
+        for i in order:
+            yield i, [items.get(i) for items in by_run]
+
+    return in_order(), by_run[0]
+
+
+class _Table:
+    """The item table's columns, appended to item by item."""
+
+    def __init__(self, n_runs: int, paired: bool) -> None:
+        self.cols: dict[str, Any] = {"id": [], "text": [], "types": []}
+        self.cols["runs"] = [
+            {"st": [], "ek": [], "err": [], "ef1": [], "rf1": [], "cats": []} for _ in range(n_runs)
+        ]
+        if paired:
+            self.cols["chg"] = []
+        self.type_index: dict[str, int] = {}
+        self.category_index = {c: i for i, c in enumerate(CATEGORIES)}
+        self.categories: list[str] = list(CATEGORIES)
+
+    def add(self, item: DatasetItem, sides: list[RunSide | None], chg: bool | None) -> None:
+        cols = self.cols
+        cols["id"].append(item.id)
+        cols["text"].append(item.text)
+        types = {e.type.strip() for e in item.expected.entities}
+        types |= {r.type.strip() for r in item.expected.relationships}
+        for side, col in zip(sides, cols["runs"], strict=True):
+            if side is None:
+                for key, empty in (("st", 0), ("ek", None), ("err", None), ("cats", [])):
+                    col[key].append(empty)
+                col["ef1"].append(None)
+                col["rf1"].append(None)
+                continue
+            e = side.entry
+            types.update(str(o["type"]).strip() for o in e["pred"])
+            err = e["err"]
+            col["st"].append(1 if err is None else 2)
+            col["ek"].append(e["ek"] if err is not None else None)
+            col["err"].append(None if err is None else err[:_ERR_CHARS])
+            col["ef1"].append(e["ef1"])
+            col["rf1"].append(e["rf1"])
+            flat: list[int] = []
+            for name, n in e["cats"].items():
+                if name not in self.category_index:  # a category this version does not know
+                    self.category_index[name] = len(self.categories)
+                    self.categories.append(name)
+                flat += [self.category_index[name], n]
+            col["cats"].append(flat)
+        idx = []
+        for t in sorted(t for t in types if t):
+            if t not in self.type_index:
+                self.type_index[t] = len(self.type_index)
+            idx.append(self.type_index[t])
+        cols["types"].append(idx)
+        if chg is not None:
+            cols["chg"].append(int(chg))
+
+    def finish(self) -> tuple[dict[str, Any], list[str]]:
+        """The columns with type indices into the sorted type names."""
+        names = sorted(self.type_index)
+        new = {self.type_index[t]: i for i, t in enumerate(names)}
+        self.cols["types"] = [sorted(new[t] for t in ts) for ts in self.cols["types"]]
+        return self.cols, names
+
+
+class _Chunks:
+    """Item details, serialized and compressed ``CHUNK`` at a time as they are made."""
+
+    def __init__(self) -> None:
+        self.done: list[bytes] = []
+        self.pending: list[dict[str, Any]] = []
+
+    def add(self, details: dict[str, Any]) -> None:
+        self.pending.append(details)
+        if len(self.pending) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            text = json.dumps(
+                self.pending, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            )
+            self.done.append(zlib.compress(text.encode("utf-8"), _LEVEL))
+            self.pending = []
 
 
 def build_report_data(
@@ -306,7 +342,9 @@ def build_report_data(
 
     Items are in the first run's dataset order (then items only later runs have). An item a
     run has no result for is ``null`` on that run's side; an errored item is a row with its
-    error, scored as an empty prediction like everywhere else."""
+    error, scored as an empty prediction like everywhere else. Local runs on one dataset
+    version (and gold floor) stream their items from the store; otherwise ``items_for``
+    (default: the local store) reads each run's items whole, e.g. from LangFuse."""
     if not runs:
         raise InvalidValue("runs", "name at least one run")
     datasets = sorted({r.dataset for r in runs})
@@ -316,160 +354,208 @@ def build_report_data(
             f"names runs on different datasets ({', '.join(datasets)});"
             " a report compares runs on one dataset",
         )
-    get_items = items_for or local_items(store)
-    loaded: dict[tuple[str, Any, str], dict[str, DatasetItem]] = {}
-    by_run: list[dict[str, DatasetItem]] = []
-    for run in runs:
-        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
-        key = (run.dataset, run.dataset_version, repr(view))
-        if key not in loaded:
-            loaded[key] = {item.id: view.item(item) for item in get_items(run)}
-        by_run.append(loaded[key])
     scorings = [run_scoring(run) for run in runs]
-    order = list(by_run[0])
-    seen = set(order)
-    for items in by_run[1:]:
-        for item_id in items:
-            if item_id not in seen:
-                order.append(item_id)
-                seen.add(item_id)
+    views = [GoldView.of_run(r.config) for r in runs]
+    keys = [counts_key(s, v.floor, v.schemas_key()) for s, v in zip(scorings, views, strict=True)]
+    stream, loaded = _item_stream(store, runs, items_for)
+    pairing = (
+        _Pairing(scorings[0], keys[0] == keys[1] and _same_gold(*runs)) if len(runs) == 2 else None
+    )
+    table = _Table(len(runs), pairing is not None)
+    chunks = _Chunks()
+    latencies = [array("d") for _ in runs]
     first_mode = scorings[0].evidence
-    rows: dict[str, dict[str, Any]] = {}
-    row_items: dict[str, DatasetItem] = {}
-    for items in reversed(by_run):  # the first run that has an item gives its text
-        row_items.update(items)
-    for item_id in order:
-        item = row_items[item_id]
-        rows[item_id] = {
-            "id": item_id,
-            "text": item.text,
-            "gold": _gold_objects(item.expected, TextIndex(item.text, first_mode)),
-            "runs": [None] * len(runs),
-        }
-    latencies: list[list[float]] = []
-    pairing = _Pairing(scorings[0]) if len(runs) == 2 else None
-    for pos, run in enumerate(runs):
-        scoring = scorings[pos]
-        own = by_run[pos]
-        lat: list[float] = []
-        for result in store.iter_item_results(run.id, list(own)):
-            item = own[result.item_id]
-            entry, scored = run_entry(item, result, scoring)
+    for batch in _batched(stream, _BATCH):
+        rows = [
+            {
+                r.item_id: r
+                for r in store.iter_report_rows(
+                    run.id, [i for i, items in batch if items[pos] is not None]
+                )
+            }
+            for pos, run in enumerate(runs)
+        ]
+        for item_id, items in batch:
+            shown = next(x for x in items if x is not None)
+            index = _Indexes()
+            sides = [
+                _side(
+                    scorings[pos], keys[pos], first_mode, item, rows[pos].get(item_id), shown, index
+                )
+                for pos, item in enumerate(items)
+            ]
+            for pos, row in enumerate(r.get(item_id) for r in rows):
+                lat = None if row is None or row.cache_hit else row.latency_ms
+                if sides[pos] is not None and lat is not None:
+                    latencies[pos].append(lat)
+            details: dict[str, Any] = {
+                "gold": gold_objects(shown.expected, index(shown.text, first_mode)),
+                "runs": [None if s is None else _details(s.entry) for s in sides],
+            }
+            chg = None
             if pairing is not None:
-                pairing.add(pos, item, result, scored)
-            row = rows[item.id]
-            if (
-                item is not row_items[item.id] and item.text != row["text"]
-            ):  # another dataset version changed the text
-                entry["text"] = item.text
-            shown = row_items[item.id]
-            if (
-                scoring.evidence != first_mode
-                or "text" in entry
-                or (item is not shown and item.expected != shown.expected)
-            ):
-                # this run's gold differs when its evidence mode, text or gold does
-                entry["gold"] = _gold_objects(item.expected, TextIndex(item.text, scoring.evidence))
-            row["runs"][pos] = entry
-            if result.latency_ms is not None and not result.cache_hit:
-                lat.append(result.latency_ms)
-        latencies.append(lat)
-    all_types: set[str] = set()
-    for row in rows.values():
-        row["types"] = _types(row_items[row["id"]], row["runs"])
-        all_types.update(row["types"])
-        if pairing is not None:
-            diff = pairing.diffs.get(row["id"])
-            if diff is not None:
-                row["chg"] = diff.changed
-                if diff.changed:
-                    row["diff"] = diff_lists(diff)
-            elif row["id"] in pairing.unchanged:
-                row["chg"] = False
-            else:  # in one run only
-                row["chg"] = _changed(row["runs"][0], row["runs"][1])
+                chg, lists = pairing.add(items, sides, [r.get(item_id) for r in rows])
+                if lists is not None:
+                    details["diff"] = lists
+            table.add(shown, sides, chg)
+            chunks.add(details)
+    chunks.flush()
+    columns, types = table.finish()
     comparison = None
     if pairing is not None:
         a, b = runs
-        # compare's defaults (10,000 resamples, seed 42): the figures `compare A B` prints
+        # compare's defaults (10,000 resamples, seed 42): the figures `compare A B` prints;
+        # a local run's stored counts are read there, others re-scored against A's gold
         paired = compare_stored_runs(
-            store, a, b, gold=lambda run: by_run[0], options=CompareOptions(force=True)
+            store,
+            a,
+            b,
+            gold=None if loaded is None else (lambda run: loaded),
+            options=CompareOptions(force=True),
         )
         comparison = comparison_view(paired)
-        comparison["diff"] = pairing.diff_counts()
+        comparison["diff"] = diff_view(pairing.counts)
     return ReportData(
         runs=[_run_header(r) for r in runs],
-        items=list(rows.values()),
-        types=sorted(all_types),
-        latencies=latencies,
+        table=columns,
+        chunks=chunks.done,
+        types=types,
+        categories=table.categories,
         comparison=comparison,
+        latency=latency_histogram(latencies),
     )
 
 
-def diff_lists(diff: ItemDiff) -> dict[str, list[str]]:
-    """The item's A → B changes as labelled lists (only the non-empty ones, fixed order)."""
-    out: dict[str, list[str]] = {
-        "fixed": [o.label for o in diff.objects if o.change == "fixed"],
-        "broken": [o.label for o in diff.objects if o.change == "broken"],
-        "retyped": [
-            f"{o.label}: {_type_of(o.a_pred)} → {_type_of(o.b_pred)}"
-            for o in diff.objects
-            if o.retyped
-        ],
-        "direction flipped": [o.label for o in diff.objects if o.flipped],
-        "evidence now ungrounded": [
-            *(o.label for o in diff.objects if o.evidence == "ungrounded"),
-            *(x.label for x in diff.extras if x.evidence == "ungrounded"),
-        ],
-        "evidence now grounded": [
-            *(o.label for o in diff.objects if o.evidence == "grounded"),
-            *(x.label for x in diff.extras if x.evidence == "grounded"),
-        ],
-        "new false positives": [x.label for x in diff.extras if x.status == "new"],
-        "gone false positives": [x.label for x in diff.extras if x.status == "gone"],
-    }
-    if diff.a_failed != diff.b_failed:
-        out["error"] = ["B failed" if diff.b_failed else "A failed"]
-    return {k: v for k, v in out.items() if v}
+class _Indexes:
+    """One item's text indexes, one per (text, evidence mode)."""
+
+    def __init__(self) -> None:
+        self.made: dict[tuple[str, str], TextIndex] = {}
+
+    def __call__(self, text: str, mode: Any) -> TextIndex:
+        got = self.made.get((text, mode))
+        if got is None:
+            got = self.made[(text, mode)] = TextIndex(text, mode)
+        return got
 
 
-def _type_of(side: SideObject | None) -> str:
-    return "?" if side is None else side.type
+def _side(
+    scoring: ScoringConfig,
+    key: str,
+    first_mode: str,
+    item: DatasetItem | None,
+    row: ReportRow | None,
+    shown: DatasetItem,
+    index: _Indexes,
+) -> RunSide | None:
+    """One run's side of an item (None when the run has no result for it)."""
+    if item is None or row is None:
+        return None
+    side = run_side(item, row, scoring, key, index(item.text, scoring.evidence))
+    if item is not shown and item.text != shown.text:
+        side.entry["text"] = item.text  # another dataset version changed the text
+    if (
+        scoring.evidence != first_mode
+        or "text" in side.entry
+        or (item is not shown and item.expected != shown.expected)
+    ):  # this run's gold differs when its evidence mode, text or gold does
+        side.entry["gold"] = gold_objects(item.expected, index(item.text, scoring.evidence))
+    return side
+
+
+def _details(entry: dict[str, Any]) -> dict[str, Any]:
+    """A run's side as the details keep it (the table has its scores and categories)."""
+    return {k: v for k, v in entry.items() if k not in ("ef1", "rf1", "cats", "fail")}
+
+
+def _same_gold(a: RunRecord, b: RunRecord) -> bool:
+    return (a.backend, a.dataset, a.dataset_version) == (b.backend, b.dataset, b.dataset_version)
+
+
+def _batched(stream: ItemStream, size: int) -> Iterator[list[tuple[str, list[DatasetItem | None]]]]:
+    batch: list[tuple[str, list[DatasetItem | None]]] = []
+    for entry in stream:
+        batch.append(entry)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def latency_histogram(latencies: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Per-run item counts over ``LATENCY_BINS`` equal bins shared by all runs (ms)."""
+    import numpy as np
+
+    values = [
+        np.frombuffer(v, dtype=np.float64)
+        if isinstance(v, array)
+        else np.asarray(v, dtype=np.float64)
+        for v in latencies
+    ]
+    finite = [v[np.isfinite(v)] for v in values]
+    if not any(v.size for v in finite):
+        return {}
+    low = min(float(v.min()) for v in finite if v.size)
+    high = max(float(v.max()) for v in finite if v.size)
+    if high <= low:
+        high = low + 1.0
+    edges = np.linspace(low, high, LATENCY_BINS + 1)
+    counts = [np.histogram(v, bins=edges)[0].tolist() for v in finite]
+    return {"edges": [float(e) for e in edges], "counts": counts}
 
 
 class _Pairing:
-    """Two runs' items paired by id as they are read, for the extraction-aware diff (with A's
-    scoring, as ``compare``)."""
+    """Two runs' sides of each item, diffed with A's scoring as ``compare`` diffs them: from
+    the two stored views when B's were made as A's are (no scoring), else by scoring both."""
 
-    def __init__(self, diff_scoring: ScoringConfig) -> None:
-        self.scoring = diff_scoring
-        self.first: dict[str, tuple[ItemScore, ItemResult]] = {}
-        self.diffs: dict[str, ItemDiff] = {}
-        self.unchanged: set[str] = set()
+    def __init__(self, scoring: ScoringConfig, views_comparable: bool) -> None:
+        self.scoring = scoring
+        self.views_comparable = views_comparable
         self.counts = DiffCounts()
-        self.only_in: tuple[set[str], set[str]] = (set(), set())
 
-    def add(self, pos: int, item: DatasetItem, result: ItemResult, scored: ItemScore) -> None:
-        if pos == 0:
-            self.first[item.id] = (scored, result)
-            return
-        held = self.first.pop(item.id, None)
-        if held is None:
-            self.only_in[1].add(item.id)
-            return
-        score_a, result_a = held
-        if (result_a.ok, result_a.output) == (result.ok, result.output) or not (
-            result_a.ok or result.ok
-        ):  # equal outputs, or both errored: nothing can differ (no second scoring needed)
-            self.unchanged.add(item.id)
-            self.counts.add_unchanged(gold_empty=score_a.gold_empty, failed=not result.ok)
-            return
-        pa = result_a.output if result_a.ok else None
-        pb = result.output if result.ok else None
-        self.diffs[item.id] = diff = diff_item(
+    def add(
+        self,
+        items: list[DatasetItem | None],
+        sides: list[RunSide | None],
+        rows: list[ReportRow | None],
+    ) -> tuple[bool, dict[str, list[str]] | None]:
+        """(changed, the item's labelled A → B lists when it changed)."""
+        (a, b), (ra, rb) = sides, rows
+        item = items[0]
+        if a is None or b is None or item is None or ra is None or rb is None:
+            return True, None  # in one run only (or without a result in one)
+        if a.pred == b.pred or (a.pred is None and b.pred is None):
+            gold = item.expected
+            self.counts.add_unchanged(
+                gold_empty=not gold.entities and not gold.relationships, failed=a.pred is None
+            )
+            return False, None
+        diff = self._diff(item, a, b)
+        self.counts.add(diff)
+        return diff.changed, diff_lists(diff) if diff.changed else None
+
+    def _diff(self, item: DatasetItem, a: RunSide, b: RunSide) -> ItemDiff:
+        pa = None if a.pred is None else Extraction.model_validate(a.pred)
+        pb = None if b.pred is None else Extraction.model_validate(b.pred)
+        gold = scored_gold(item)  # labels mapped by the item's schema, as it was scored
+        n_e, n_r = len(gold.entities), len(gold.relationships)
+        if self.views_comparable and a.counts is not None and b.counts is not None:
+            view_a, view_b = a.counts.followed_run(n_e, n_r), b.counts.followed_run(n_e, n_r)
+            if view_a is not None and view_b is not None:
+                return diff_followed(
+                    item_id=item.id,
+                    gold=gold,
+                    pred_a=pa,
+                    pred_b=pb,
+                    run_a=view_a,
+                    run_b=view_b,
+                    config=self.scoring,
+                )
+        return diff_item(
             item_id=item.id,
             text=item.text,
-            gold=scored_gold(item),
+            gold=gold,
             pred_a=pa,
             pred_b=pb,
             config=self.scoring,
@@ -478,85 +564,3 @@ class _Pairing:
                 score_dataset_item(item, pb, self.scoring),
             ),
         )
-        self.counts.add(diff)
-
-    def diff_counts(self) -> dict[str, Any]:
-        return diff_view(self.counts)
-
-
-def diff_view(counts: DiffCounts) -> dict[str, Any]:
-    """The diff's counts over all paired items: totals and one row per kind and type."""
-    data = counts.to_json()
-    rows = [
-        {"kind": kind, "type": type_, "counts": [row[n] for n in COUNTER_NAMES]}
-        for kind, key in (("entity", "entities"), ("relationship", "relationships"))
-        for type_, row in data[key].items()
-    ]
-    return {
-        "columns": [n.replace("_", " ") for n in COUNTER_NAMES],
-        "totals": [data["totals"][n] for n in COUNTER_NAMES],
-        "rows": rows,
-        "changed_items": data["changed_items"],
-        "items": data["items"],
-    }
-
-
-def _num(value: float | None) -> str:
-    return "—" if value is None else f"{value:.4f}"
-
-
-def comparison_view(result: RunComparison) -> dict[str, Any]:
-    """The paired comparison (``compare A B``'s, the same figures) as the report's table rows
-    (strings, formatted once here)."""
-    paired = result.comparison
-    rows = []
-    for m in paired.metrics:
-        if m.a is None and m.b is None:
-            continue
-        ci = "—" if m.ci_low is None or m.ci_high is None else f"{m.ci_low:+.4f} … {m.ci_high:+.4f}"
-        rows.append(
-            {
-                "metric": m.name + (" (lower is better)" if m.lower_is_better else ""),
-                "a": _num(m.a),
-                "b": _num(m.b),
-                "delta": "—" if m.delta is None else f"{m.delta:+.4f}",
-                "ci": ci,
-                "verdict": m.verdict,
-            }
-        )
-    mc = paired.mcnemar
-    extras = [
-        f"McNemar's exact test on per-item outcomes (right = no error and entity F1 = 1; on a"
-        f" gold-empty item, nothing predicted): right in B only {mc.b01}, right in A only"
-        f" {mc.b10}, both right {mc.both_right}, both wrong {mc.both_wrong};"
-        f" two-sided p = {mc.p_value:.4g}.",
-    ]
-    for warning in result.warnings:  # e.g. B scored differently, items in one run only
-        extras.append(warning.replace(f"{RUNS_DIFFER} (compared anyway, forced)", RUNS_DIFFER))
-    types = [
-        {
-            "kind": t.kind,
-            "type": t.label,
-            "support": t.support,
-            "a": f"{t.a_f1:.3f}",
-            "b": f"{t.b_f1:.3f}",
-            "delta": f"{t.delta:+.3f}",
-        }
-        for t in (*paired.entity_types, *paired.relationship_types)
-    ]
-    return {
-        "note": (
-            f"{paired.items} items paired by id, both runs' outputs scored with A's settings"
-            f" (the figures of `compare A B`). Δ = B − A with a paired"
-            f" {METHOD_TEXT[paired.ci_method]} {paired.confidence:.0%} CI"
-            f" ({paired.resamples:,} resamples of the items, seed {paired.seed}); the verdict"
-            " says improved or regressed only when the CI excludes 0 and the p-value,"
-            f" adjusted over every metric ({CORRECTION_TEXT[paired.correction]}), is below"
-            f" α; insufficient below {paired.min_items} items or on a zero-width CI resting on"
-            " few items."
-        ),
-        "rows": rows,
-        "extras": extras,
-        "types": types,
-        "json": result.to_json(),
-    }

@@ -1,6 +1,6 @@
 """``report``: one self-contained HTML file for one or more runs (parse, call, render).
 
-The report builder (jinja2, vl-convert) is imported inside the command, so ``--help`` loads
+The report builder (jinja2, numpy) is imported inside the command, so ``--help`` loads
 none of it.
 """
 
@@ -42,7 +42,7 @@ def report_cmd(
     except WriteFailed as exc:
         raise UsageError(f"--out {exc}") from None
     console.print(
-        f"wrote {out} ({size / 1e6:.1f} MB): {len(records)} run(s), {len(data.items)} items",
+        f"wrote {out} ({size / 1e6:.1f} MB): {len(records)} run(s), {data.n_items} items",
         highlight=False,
         soft_wrap=True,
     )

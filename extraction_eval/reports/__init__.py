@@ -1,7 +1,7 @@
 """HTML presentation of runs (``extraction-eval report``): one self-contained file.
 
 Same layer as ``views`` (Rich presentation): renders what ``analysis.report_data`` returns.
-jinja2 and vl-convert are imported here only, so the CLI does not load them at import time.
+jinja2 is imported here only, so the CLI does not load it at import time.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """``extraction-eval report``: one self-contained HTML file (inline CSS, JS, data and SVG
 charts; nothing is fetched when it is opened).
 
-Untrusted text (item texts, names, errors) reaches the page two ways, both escaped: the
-jinja2 template autoescapes, and the item data is JSON inside ``<script type=
-"application/json">`` with ``<``, ``>``, ``&`` and the JS line separators written as ``\\uXXXX``
-escapes, so no text can close the script element; the page's own script builds the item
-table and highlights with ``textContent``, never ``innerHTML``.
+Untrusted text (item texts, names, errors) reaches the page three ways, all escaped: the
+jinja2 template autoescapes; the run headers and the item table are JSON inside ``<script
+type="application/json">`` with ``<``, ``>``, ``&`` and the JS line separators written as
+``\\uXXXX`` escapes, so no text can close the script element; the items' details are base64
+(of zlib-compressed JSON) in ``<script type="application/octet-stream">`` blocks, decoded
+only when an item is expanded. The page's own script builds the item table and highlights
+with ``textContent``, never ``innerHTML``.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
+import zlib
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.analysis.report_data import ReportData
-from extraction_eval.atomic import write_text_atomic
+from extraction_eval.analysis.report_data import ReportData, merge_rows
+from extraction_eval.atomic import atomic_text
 from extraction_eval.reports import charts, require
 
 _JSON_ESCAPES = {
@@ -162,14 +167,16 @@ def _cost_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     ]
 
 
-def _chart(spec: dict[str, Any] | None, alt: str) -> dict[str, str] | None:
-    if spec is None:
-        return None
-    return {"src": charts.svg_data_uri(charts.to_svg(spec)), "alt": alt}
+def _chart(svg: str | None, alt: str) -> dict[str, str] | None:
+    return None if svg is None else {"src": charts.svg_data_uri(svg), "alt": alt}
 
 
-def render_report(data: ReportData) -> str:
-    """The report as one HTML document (a str; ``write_report`` saves it)."""
+_MARK = "\x00report-data\x00"
+
+
+def _pieces(data: ReportData) -> Iterator[str]:
+    """The document in pieces (the page around the data, the item table's JSON, then one
+    ``<script>`` data block per details chunk), so writing it never holds it whole."""
     jinja2 = require("jinja2")
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("extraction_eval.reports", "templates"),
@@ -181,16 +188,6 @@ def render_report(data: ReportData) -> str:
     runs = data.runs
     labels = charts.run_labels([r["name"] for r in runs])
     summaries = [r["summary"] for r in runs]
-    figures = [
-        _chart(charts.headline_spec(labels, summaries), "micro precision, recall, F1 with CIs"),
-        _chart(charts.per_type_spec(labels, summaries, "entities"), "F1 per entity type"),
-        _chart(
-            charts.per_type_spec(labels, summaries, "relationships"), "F1 per relationship type"
-        ),
-        _chart(charts.taxonomy_spec(labels, summaries, data.categories), "failure categories"),
-        _chart(charts.latency_spec(labels, data.latencies), "latency per item"),
-    ]
-    headline, ent_types, rel_types, taxonomy, latency = figures
     js = _static("report.js")
     template = env.get_template("report.html.j2")
     html: str = template.render(
@@ -202,22 +199,74 @@ def render_report(data: ReportData) -> str:
         configs=[json.dumps(r["config"], indent=2, sort_keys=True) for r in runs],
         headline_rows=_headline_rows(runs),
         cost_rows=_cost_rows(runs),
-        headline=headline,
-        ent_types=ent_types,
-        rel_types=rel_types,
-        taxonomy=taxonomy,
-        latency=latency,
+        headline=_chart(
+            charts.headline_svg(labels, summaries), "micro precision, recall, F1 with CIs"
+        ),
+        ent_types=_chart(charts.per_type_svg(labels, summaries, "entities"), "F1 per entity type"),
+        rel_types=_chart(
+            charts.per_type_svg(labels, summaries, "relationships"), "F1 per relationship type"
+        ),
+        taxonomy=_chart(
+            charts.taxonomy_svg(labels, summaries, data.categories), "failure categories"
+        ),
+        latency=_chart(charts.latency_svg(labels, data.latency), "latency per item"),
         comparison=data.comparison,
-        n_items=len(data.items),
+        n_items=data.n_items,
         css=_static("report.css"),
         js=js,
         script_hash=script_hash(js),
-        data_json=script_json(data.to_json()),
+        data_block=_MARK,
     )
-    return html
+    head, tail = html.split(_MARK)
+    yield head
+    yield '<script type="application/json" id="report-data">'
+    yield script_json(data.meta())
+    yield '</script>\n<script type="application/json" id="report-table">'
+    yield script_json(data.table)
+    yield "</script>\n"
+    for n, chunk in enumerate(data.chunks):
+        # base64 of zlib data: only [A-Za-z0-9+/=], nothing that can end the element
+        yield f'<script type="application/octet-stream" id="chunk-{n}">'
+        yield base64.b64encode(chunk).decode("ascii")
+        yield "</script>\n"
+    yield tail
+
+
+def render_report(data: ReportData) -> str:
+    """The report as one HTML document (a str; ``write_report`` streams it to a file)."""
+    return "".join(_pieces(data))
 
 
 def write_report(data: ReportData, out: Path) -> int:
     """Write the report to ``out``; returns its size in bytes."""
-    html = render_report(data)
-    return write_text_atomic(out, html)  # whole or not at all: never a truncated report
+    size = 0
+    with atomic_text(out) as fh:  # whole or not at all: never a truncated report
+        for piece in _pieces(data):
+            encoded = piece.encode("utf-8", "surrogatepass")
+            size += len(encoded)
+            fh.write(piece)
+    return size
+
+
+_DATA_BLOCK = re.compile(
+    r'<script type="application/(json|octet-stream)" id="(report-data|report-table|chunk-\d+)">'
+    r"(.*?)</script>",
+    re.S,
+)
+
+
+def read_embedded(html: str) -> dict[str, Any]:
+    """What a written report embeds, read back: the page's ``meta`` (runs, types,
+    categories), the item ``table`` and every item as one dict (``items``, as
+    :attr:`ReportData.items`). For tests and for checking a file someone sent."""
+    blocks = {m.group(2): m.group(3) for m in _DATA_BLOCK.finditer(html)}
+    meta = json.loads(blocks["report-data"])
+    table = json.loads(blocks["report-table"])
+    chunks = sorted((int(k.split("-")[1]), v) for k, v in blocks.items() if k.startswith("chunk-"))
+
+    def details() -> Iterator[dict[str, Any]]:
+        for _, text in chunks:
+            yield from json.loads(zlib.decompress(base64.b64decode(text)))
+
+    items = merge_rows(table, details(), meta["types"], meta["categories"])
+    return {**meta, "table": table, "items": items}

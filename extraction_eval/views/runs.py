@@ -63,7 +63,8 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     title = f"run {run.name!r} on {run.dataset!r} — {run.config.get('model')}"
     if str(run.config.get("model", "")).startswith("offline:"):
         title += " (offline baseline, not an LLM)"
-    render_report(report, console, title=title)
+    # run / run-experiment have no --format json: every type's F1 is in the HTML report
+    render_report(report, console, title=title, more=f"`extraction-eval report {run.name}`")
 
     facts = Table(show_header=False, box=None)
     facts.add_column(style="bold")

@@ -67,7 +67,7 @@ def _score_headline(report: dict[str, Any]) -> Table:
     return table
 
 
-def _per_type(report: dict[str, Any]) -> Table | None:
+def _per_type(report: dict[str, Any], more: str) -> Table | None:
     per_type = report.get("per_type") or {}
     rows: list[tuple[str, str, dict[str, Any]]] = []
     hidden = 0
@@ -94,7 +94,7 @@ def _per_type(report: dict[str, Any]) -> Table | None:
             str(c["tp"] + c["fn"]),
         )
     if hidden:
-        table.caption = f"{hidden} more types in --format json"
+        table.caption = f"{hidden} more types in {escape(more)}"
     return table
 
 
@@ -248,9 +248,16 @@ def print_warnings(warnings: list[str], err: Console) -> None:
         err.print(f"[yellow]warning:[/] … {rest} more in the report's warnings")
 
 
-def render_report(report_json: dict[str, Any], console: Console, *, title: str = "score") -> None:
+def render_report(
+    report_json: dict[str, Any],
+    console: Console,
+    *,
+    title: str = "score",
+    more: str = "--format json",
+) -> None:
     """The scoring summary (``score``, and each run's): headline P/R/F1 with CIs, then one line
-    per other figure."""
+    per other figure. ``more``: where the rows left out are (a command without ``--format
+    json`` names another place)."""
     r = report_json
     cfg = r.get("config") or {}
     match = cfg.get("match", "?")
@@ -272,7 +279,7 @@ def render_report(report_json: dict[str, Any], console: Console, *, title: str =
     ci = r.get("ci") or {}
     if ci.get("resamples"):
         parts.append(Text(f"CIs: {ci.get('method')}, {ci['resamples']} resamples", style="dim"))
-    per_type = _per_type(r)
+    per_type = _per_type(r, more)
     if per_type is not None:
         parts.append(per_type)
     parts.append(_facts(r))
@@ -283,7 +290,7 @@ def render_report(report_json: dict[str, Any], console: Console, *, title: str =
         lines = [Text(f"{len(warnings)} warning(s):", style="yellow")]
         lines += [Text(f"  {w}", style="yellow") for w in warnings[:_MAX_WARNINGS]]
         if len(warnings) > _MAX_WARNINGS:
-            lines.append(Text(f"  … {len(warnings) - _MAX_WARNINGS} more in --format json"))
+            lines.append(Text(f"  … {len(warnings) - _MAX_WARNINGS} more in {more}"))
         parts.append(Group(*lines))
     for part in parts:
         print_table(console, part)  # a table too wide for the console is transposed

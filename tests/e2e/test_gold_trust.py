@@ -160,3 +160,24 @@ def test_low_confidence_gold_is_an_ignore_region_everywhere(c7: Path, tmp_path: 
     assert _counts(cell_run.summary["report"]) == (19, 0, 0)
     assert cell_run.summary["report"]["ignored"] == {"gold": 2, "predictions": 2}
     store.close()
+
+
+def test_report_marks_ignored_gold_nothing_predicted(c7: Path) -> None:
+    """m3 leaves out exactly the low-confidence gold: the run's stored alignment fits its
+    prediction, but has no "ignored" state, so the report must not read it as "missed"."""
+    code, _, err = cli(
+        "run", "--dataset", "c7", "--model", "fake:m3", "--name", "m3-trusted",
+        "--min-gold-confidence", "0.9",
+    )  # fmt: skip
+    assert code == 0, err
+    store = LocalStore()
+    run = store.get_run("m3-trusted")
+    assert run is not None and run.summary is not None
+    assert _counts(run.summary["report"]) == (19, 0, 0)
+    assert run.summary["report"]["ignored"] == {"gold": 2, "predictions": 0}
+    data = build_report_data(store, [run])
+    statuses = [s for item in data.items for s in item["runs"][0]["gst"]]
+    assert statuses.count("ignored") == 2 and statuses.count("missed") == 0
+    preds = [o["st"] for item in data.items for o in item["runs"][0]["pred"]]
+    assert preds and set(preds) == {"matched"}
+    store.close()

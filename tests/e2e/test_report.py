@@ -15,7 +15,7 @@ from extraction_eval.analysis.report_data import build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from extraction_eval.reports.html import render_report, script_json
+from extraction_eval.reports.html import read_embedded, render_report, script_json
 from tests.support.report_runs import FILLERS, HOSTILE, make_runs
 
 runner = CliRunner()
@@ -32,10 +32,14 @@ def _data(store: LocalStore, *names: str):  # type: ignore[no-untyped-def]
     return build_report_data(store, [get_run(store, n) for n in names])
 
 
-def _embedded(html: str) -> dict:  # the JSON the page's script parses
-    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
-    assert m is not None
-    return json.loads(m.group(1))
+def _embedded(html: str) -> dict:  # what the page's script reads: run headers, table, chunks
+    return read_embedded(html)
+
+
+def data_chunks(html: str) -> list[str]:
+    return re.findall(
+        r'<script type="application/octet-stream" id="chunk-\d+">([^<]*)</script>', html
+    )
 
 
 def test_script_json_cannot_close_the_script_element() -> None:
@@ -90,8 +94,9 @@ def test_a_failed_item_is_a_row_with_its_error(store: LocalStore) -> None:
 
 def test_untrusted_text_never_becomes_markup(store: LocalStore) -> None:
     html = render_report(_data(store, "rep-a", "rep-b"))
-    # only the page's own two script elements, whatever the item texts hold
-    assert len(re.findall(r"<script\b", html)) == 2
+    # only the page's own script elements (its code, the run headers, the item table and one
+    # block per details chunk), whatever the item texts hold
+    assert len(re.findall(r"<script\b", html)) == 3 + len(data_chunks(html))
     assert "window.__pwned" in html  # the text is there, as escaped JSON ...
     assert "<script>window.__pwned" not in html and "<b>bold</b>" not in html
     assert "<img src=x onerror" not in html

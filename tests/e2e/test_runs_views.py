@@ -260,3 +260,18 @@ def test_score_report_fits_80_columns(tmp_path: Path) -> None:
     report = score_files(tmp_path / "g.jsonl", tmp_path / "p.jsonl", ScoringConfig()).report
     render_report(report, console, title="score")
     _assert_whole(console.export_text(), [place, rel, "support"])
+
+
+def test_a_run_summary_points_to_a_place_that_has_every_type(tmp_path: Path) -> None:
+    """``run`` has no ``--format`` flag: the note under a per-type table cut at six rows names
+    the HTML report (which charts every type), not a flag the command does not have."""
+    types = [f"kind{n}" for n in range(9)]
+    ents = [{"name": f"Name{n}", "type": t, "evidence": f"Name{n}"} for n, t in enumerate(types)]
+    text = " ".join(e["name"] for e in ents) + "."
+    data = tmp_path / "many-types.jsonl"
+    data.write_text(json.dumps({"id": "m1", "text": text, "entities": ents}) + "\n")
+    assert _invoke("datasets", "upload", "many-types", str(data))[0] == 0
+    code, out, err = _invoke("run", "--dataset", "many-types", "--name", "many")
+    assert code == 0, err
+    assert "more types in `extraction-eval report many`" in out
+    assert "--format json" not in out

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from extraction_eval.errors import NotFoundError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
+from extraction_eval.reports.html import read_embedded
 from tests.support import report_runs
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import FakeLangfuse
@@ -44,9 +44,7 @@ def test_report_of_a_langfuse_run_reads_its_items_from_langfuse(
     assert result.exit_code == 0, result.stderr
     html = out.read_text(encoding="utf-8")
     assert secret not in html  # no key in a report
-    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
-    assert m is not None
-    data = json.loads(m.group(1))
+    data = read_embedded(html)  # run headers, the item table and every item's details
     assert data["runs"][0]["backend"] == "langfuse"
     assert [r["id"] for r in data["items"]] == [r["id"] for r in rows]
     first = data["items"][0]

@@ -18,6 +18,7 @@ from extraction_eval.backends.local.gold import GoldTables
 from extraction_eval.backends.local.locks import LockTables
 from extraction_eval.backends.local.pages import ResultPages
 from extraction_eval.backends.local.prompts import PromptTables
+from extraction_eval.backends.local.report_rows import ReportRowTables
 
 __all__ = ["SAMPLE_DATASET", "LocalStore", "default_home", "default_store_path"]
 
@@ -39,7 +40,14 @@ def default_store_path() -> Path:
 
 
 class LocalStore(
-    DatasetTables, ResultPages, PromptTables, CacheTables, GoldTables, BatchTables, LockTables
+    DatasetTables,
+    ResultPages,
+    ReportRowTables,
+    PromptTables,
+    CacheTables,
+    GoldTables,
+    BatchTables,
+    LockTables,
 ):
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 

@@ -1,9 +1,13 @@
 // extraction-eval report: the item table (filter, sort, page) and the per-item highlight.
 // Every piece of data is put into the page with textContent / attributes, never as HTML.
+// The item table is columns (T: one array per field, one value per item); an item's details
+// (objects, spans, diff) are in compressed chunks, decoded when the item is first expanded.
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("report-data").textContent);
-  var RUNS = D.runs, ITEMS = D.items, TWO = RUNS.length === 2, PAGE = 50;
+  var T = JSON.parse(document.getElementById("report-table").textContent);
+  var RUNS = D.runs, N = T.id.length, TWO = RUNS.length === 2, PAGE = 50, CHUNK = D.chunk;
+  var chunks = {}, details = {};
   var LETTERS = RUNS.map(function (_, i) { return String.fromCharCode(65 + i); });
   var state = { q: "", failing: false, category: "", type: "", changed: false,
     sort: "index", dir: 1, page: 0, open: {} };
@@ -27,48 +31,57 @@
     var s = byId(id);
     values.forEach(function (v) { s.appendChild(el("option", { value: v, text: v })); });
   }
-  function failing(item) {
-    return item.runs.some(function (r) { return r === null || r.fail; });
+  // run r of item i: st 0 = no result, 1 = ok, 2 = errored; cats = [category index, count, ...]
+  function failing(i) {
+    return T.runs.some(function (c) { return c.st[i] !== 1 || c.cats[i].length > 0; });
   }
-  function hasCategory(item, cat) {
-    return item.runs.some(function (r) { return r !== null && r.cats[cat]; });
+  function hasCategory(i, cat) {
+    return T.runs.some(function (c) {
+      var f = c.cats[i];
+      for (var j = 0; j < f.length; j += 2) if (f[j] === cat) return true;
+      return false;
+    });
   }
-  function delta(item) {
-    var a = item.runs[0], b = item.runs[1];
-    return a && b && a.ef1 != null && b.ef1 != null ? b.ef1 - a.ef1 : null;
+  function delta(i) {
+    if (!TWO) return null;
+    var a = T.runs[0].ef1[i], b = T.runs[1].ef1[i];
+    return T.runs[0].st[i] && T.runs[1].st[i] && a != null && b != null ? b - a : null;
   }
-  function problems(r) {
-    if (r === null) return Infinity;
-    var n = r.err ? 1000 : 0;
-    for (var k in r.cats) n += r.cats[k];
+  function problems(c, i) {
+    if (!c.st[i]) return Infinity;
+    var n = c.st[i] === 2 ? 1000 : 0, f = c.cats[i];
+    for (var j = 1; j < f.length; j += 2) n += f[j];
     return n;
   }
   var SORTS = {
-    index: function (it, i) { return i; },
-    id: function (it) { return it.id; },
-    delta: function (it) { return delta(it); }
+    index: function (i) { return i; },
+    id: function (i) { return T.id[i]; },
+    delta: delta
   };
-  RUNS.forEach(function (_, r) {
-    SORTS["ef1:" + r] = function (it) { return it.runs[r] ? it.runs[r].ef1 : null; };
-    SORTS["rf1:" + r] = function (it) { return it.runs[r] ? it.runs[r].rf1 : null; };
-    SORTS["fail:" + r] = function (it) { return problems(it.runs[r]); };
+  T.runs.forEach(function (c, r) {
+    SORTS["ef1:" + r] = function (i) { return c.st[i] ? c.ef1[i] : null; };
+    SORTS["rf1:" + r] = function (i) { return c.st[i] ? c.rf1[i] : null; };
+    SORTS["fail:" + r] = function (i) { return problems(c, i); };
   });
+  var lowered = null;  // lower-cased texts, made on the first search
 
   function applyView() {
     var q = state.q.toLowerCase(), out = [];
-    for (var i = 0; i < ITEMS.length; i++) {
-      var it = ITEMS[i];
-      if (state.failing && !failing(it)) continue;
-      if (state.category && !hasCategory(it, state.category)) continue;
-      if (state.type && it.types.indexOf(state.type) < 0) continue;
-      if (state.changed && !it.chg) continue;
-      if (q && it.id.toLowerCase().indexOf(q) < 0 && it.text.toLowerCase().indexOf(q) < 0) continue;
+    var cat = state.category ? D.categories.indexOf(state.category) : -1;
+    var type = state.type ? D.types.indexOf(state.type) : -1;
+    if (q && !lowered) lowered = T.text.map(function (t) { return t.toLowerCase(); });
+    for (var i = 0; i < N; i++) {
+      if (state.failing && !failing(i)) continue;
+      if (state.category && !hasCategory(i, cat)) continue;
+      if (state.type && T.types[i].indexOf(type) < 0) continue;
+      if (state.changed && !(T.chg && T.chg[i])) continue;
+      if (q && T.id[i].toLowerCase().indexOf(q) < 0 && lowered[i].indexOf(q) < 0) continue;
       out.push(i);
     }
     var key = SORTS[state.sort], dir = state.dir;
     if (state.sort !== "index" || dir !== 1) {
       var keys = {};
-      out.forEach(function (i) { keys[i] = key(ITEMS[i], i); });
+      out.forEach(function (i) { keys[i] = key(i); });
       out.sort(function (x, y) {
         var a = keys[x], b = keys[y];
         if (a === b) return x - y;
@@ -109,35 +122,37 @@
     byId("item-head").replaceChildren(tr);
   }
 
-  function failureCell(r) {
+  function failureCell(c, i) {
     var td = el("td", { cls: "failures" });
-    if (r === null) { td.appendChild(el("span", { cls: "err", text: "no result" })); return td; }
-    if (r.err) td.appendChild(el("span", { cls: "cat err", title: r.err, text: "error: " + (r.ek || "") }));
-    Object.keys(r.cats).sort().forEach(function (k) {
-      td.appendChild(el("span", { cls: "cat", "data-category": k, text: k + " " + r.cats[k] }));
+    if (!c.st[i]) { td.appendChild(el("span", { cls: "err", text: "no result" })); return td; }
+    if (c.st[i] === 2) td.appendChild(el("span", { cls: "cat err", title: c.err[i] || "", text: "error: " + (c.ek[i] || "") }));
+    var f = c.cats[i], cats = [];
+    for (var j = 0; j < f.length; j += 2) cats.push([D.categories[f[j]], f[j + 1]]);
+    cats.sort(function (x, y) { return x[0] < y[0] ? -1 : 1; }).forEach(function (x) {
+      td.appendChild(el("span", { cls: "cat", "data-category": x[0], text: x[0] + " " + x[1] }));
     });
     return td;
   }
 
   function renderRow(i) {
-    var it = ITEMS[i];
-    var tr = el("tr", { cls: "item-row", "data-item": it.id });
-    var btn = el("button", { cls: "expand", type: "button", "aria-expanded": String(!!state.open[it.id]),
-      title: "show the text with highlighted evidence", text: state.open[it.id] ? "▾" : "▸" });
-    btn.addEventListener("click", function () { toggle(it.id); });
+    var id = T.id[i];
+    var tr = el("tr", { cls: "item-row", "data-item": id });
+    var btn = el("button", { cls: "expand", type: "button", "aria-expanded": String(!!state.open[i]),
+      title: "show the text with highlighted evidence", text: state.open[i] ? "▾" : "▸" });
+    btn.addEventListener("click", function () { toggle(i); });
     tr.appendChild(el("td", null, [btn]));
-    tr.appendChild(el("td", { cls: "id", text: it.id }));
-    it.runs.forEach(function (r) {
-      tr.appendChild(el("td", { cls: "num", text: r ? fmt(r.ef1) : "—" }));
-      tr.appendChild(el("td", { cls: "num", text: r ? fmt(r.rf1) : "—" }));
-      tr.appendChild(failureCell(r));
+    tr.appendChild(el("td", { cls: "id", text: id }));
+    T.runs.forEach(function (c) {
+      tr.appendChild(el("td", { cls: "num", text: c.st[i] ? fmt(c.ef1[i]) : "—" }));
+      tr.appendChild(el("td", { cls: "num", text: c.st[i] ? fmt(c.rf1[i]) : "—" }));
+      tr.appendChild(failureCell(c, i));
     });
     if (TWO) {
-      var d = delta(it);
+      var d = delta(i);
       tr.appendChild(el("td", { cls: "num", text: d == null ? "—" : (d > 0 ? "+" : "") + d.toFixed(3) }));
     }
-    tr.appendChild(el("td", { cls: "preview", text: it.text.slice(0, 160) }));
-    if (tr.classList && state.open[it.id]) tr.classList.add("open");
+    tr.appendChild(el("td", { cls: "preview", text: T.text[i].slice(0, 160) }));
+    if (tr.classList && state.open[i]) tr.classList.add("open");
     return tr;
   }
 
@@ -145,8 +160,12 @@
     var body = byId("item-body"), rows = [];
     var start = state.page * PAGE, end = Math.min(view.length, start + PAGE);
     for (var n = start; n < end; n++) {
-      rows.push(renderRow(view[n]));
-      if (state.open[ITEMS[view[n]].id]) rows.push(renderDetail(ITEMS[view[n]]));
+      var i = view[n];
+      rows.push(renderRow(i));
+      if (state.open[i]) {
+        if (details[i]) rows.push(renderDetail(i, details[i]));
+        else load(i);
+      }
     }
     if (!rows.length) rows.push(el("tr", null, [el("td", { colspan: String(COLUMNS.length), text: "no item matches" })]));
     body.replaceChildren.apply(body, rows);
@@ -154,16 +173,38 @@
     byId("page-label").textContent = "page " + (state.page + 1) + " of " + pages;
     byId("prev").disabled = state.page === 0;
     byId("next").disabled = state.page >= pages - 1;
-    byId("item-count").textContent = view.length === ITEMS.length
-      ? ITEMS.length + " items"
-      : view.length + " of " + ITEMS.length + " items";
+    byId("item-count").textContent = view.length === N
+      ? N + " items"
+      : view.length + " of " + N + " items";
     byId("item-count").setAttribute("data-shown", String(view.length));
-    byId("item-count").setAttribute("data-total", String(ITEMS.length));
+    byId("item-count").setAttribute("data-total", String(N));
   }
 
-  function toggle(id) {
-    if (state.open[id]) delete state.open[id]; else state.open[id] = true;
+  function toggle(i) {
+    if (state.open[i]) delete state.open[i]; else state.open[i] = true;
     renderBody();
+  }
+
+  // ---- details: one compressed chunk (base64 of zlib JSON) decoded on first use ---------------
+  function chunk(c) {
+    if (!chunks[c]) {
+      var bin = atob(byId("chunk-" + c).textContent), bytes = new Uint8Array(bin.length);
+      for (var k = 0; k < bin.length; k++) bytes[k] = bin.charCodeAt(k);
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+      chunks[c] = new Response(stream).text().then(JSON.parse);
+    }
+    return chunks[c];
+  }
+
+  function load(i) {
+    var c = Math.floor(i / CHUNK);
+    chunk(c).then(function (list) {
+      list.forEach(function (d, k) { details[c * CHUNK + k] = d; });
+      renderBody();
+    }, function (e) {
+      byId("item-count").setAttribute("data-error", String(e));
+      console.error("cannot read the details of item " + T.id[i] + ": " + e);
+    });
   }
 
   // ---- one item: highlighted text, objects, diff ---------------------------------------------
@@ -272,7 +313,7 @@
     return box;
   }
 
-  function renderDetail(it) {
+  function renderDetail(i, it) {
     var panels = el("div", { cls: "panels" });
     it.runs.forEach(function (run, r) {
       var panel = el("div", { cls: "panel", "data-run": String(r) });
@@ -282,14 +323,14 @@
       // only an http(s) URL becomes a link: a javascript: one would run on click
       if (run.url && /^https?:\/\//i.test(run.url)) panel.appendChild(el("p", null, [el("a", { href: run.url, rel: "noopener noreferrer", text: "trace" })]));
       var objs = objectsOf(it, r);
-      panel.appendChild(highlight(run.text != null ? run.text : it.text, objs));
+      panel.appendChild(highlight(run.text != null ? run.text : T.text[i], objs));
       panel.appendChild(objs.length ? objectTable(objs, panel)
         : el("p", { cls: "note", text: "no object in the gold, none predicted" }));
       panels.appendChild(panel);
     });
     var cell = el("td", { colspan: String(COLUMNS.length) }, [panels]);
     if (TWO) cell.appendChild(diffBlock(it));
-    return el("tr", { cls: "detail", "data-detail": it.id }, [cell]);
+    return el("tr", { cls: "detail", "data-detail": T.id[i] }, [cell]);
   }
 
   // ---- wiring --------------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+"""A lean read of a run's results for the HTML report: plain values, no models.
+
+``iter_results`` builds an ``ItemResult`` per item with every score and taxonomy tag as a
+pydantic model (a 100,000-item run: about 1.5 million models); the report needs a few columns,
+the two F1 scores, the stored counts (with the diff's view of the alignment) and the category
+of each tagged object, so it reads just those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from extraction_eval.backends.local.connection import StoreConnection
+from extraction_eval.errors import NotFoundError, UsageError
+
+
+class ReportRow(NamedTuple):
+    """One result as the report reads it. ``output``: the stored extraction JSON (None when
+    the item errored); ``counts``: the stored count row and alignment view (None for rows
+    stored before ``m008``); ``tags``: (category, kind, side, index) per tagged object, None
+    when the run recorded no taxonomy for the item; ``f1``: entity and relationship F1."""
+
+    item_id: str
+    output: str | None
+    error: str | None
+    error_kind: str | None
+    latency_ms: float | None
+    cost_usd: float | None
+    cache_hit: bool
+    trace_url: str | None
+    counts: str | None
+    tags: list[tuple[str, str, str, int]] | None
+    f1: tuple[float | None, float | None]
+
+
+_F1_NAMES = ("entity_f1", "relationship_f1")
+
+
+class ReportRowTables(StoreConnection):
+    """``iter_report_rows``: a run's results for the given items, in that order."""
+
+    def iter_report_rows(
+        self, run_id: int, item_ids: Sequence[str], *, batch_size: int = 500
+    ) -> Iterator[ReportRow]:
+        """The results of ``item_ids`` in that order (an id without a result is skipped),
+        ``batch_size`` per short read transaction, like ``iter_item_results``."""
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        with self._tx(write=False) as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise NotFoundError(f"run id {run_id} not found")
+        ids = list(item_ids)
+        for start in range(0, len(ids), batch_size):
+            yield from self._report_batch(run_id, ids[start : start + batch_size])
+
+    def _report_batch(self, run_id: int, batch: list[str]) -> Iterator[ReportRow]:
+        marks = ", ".join("?" * len(batch))
+        with self._tx(write=False) as conn:
+            rows = {
+                r[0]: r
+                for r in conn.execute(
+                    "SELECT item_id, output, error, error_kind, latency_ms, cost_usd, cache_hit,"
+                    " trace_url, counts, taxonomy_recorded FROM results"
+                    f" WHERE run_id = ? AND item_id IN ({marks})",
+                    (run_id, *batch),
+                )
+            }
+            f1: dict[str, list[float | None]] = {}
+            # the first score of each name, as ItemResult.scores lists them (by id)
+            for item_id, name, value in conn.execute(
+                "SELECT item_id, name, value_num FROM scores WHERE run_id = ?"
+                f" AND item_id IN ({marks}) AND name IN (?, ?) AND value_str IS NULL"
+                " ORDER BY id DESC",
+                (run_id, *batch, *_F1_NAMES),
+            ):
+                f1.setdefault(item_id, [None, None])[_F1_NAMES.index(name)] = value
+            tags: dict[str, list[tuple[str, str, str, int]]] = {}
+            for item_id, category, kind, side, idx in conn.execute(
+                "SELECT item_id, category, kind, side, idx FROM result_taxonomy"
+                f" WHERE run_id = ? AND item_id IN ({marks}) ORDER BY item_id, position",
+                (run_id, *batch),
+            ):
+                tags.setdefault(item_id, []).append((category, kind, side, int(idx)))
+        for item_id in batch:
+            r = rows.get(item_id)
+            if r is None:
+                continue
+            scores = f1.get(item_id, [None, None])
+            yield ReportRow(
+                item_id=r[0],
+                output=r[1],
+                error=r[2],
+                error_kind=r[3],
+                latency_ms=r[4],
+                cost_usd=r[5],
+                cache_hit=bool(r[6]),
+                trace_url=r[7],
+                counts=r[8],
+                tags=tags.get(item_id, []) if r[9] else None,
+                f1=(scores[0], scores[1]),
+            )
