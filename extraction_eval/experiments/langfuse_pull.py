@@ -14,8 +14,7 @@ folded from the results and the gold, exactly as ``runs finalize`` does.
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,9 @@ from extraction_eval.backends.langfuse import (
     close_client,
     connect,
 )
-from extraction_eval.errors import BackendError, NotFoundError, UsageError
+from extraction_eval.backends.langfuse.datasets import json_value
+from extraction_eval.backends.langfuse.readback import api_pages
+from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.runner import Rescorer, finalize, taxonomy_tags
 from extraction_eval.types import Extraction, ItemResult, Score
@@ -43,38 +44,6 @@ _PAGE = 100
 _TRACE_CHUNK = 20
 
 
-def _pages(lf: Langfuse, path: str, **params: Any) -> Iterator[list[dict[str, Any]]]:
-    """Cursor pages of a public GET endpoint as plain JSON, through the SDK's HTTP client
-    (its auth, base URL and retries)."""
-    http = lf.api._client_wrapper.httpx_client
-    query = {k: v for k, v in params.items() if v is not None}
-    cursor: str | None = None
-    while True:
-        with api_errors(lf, f"reading {path}"):
-            response = http.request(
-                f"api/public/{path}", method="GET", params={**query, "cursor": cursor}
-            )
-        if response.status_code >= 400:
-            raise BackendError(
-                f"reading {path} from {base_url_of(lf)} failed: HTTP {response.status_code}"
-                f" {response.text[:200].strip()}"
-            )
-        body = response.json()
-        yield list(body.get("data") or [])
-        cursor = (body.get("meta") or {}).get("cursor")
-        if not cursor:
-            return
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def _ts(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
@@ -87,7 +56,7 @@ def find_experiment(lf: Langfuse, name: str, dataset: str | None) -> dict[str, A
     """The experiment named ``name`` (of ``dataset`` when given; the latest when several)."""
     found = [
         e
-        for page in _pages(
+        for page in api_pages(
             lf, "experiments", fromStartTime=_SINCE, name=name, fields="core,metadata", limit=_PAGE
         )
         for e in page
@@ -120,10 +89,10 @@ def _dataset_name(lf: Langfuse, experiment: Mapping[str, Any]) -> str:
 
 
 def _our_item_id(row: Mapping[str, Any], by_lf_id: Mapping[str, str]) -> str | None:
-    meta = _json(row.get("experimentItemMetadata")) or {}
+    meta = json_value(row.get("experimentItemMetadata")) or {}
     if isinstance(meta, dict):
         nested = meta.get("extraction_eval")
-        nested = _json(nested)
+        nested = json_value(nested)
         if isinstance(nested, dict) and nested.get("item_id"):
             return str(nested["item_id"])
         if meta.get("extraction_eval.item_id"):  # flattened by the server
@@ -135,7 +104,7 @@ def _scores(lf: Langfuse, trace_ids: Sequence[str]) -> dict[str, list[Score]]:
     out: dict[str, list[Score]] = {}
     for start in range(0, len(trace_ids), _TRACE_CHUNK):
         chunk = trace_ids[start : start + _TRACE_CHUNK]
-        for page in _pages(
+        for page in api_pages(
             lf, "v3/scores", traceId=",".join(chunk), fields="subject,details", limit=_PAGE
         ):
             for s in page:
@@ -162,10 +131,12 @@ def _scores(lf: Langfuse, trace_ids: Sequence[str]) -> dict[str, list[Score]]:
 
 def _root_output(lf: Langfuse, trace_id: str) -> Any:
     """The output of the trace's root observation (v2 observations)."""
-    for page in _pages(lf, "v2/observations", traceId=trace_id, fields="core,basic,io", limit=50):
+    for page in api_pages(
+        lf, "v2/observations", traceId=trace_id, fields="core,basic,io", limit=50
+    ):
         for obs in page:
             if obs.get("parentObservationId") is None:
-                return _json(obs.get("output"))
+                return json_value(obs.get("output"))
         break
     return None
 
@@ -217,7 +188,7 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
     by_lf_id = {str(raw.id): our for our, raw in loaded.raw_by_id.items()}
     latest: dict[str, dict[str, Any]] = {}
     since = _iso(started - timedelta(minutes=1))
-    for page in _pages(
+    for page in api_pages(
         lf,
         "experiment-items",
         fromStartTime=since,
@@ -234,7 +205,7 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
                 latest[item_id] = row  # a resumed item: its latest trace wins
     scores = _scores(lf, sorted(str(r["traceId"]) for r in latest.values()))
     meta = {k: v for k, v in (experiment.get("metadata") or {}).items() if isinstance(v, str)}
-    scoring = _json(meta.get("scoring"))
+    scoring = json_value(meta.get("scoring"))
     config: dict[str, Any] = {
         **{k: meta[k] for k in ("provider", "model", "pipeline", "prompt_hash") if k in meta},
         "prompt": {
@@ -266,7 +237,9 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
         if item_id not in items:
             continue
         output = (
-            _json(row.get("output")) if "output" in row else _root_output(lf, str(row["traceId"]))
+            json_value(row.get("output"))
+            if "output" in row
+            else _root_output(lf, str(row["traceId"]))
         )
         result = _result(item_id, row, output, scores.get(str(row["traceId"]), []))
         scored = scorer.score(items[item_id], result.output)

@@ -93,7 +93,8 @@ class _Stored:
     updated_at: datetime | None
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
+    """A value LangFuse may hand back as JSON text, decoded (text that is not JSON stays)."""
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -122,7 +123,7 @@ def normalise_item(raw: Any) -> _Stored:
             f"LangFuse dataset item {raw.id}: input must be a string or"
             f" {{'text': ...}}, got {type(data_input).__name__}"
         )
-    expected = _json_value(raw.expected_output)
+    expected = json_value(raw.expected_output)
     # text from the server that no store or body accepts (a lone UTF-16 surrogate) -> U+FFFD
     (item_id, data_input, expected, metadata), repaired = clean_json_value(
         [item_id, data_input, expected, metadata]

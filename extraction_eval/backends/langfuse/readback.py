@@ -82,23 +82,28 @@ def _score_trace_id(score: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _pages(lf: Langfuse, path: str, **params: Any) -> Iterator[list[dict[str, Any]]]:
-    """Cursor pages of a public GET endpoint as plain JSON.
+def api_pages(
+    lf: Langfuse, path: str, *, retries: int | None = None, **params: Any
+) -> Iterator[list[dict[str, Any]]]:
+    """Cursor pages of a public GET endpoint (``path`` below ``api/public/``) as plain JSON.
 
-    Sent through the SDK's own HTTP client (its auth, base URL and retries), but read as JSON
-    rather than through the SDK's generated models: parsing each score into those models costs
-    about 4 ms, which made verifying a 1,000-item run take minutes. Only names and subjects
-    are needed here.
+    Sent through the SDK's own HTTP client (its auth, base URL and retries; ``retries=0`` for a
+    caller that polls and retries itself), but read as JSON rather than through the SDK's
+    generated models: parsing each score into those models costs about 4 ms, which made
+    verifying a 1,000-item run take minutes.
     """
     http = lf.api._client_wrapper.httpx_client
     query = {k: v for k, v in params.items() if v is not None}
+    extra: dict[str, Any] = {} if retries is None else {"retries": retries}
     cursor: str | None = None
     while True:
-        response = http.request(path, method="GET", params={**query, "cursor": cursor}, retries=0)
+        with api_errors(lf, f"reading {path}"):
+            response = http.request(
+                f"api/public/{path}", method="GET", params={**query, "cursor": cursor}, **extra
+            )
         if response.status_code >= 400:
             raise BackendError(
-                f"reading {path.rsplit('/', 1)[-1]} back failed: HTTP {response.status_code}"
-                f" {response.text[:200].strip()}"
+                f"reading {path} failed: HTTP {response.status_code} {response.text[:200].strip()}"
             )
         body = response.json()
         yield list(body.get("data") or [])
@@ -109,7 +114,7 @@ def _pages(lf: Langfuse, path: str, **params: Any) -> Iterator[list[dict[str, An
 
 def _score_pages(lf: Langfuse, **params: Any) -> Iterator[list[dict[str, Any]]]:
     """Pages of ``GET /api/public/v3/scores``."""
-    return _pages(lf, "api/public/v3/scores", **params)
+    return api_pages(lf, "v3/scores", retries=0, **params)
 
 
 def _chunks(values: Sequence[str], size: int) -> Iterator[list[str]]:
@@ -197,9 +202,10 @@ def _arrived_in_experiment(
     found_scores: set[tuple[str, str]] = set()
     full: list[str] = []
     wanted = traces | {t for t, _ in scores}
-    pages = _pages(
+    pages = api_pages(
         lf,
-        "api/public/experiment-items",
+        "experiment-items",
+        retries=0,
         experimentId=experiment_id,
         fromStartTime=stamp,
         fields="core,scores",
