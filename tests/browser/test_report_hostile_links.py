@@ -15,6 +15,7 @@ from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.reports.html import write_report
 from extraction_eval.types import DatasetItem, Entity, Extraction
+from tests.support.browser import expanded_item
 
 HOSTILE_URL = "javascript:document.body.dataset.pwned='link'"
 INJECTED = '<button id="injected" onclick="document.body.dataset.pwned=\'handler\'">x</button>'
@@ -52,21 +53,13 @@ def test_a_javascript_trace_url_is_no_link_and_inline_handlers_do_not_run(
 ) -> None:
     with ThreadPoolExecutor(1) as pool:  # playwright's sync API keeps a loop on this thread
         out = pool.submit(_build, tmp_path).result()
-    context = chromium.new_context()
-    try:
-        page = context.new_page()
-        page.goto(out.as_uri())
-        page.wait_for_selector("body[data-ready=true]", timeout=10_000)
-        page.click("tr.item-row[data-item='h-1'] button.expand")
-        page.wait_for_selector("tr.detail[data-detail='h-1']")
+    with expanded_item(chromium, out, "h-1") as page:
         hrefs = page.locator("tr.detail a").evaluate_all(
             "links => links.map(a => a.getAttribute('href'))"
         )
         page.click("#injected")
         page.wait_for_timeout(200)
         pwned = page.evaluate("document.body.dataset.pwned || null")
-    finally:
-        context.close()
     assert not any(h and h.lower().startswith("javascript:") for h in hrefs), hrefs
     assert pwned is None
     assert HOSTILE_URL not in out.read_text(encoding="utf-8")  # not even as data

@@ -13,6 +13,7 @@ from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.reports.html import write_report
 from extraction_eval.types import DatasetItem, Entity, Extraction
+from tests.support.browser import expanded_item
 
 TEXT = "😀😀 Ada met Bob in 🇫🇷 Paris 👋."
 
@@ -46,18 +47,10 @@ def test_highlights_are_right_after_characters_outside_the_bmp(
 ) -> None:
     with ThreadPoolExecutor(1) as pool:  # playwright's sync API keeps a loop on this thread
         out = pool.submit(_build, tmp_path).result()
-    context = chromium.new_context()
-    try:
-        page = context.new_page()
-        page.goto(out.as_uri())
-        page.wait_for_selector("body[data-ready=true]", timeout=10_000)
-        page.click("tr.item-row[data-item='e-1'] button.expand")
-        page.wait_for_selector("tr.detail[data-detail='e-1']")
+    with expanded_item(chromium, out, "e-1") as page:
         marks = page.locator("tr.detail .panel[data-run='0'] .text mark:not(.ev)").all_inner_texts()
         quiet = page.locator("tr.detail .panel[data-run='0'] .text mark.ev").all_inner_texts()
         text = page.locator("tr.detail .panel[data-run='0'] .text").inner_text()
-    finally:
-        context.close()
     assert text == TEXT
     # the mention is marked inside its evidence "Paris 👋"; the rest of the quote quietly
     assert sorted(marks) == ["Ada", "Paris"]
@@ -74,17 +67,9 @@ def test_a_sentence_long_quote_marks_the_mention_inside_it(chromium: Any, tmp_pa
     item = DatasetItem(id="e-1", text=f"Notes. {SENTENCE} Later.", expected=gold)
     with ThreadPoolExecutor(1) as pool:
         out = pool.submit(_build, tmp_path, item).result()
-    context = chromium.new_context()
-    try:
-        page = context.new_page()
-        page.goto(out.as_uri())
-        page.wait_for_selector("body[data-ready=true]", timeout=10_000)
-        page.click("tr.item-row[data-item='e-1'] button.expand")
-        page.wait_for_selector("tr.detail[data-detail='e-1']")
+    with expanded_item(chromium, out, "e-1") as page:
         text = "tr.detail .panel[data-run='0'] .text"
         marks = page.locator(f"{text} mark:not(.ev)").all_inner_texts()
         quiet = page.locator(f"{text} mark.ev").all_inner_texts()
-    finally:
-        context.close()
     assert set(marks) == {"Ada Lovelace"}  # found case-insensitively, shown as written
     assert "".join(quiet) == SENTENCE.replace("Ada Lovelace", "")
