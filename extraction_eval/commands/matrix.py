@@ -33,6 +33,7 @@ def matrix_cmd(
     concurrency: o.ConcurrencyOrFile = None,
     limit: o.Limit = None,
     resume: o.Resume = False,
+    take_over_lock: o.TakeOverLock = False,
     base_url: o.BaseUrl = None,
     response_format: o.ResponseFormatOrFile = None,
     timeout: o.TimeoutOrFile = None,

@@ -49,6 +49,10 @@ _RESPONSE_FORMAT = _option(
 _RESUME = _option(
     help="Continue the named run, skipping finished items (a matrix: every unfinished cell)."
 )
+_TAKE_OVER_LOCK = _option(
+    help="Resume a run whose lock is held by a process that is gone (on another host,"
+    " or not provably dead); a dead process on this host is taken over anyway."
+)
 _TIMEOUT = _option(help="Per-call timeout, seconds.")
 _MAX_ATTEMPTS = _option(help="Attempts per item, retries included.")
 _MATCH = _option(help="Name matching: exact|casefold|fuzzy|span.")
@@ -107,6 +111,7 @@ BaseUrl = Annotated[str | None, _BASE_URL]
 ResponseFormat = Annotated[str, _RESPONSE_FORMAT]
 ResponseFormatOrFile = Annotated[str | None, _RESPONSE_FORMAT]
 Resume = Annotated[bool, _RESUME]
+TakeOverLock = Annotated[bool, _TAKE_OVER_LOCK]
 Timeout = Annotated[float, _TIMEOUT]
 TimeoutOrFile = Annotated[float | None, _TIMEOUT]
 MaxAttempts = Annotated[int, _MAX_ATTEMPTS]

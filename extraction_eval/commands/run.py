@@ -48,13 +48,7 @@ def run_cmd(
     retry_errors: Annotated[
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
     ] = False,
-    take_over_lock: Annotated[
-        bool,
-        typer.Option(
-            help="Resume a run whose lock is held by a process that is gone (on another host,"
-            " or not provably dead); a dead process on this host is taken over anyway."
-        ),
-    ] = False,
+    take_over_lock: o.TakeOverLock = False,
     fail_under: Annotated[
         list[str] | None,
         typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (repeatable)."),

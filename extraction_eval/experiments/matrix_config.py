@@ -180,7 +180,7 @@ FILE_SETTINGS = (
     "correction",
 )
 # Given as options only (not in the file).
-OPTION_ONLY = ("resume", "verify")
+OPTION_ONLY = ("resume", "take_over_lock", "verify")
 _DEFAULTS: dict[str, Any] = {
     "dataset": "extraction-eval",
     "repeats": 1,
@@ -196,6 +196,7 @@ _DEFAULTS: dict[str, Any] = {
     "ci": "expanded",
     "correction": "holm",
     "resume": False,
+    "take_over_lock": False,
     "verify": True,
 }
 
@@ -261,6 +262,7 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
         concurrency=opts["concurrency"],
         limit=opts.get("limit"),
         resume=opts["resume"],
+        take_over_lock=opts["take_over_lock"],
         backend=opts["backend"],
         verify=opts["verify"],
         max_cost=opts.get("max_cost"),

@@ -41,6 +41,10 @@ def test_a_matrix_file_with_options_over_it(tmp_path: Path) -> None:
     assert matrix.base.concurrency == 5  # given over the file: wins
     assert matrix.base.shard == Shard(2, 2) and matrix.base.dataset == "extraction-eval"
     assert MatrixConfig.resolve(None, {"model": ["fake:a"]}).base.concurrency == 8  # default
+    # a matrix refused for a held lock can be told to take it over, as a run can
+    assert not MatrixConfig.resolve(None, {"model": ["fake:a"]}).base.take_over_lock
+    over = MatrixConfig.resolve(None, {"model": ["fake:a"], "take_over_lock": True})
+    assert over.base.take_over_lock
 
 
 def test_a_bad_matrix_file_names_the_config_field(tmp_path: Path) -> None:
