@@ -16,6 +16,7 @@ from rich.markup import escape
 from extraction_eval.commands.common import err_console
 from extraction_eval.commands.datasets import datasets_app
 from extraction_eval.commands.gold import gold_app
+from extraction_eval.commands.help_layout import keep_option_names_whole
 from extraction_eval.commands.matrix import matrix_cmd
 from extraction_eval.commands.power import power_cmd
 from extraction_eval.commands.prompts import prompts_app
@@ -24,6 +25,8 @@ from extraction_eval.commands.run import run_cmd
 from extraction_eval.commands.runs import compare_cmd, runs_app
 from extraction_eval.commands.score import score
 from extraction_eval.commands.seed import seed
+
+keep_option_names_whole()
 
 app = typer.Typer(
     no_args_is_help=True,

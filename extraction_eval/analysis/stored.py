@@ -103,3 +103,57 @@ def in_both_runs(
             only_in_b.append(item_id)
         else:
             yield item_id, x, y
+
+
+def run_config_rows(run: RunRecord) -> list[tuple[str, str]]:
+    """A run's recorded parameters as (name, value) rows, in a fixed order; absent ones are
+    left out. URLs and every value go through :func:`extraction_eval.redact.redact`."""
+    from extraction_eval.redact import redact, safe_url
+
+    config = run.config
+    pipeline, scoring, prompt = (_section(config, key) for key in ("pipeline", "scoring", "prompt"))
+    version = run.dataset_version
+    rows: list[tuple[str, Any]] = [
+        ("dataset", run.dataset + (f" v{version}" if version is not None else "")),
+        ("provider", config.get("provider")),
+        ("model", config.get("model")),
+        ("temperature", config.get("temperature")),
+        ("base URL", safe_url(str(pipeline["base_url"])) if pipeline.get("base_url") else None),
+        ("prompt", prompt.get("name")),
+        ("prompt label", prompt.get("label")),
+        ("prompt version", prompt.get("version")),
+        ("prompt hash", config.get("prompt_hash")),
+        ("match", scoring.get("match")),
+        ("threshold", scoring.get("threshold")),
+        ("schema", _schema_text(config.get("schema"))),
+        ("response format", _format_text(config.get("response_format_choice"))),
+        ("concurrency", config.get("concurrency")),
+        ("ci method", scoring.get("ci")),
+    ]
+    return [(name, redact(str(value))) for name, value in rows if value not in (None, "")]
+
+
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _schema_text(schema: Any) -> str | None:
+    if not isinstance(schema, dict):
+        return None
+    parts = []
+    for key in ("entity_types", "relationship_types"):
+        value = schema.get(key)
+        if isinstance(value, list) and value:
+            parts.append(f"{key}: " + ", ".join(str(v) for v in value))
+    labels = schema.get("labels")
+    if isinstance(labels, dict) and labels:
+        parts.append("labels: " + ", ".join(f"{k}->{v}" for k, v in labels.items()))
+    return "; ".join(parts) or "given"
+
+
+def _format_text(choice: Any) -> str | None:
+    from extraction_eval.llm.formats import FormatChoice
+
+    parsed = FormatChoice.from_json(choice)
+    return parsed.summary() if parsed is not None else None

@@ -76,6 +76,14 @@ def show_cmd(
             "--by-category", help="With --worst: the worst item of every failure category."
         ),
     ] = False,
+    show_config: Annotated[
+        bool,
+        typer.Option(
+            "--config",
+            help="The run's recorded parameters (model, temperature, prompt, matching, ...)"
+            " instead of its items.",
+        ),
+    ] = False,
 ) -> None:
     """A run's summary and its first page of items, most severe first (errored, then lowest
     mean of entity and relationship F1, then most wrong objects): scores, failure
@@ -96,8 +104,16 @@ def show_cmd(
         fail("--by-category lists every category: leave out --category")
     if show_all and (worst or page is not None or limit is not None):
         fail("--all prints every item: leave out --worst, --page and --limit")
+    if show_config and (worst or show_all or page or limit or category or by_category):
+        fail("--config prints the parameters, not items: leave out the item options")
     store = LocalStore()
     run = get_run(store, name, dataset)
+    if show_config:
+        from extraction_eval.analysis.stored import run_config_rows
+        from extraction_eval.views.runs import render_run_config
+
+        render_run_config(run, run_config_rows(run), console)
+        return
     if worst:
         from extraction_eval.analysis.worst import run_worst_by_category, run_worst_items
         from extraction_eval.views.runs import render_worst, render_worst_by_category

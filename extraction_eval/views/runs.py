@@ -484,3 +484,13 @@ def render_worst_by_category(run: RunRecord, rows: dict[str, WorstItem], console
         table.add_row(category, *_worst_cells(w))
     print_table(console, table)
     _print_links(((f"{c}: {w.item_id}", w) for c, w in rows.items()), console)
+
+
+def render_run_config(run: RunRecord, rows: Sequence[tuple[str, str]], console: Console) -> None:
+    """A run's recorded parameters (``runs show --config``) as a two-column table."""
+    table = Table(title=f"run {run.name} — configuration", show_header=False)
+    table.add_column("parameter", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for name, value in rows:
+        table.add_row(name, Text(value))
+    console.print(table)

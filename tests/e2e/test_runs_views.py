@@ -275,3 +275,18 @@ def test_a_run_summary_points_to_a_place_that_has_every_type(tmp_path: Path) -> 
     assert code == 0, err
     assert "more types in `extraction-eval report many`" in out
     assert "--format json" not in out
+
+
+def test_runs_show_config_prints_the_recorded_parameters_not_the_items() -> None:
+    _run("--name", "conf", "--temperature", "0.25")
+    code, out, err = _invoke("runs", "show", "conf")
+    assert code == 0, err
+    item_id = _rows(_export("conf"))[0]["item_id"]
+    assert item_id in out  # the plain view lists items: the check below means something
+    code, out, err = _invoke("runs", "show", "conf", "--config")
+    assert code == 0, err
+    assert "model" in out and "temperature" in out and "0.25" in out
+    assert "concurrency" in out and "match" in out
+    assert item_id not in out
+    code, _, err = _invoke("runs", "show", "conf", "--config", "--worst")
+    assert code != 0 and "--config" in err
