@@ -56,6 +56,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
     out["runs show"] = _cli(home, "runs", "show", "a")
     out["compare"] = _cli(home, "compare", "a", "b")
+    out["worst"] = _cli(home, "runs", "show", "a", "--worst")
+    out["worst by category"] = _cli(home, "runs", "show", "a", "--worst", "--by-category")
     out["matrix"] = _cli(
         home,
         "matrix",
@@ -66,7 +68,16 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return out
 
 
-VIEWS = ["run a", "runs show", "compare", "matrix", "datasets show", "score"]
+VIEWS = [
+    "run a",
+    "runs show",
+    "compare",
+    "worst",
+    "worst by category",
+    "matrix",
+    "datasets show",
+    "score",
+]
 
 
 @pytest.mark.parametrize("view", VIEWS)
