@@ -216,7 +216,7 @@ def render_matrix(outcome: MatrixOutcome, console: Console, details: bool | None
     )
     if skipped:
         line += f", {skipped} cells finished earlier left alone"
-    console.print(Text(line, style="bold"), soft_wrap=True)
+    console.print(Text(line, style="bold"))  # wrapped at words: 80 columns
     render_matrix_table(outcome.table, prefix, console, details)
 
 

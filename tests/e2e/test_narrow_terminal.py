@@ -58,13 +58,13 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     out["compare"] = _cli(home, "compare", "a", "b")
     out["worst"] = _cli(home, "runs", "show", "a", "--worst")
     out["worst by category"] = _cli(home, "runs", "show", "a", "--worst", "--by-category")
-    out["matrix"] = _cli(
-        home,
-        "matrix",
+    matrix = (
         *("--model", "fake:a", "--model", "fake:gpt-4o-mini-2024-07-18"),
         *("--temperature", "0", "--temperature", "0.7", "--repeats", "2", "--limit", "3"),
         *("--name", "demo"),
     )
+    out["matrix"] = _cli(home, "matrix", *matrix)
+    out["matrix details"] = _cli(home, "matrix", *matrix, "--resume", "--details")
     return out
 
 
@@ -75,6 +75,7 @@ VIEWS = [
     "worst",
     "worst by category",
     "matrix",
+    "matrix details",
     "datasets show",
     "score",
 ]
@@ -116,3 +117,12 @@ def test_matrix_is_a_table_with_long_cell_names(outputs: dict[str, str]) -> None
         outputs["matrix"]
     )
     assert not any(line.startswith("  entity F1") for line in outputs["matrix"].splitlines())
+
+
+def test_matrix_details_on_request(outputs: dict[str, str]) -> None:
+    """The compact table points to --details; --details shows cost and latency (a block per
+    cell when the full table is too wide)."""
+    assert "--details" in outputs["matrix"]
+    assert "cost $" not in outputs["matrix"]
+    assert "cost $" in outputs["matrix details"]
+    assert "p50 ms" in outputs["matrix details"]
