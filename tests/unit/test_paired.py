@@ -409,7 +409,7 @@ def test_mcnemar_p_value_is_scipys_binomtest_to_the_last_bit() -> None:
 
     from scipy.stats import binomtest
 
-    from extraction_eval.evaluators.paired import binom_two_sided_p
+    from extraction_eval.evaluators.mcnemar import binom_two_sided_p
 
     cases = [(k, n) for n in range(1, 121) for k in range(n + 1)]
     rng = random.Random(8)
