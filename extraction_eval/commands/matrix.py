@@ -60,11 +60,20 @@ def matrix_cmd(
             " | bh (false discovery rate) | none."
         ),
     ] = None,
+    details: Annotated[
+        bool | None,
+        typer.Option(
+            "--details/--compact",
+            help="The matrix table with the F1 CIs, cost and latency (--details) or only the"
+            " headline F1s and errors (--compact); default: the details when they fit the"
+            " terminal.",
+        ),
+    ] = None,
 ) -> None:
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
     # every option by its name (None: not given), before anything else is bound here
-    overrides = {k: v for k, v in locals().items() if k not in ("config", "dry_run")}
+    overrides = {k: v for k, v in locals().items() if k not in ("config", "dry_run", "details")}
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
     from extraction_eval.experiments.matrix_config import MatrixConfig
     from extraction_eval.views.matrix import render_matrix, render_matrix_estimate
@@ -78,7 +87,7 @@ def matrix_cmd(
         return
     with RichProgress(err_console) as progress:
         outcome = run_matrix(matrix, progress=progress)
-    render_matrix(outcome, console)
+    render_matrix(outcome, console, details)
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     stop = outcome.budget_stop()

@@ -15,7 +15,7 @@ from extraction_eval.experiments.budget import CostEstimate, sum_estimates
 from extraction_eval.experiments.matrix import MatrixOutcome
 from extraction_eval.experiments.matrix_config import Cell, MatrixConfig
 from extraction_eval.views.score_report import fmt_number
-from extraction_eval.views.tables import print_table
+from extraction_eval.views.tables import fits, print_table
 
 _HEADERS = {
     "entity_f1": "entity F1",
@@ -33,7 +33,12 @@ def _short(name: str, prefix: str) -> str:
     return name[len(prefix) + 1 :] if name.startswith(prefix + "/") else name
 
 
-def _cell(row: CellRow, metric: str, best: tuple[str, ...], close: tuple[str, ...]) -> Text:
+_COMPACT = (*HEADLINE, "error_rate")
+
+
+def _cell(
+    row: CellRow, metric: str, best: tuple[str, ...], close: tuple[str, ...], ci_line: bool = True
+) -> Text:
     value = row.values.get(metric)
     if metric == "cost_usd":
         shown = "—" if value is None else f"{value:.4f}"
@@ -49,7 +54,7 @@ def _cell(row: CellRow, metric: str, best: tuple[str, ...], close: tuple[str, ..
     elif row.name in close:
         text.append(CLOSE, style="green")
     ci = row.ci.get(metric)
-    if ci is not None:
+    if ci is not None and ci_line:
         text.append(f"\n{_bound(ci[0])}–{_bound(ci[1])}", style="dim")
     return text
 
@@ -62,25 +67,45 @@ def _bound(value: float) -> str:
     return text[1:] if text.startswith("0.") else text
 
 
-def render_matrix_table(table: MatrixTable, prefix: str, console: Console) -> None:
-    grid = Table(box=box.SIMPLE_HEAD, show_edge=False)
+def _grid(table: MatrixTable, prefix: str, metrics: tuple[str, ...], details: bool) -> Table:
+    # compact: one space less each side of a column, so a long cell name still fits 80 columns
+    grid = Table(
+        box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=not details, pad_edge=details
+    )
     grid.add_column("cell", no_wrap=True)
-    for metric in _HEADERS:  # F1 columns wide enough for a CI (".71–.93"): never cut
+    for metric in metrics:  # F1 columns wide enough for a CI (".71–.93"): never cut
         grid.add_column(
-            _HEADERS[metric], justify="right", min_width=7 if metric in HEADLINE else None
+            _HEADERS[metric],
+            justify="right",
+            min_width=7 if metric in HEADLINE and details else None,
         )
     for row in table.rows:
         status = "" if row.status == "finished" else f" ({row.status})"
         grid.add_row(
             Text(_short(row.name, prefix) + status),
-            *(_cell(row, m, table.best.get(m, ()), table.similar.get(m, ())) for m in _HEADERS),
+            *(
+                _cell(row, m, table.best.get(m, ()), table.similar.get(m, ()), details)
+                for m in metrics
+            ),
         )
-    print_table(console, grid)
+    return grid
+
+
+def render_matrix_table(
+    table: MatrixTable, prefix: str, console: Console, details: bool | None = None
+) -> None:
+    """The full table (F1 CIs, cost, latency) when ``details`` or, by default, when it fits the
+    console; otherwise the compact one: cell, the headline F1s with their marks, errors."""
+    full = _grid(table, prefix, tuple(_HEADERS), True)
+    if details is None:
+        details = fits(console, full)
+    print_table(console, full if details else _grid(table, prefix, _COMPACT, False))
+    below = "F1 with its CI below" if details else "CIs, cost and latency: --details"
     console.print(
         f"{BEST} best cell per metric (higher F1; lower cost, latency, errors); {CLOSE} F1 not"
         " significantly different from the best (paired bootstrap CI of the difference"
         " contains 0, or the difference does not survive the correction for the matrix's many"
-        " comparisons, or too few shared items); F1 with its CI below",
+        f" comparisons, or too few shared items); {below}",
         highlight=False,
         style="dim",
     )
@@ -138,12 +163,14 @@ def _render_repeats(table: MatrixTable, prefix: str, console: Console) -> None:
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
+        collapse_padding=True,  # a long cell name still fits 80 columns
+        pad_edge=False,
     )
     grid.add_column("cell", no_wrap=True)
     grid.add_column("K", justify="right")
     for metric in HEADLINE:
         grid.add_column(_HEADERS[metric], justify="right")
-    grid.add_column("agreement", justify="right")
+    grid.add_column("agree", justify="right")  # "agreement" was cut at 80 columns
     for group in table.repeats:
         cells = []
         for metric in HEADLINE:
@@ -177,7 +204,7 @@ def _render_repeats(table: MatrixTable, prefix: str, console: Console) -> None:
         )
 
 
-def render_matrix(outcome: MatrixOutcome, console: Console) -> None:
+def render_matrix(outcome: MatrixOutcome, console: Console, details: bool | None = None) -> None:
     """The heading (dataset, version, cells, what this invocation ran) and the tables."""
     matrix = outcome.config
     prefix = matrix.name or ""
@@ -189,8 +216,8 @@ def render_matrix(outcome: MatrixOutcome, console: Console) -> None:
     )
     if skipped:
         line += f", {skipped} cells finished earlier left alone"
-    console.print(Text(line, style="bold"), soft_wrap=True)
-    render_matrix_table(outcome.table, prefix, console)
+    console.print(Text(line, style="bold"))  # wrapped at words: 80 columns
+    render_matrix_table(outcome.table, prefix, console, details)
 
 
 def _usd(estimate: CostEstimate) -> str:
