@@ -53,6 +53,10 @@ _TAKE_OVER_LOCK = _option(
     help="Resume a run whose lock is held by a process that is gone (on another host,"
     " or not provably dead); a dead process on this host is taken over anyway."
 )
+_MIN_GOLD_CONFIDENCE = _option(
+    help="Ensemble gold: gold objects below this confidence are ignore regions (not"
+    " missed; predictions aligned with them not counted)."
+)
 _TIMEOUT = _option(help="Per-call timeout, seconds.")
 _MAX_ATTEMPTS = _option(help="Attempts per item, retries included.")
 _MATCH = _option(help="Name matching: exact|casefold|fuzzy|span.")
@@ -112,6 +116,7 @@ ResponseFormat = Annotated[str, _RESPONSE_FORMAT]
 ResponseFormatOrFile = Annotated[str | None, _RESPONSE_FORMAT]
 Resume = Annotated[bool, _RESUME]
 TakeOverLock = Annotated[bool, _TAKE_OVER_LOCK]
+MinGoldConfidence = Annotated[float | None, _MIN_GOLD_CONFIDENCE]
 Timeout = Annotated[float, _TIMEOUT]
 TimeoutOrFile = Annotated[float | None, _TIMEOUT]
 MaxAttempts = Annotated[int, _MAX_ATTEMPTS]

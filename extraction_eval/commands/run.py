@@ -67,13 +67,7 @@ def run_cmd(
     verify: o.Verify = True,
     price_in: o.PriceIn = None,
     price_out: o.PriceOut = None,
-    min_gold_confidence: Annotated[
-        float | None,
-        typer.Option(
-            help="Ensemble gold: gold objects below this confidence are ignore regions (not"
-            " missed; predictions aligned with them not counted)."
-        ),
-    ] = None,
+    min_gold_confidence: o.MinGoldConfidence = None,
     schema: Annotated[
         Path | None,
         typer.Option(

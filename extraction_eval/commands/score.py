@@ -170,13 +170,7 @@ def score(
             "--max-objects", help="Entities or relationships per item and side; more: skipped."
         ),
     ] = DEFAULT_MAX_OBJECTS,
-    min_gold_confidence: Annotated[
-        float | None,
-        typer.Option(
-            help="Ensemble gold: gold objects below this confidence are ignore regions (not"
-            " missed; predictions aligned with them not counted)."
-        ),
-    ] = None,
+    min_gold_confidence: o.MinGoldConfidence = None,
     schema: Annotated[
         Path | None,
         typer.Option(
