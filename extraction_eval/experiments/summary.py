@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from extraction_eval.evaluators import ItemScore, ReportAccumulator, ScoringConfig
+from extraction_eval.evaluators.counts import METRICS, PRF_GROUPS
 from extraction_eval.types import ItemResult, Score
 
 
@@ -142,26 +143,12 @@ class SummaryAccumulator:
         return summary
 
 
-_PRF_GROUPS = ("entity", "entity_typed", "relationship")
+_PRF = tuple(f"{g}_{m}" for g in PRF_GROUPS for m in ("precision", "recall", "f1"))
 # Every run-level value a run can have (some are absent when undefined, e.g. no evidence):
-# what ``--fail-under`` accepts, checked before a run starts.
+# what ``--fail-under`` accepts, checked before a run starts. The compared metrics
+# (``evaluators.counts.METRICS``), plus the P/R/F1 CI bounds.
 RUN_VALUE_NAMES: frozenset[str] = frozenset(
-    {
-        f"{group}_{metric}{suffix}"
-        for group in _PRF_GROUPS
-        for metric in ("precision", "recall", "f1")
-        for suffix in ("", "_ci_low", "_ci_high")
-    }
-    | {
-        "type_accuracy",
-        "relationship_accuracy",
-        "evidence_coverage_rate",
-        "zero_fp_pass_rate",
-        "hallucination_rate",
-        "error_rate",
-        "schema_failure_rate",
-        "attribute_violation_rate",
-    }
+    {f"{name}{suffix}" for name in _PRF for suffix in ("", "_ci_low", "_ci_high")} | set(METRICS)
 )
 # LOWER_IS_BETTER (evaluators/metrics.py): a threshold on those is a ceiling (``fail_over``),
 # never a floor, or "--fail-under error_rate=0.1" would fail a run for having too few errors.
