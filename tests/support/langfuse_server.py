@@ -1430,11 +1430,16 @@ class FakeLangfuse:
         return 200, {"data": chunk, "meta": meta}
 
     def _list_experiment_items(self, req: _Request) -> tuple[int, Any]:
+        """Filtered and sorted on the cheap keys first, and only the requested page's rows
+        built (with their scores), the way an indexed query pages: building every matching
+        row per request made a walk over n items cost O(n^2) here, which the real server's
+        query does not."""
         q = req.query
         from_ts = _first(q, "fromStartTime")
         if not from_ts:
             return 400, {"message": "fromStartTime is required"}
         to_ts = _first(q, "toStartTime")
+        from_dt, to_dt = parse_ts(from_ts), parse_ts(to_ts) if to_ts else None
         groups = set(_csv(q, "fields") or ["core", "dataset"])
         wanted = {
             "langfuse.experiment.id": _csv(q, "experimentId"),
@@ -1442,59 +1447,69 @@ class FakeLangfuse:
             "langfuse.experiment.item.id": _csv(q, "experimentItemId"),
             "langfuse.experiment.dataset.id": _csv(q, "datasetId"),
         }
-        by_trace: dict[str, list[dict[str, Any]]] = {}
-        if "scores" in groups:  # one pass over the scores, not one per item
-            for s in self._state.scores.values():
-                if s.get("traceId"):
-                    by_trace.setdefault(s["traceId"], []).append(s)
-        rows = []
+        matched = []
         for obs in self._experiment_rows():
             attrs = obs["_attributes"]
             start = parse_ts(obs["startTime"])
-            if start < parse_ts(from_ts) or (to_ts and start >= parse_ts(to_ts)):
+            if start < from_dt or (to_dt and start >= to_dt):
                 continue
             if any(values and attrs.get(key) not in values for key, values in wanted.items()):
                 continue
-            record: dict[str, Any] = {
-                "id": obs["id"],
-                "traceId": obs["traceId"],
-                "startTime": obs["startTime"],
-                "endTime": obs["endTime"],
-                "level": obs["level"],
-                "environment": obs["environment"],
-                "experimentId": attrs["langfuse.experiment.id"],
-                "experimentName": attrs.get("langfuse.experiment.name"),
-                "experimentItemId": attrs.get("langfuse.experiment.item.id"),
-            }
-            if "dataset" in groups:
-                record["experimentDatasetId"] = attrs.get("langfuse.experiment.dataset.id")
-                record["experimentItemVersion"] = attrs.get("langfuse.experiment.item.version")
-            if "io" in groups:
-                record["input"] = obs["input"]
-                record["output"] = obs["output"]
-                record["expectedOutput"] = attrs.get("langfuse.experiment.item.expected_output")
-            if "metadata" in groups:
-                record["metadata"] = obs["metadata"]
-            if "itemMetadata" in groups:
-                record["experimentItemMetadata"] = _json_or_raw(
-                    attrs.get("langfuse.experiment.item.metadata")
-                )
-            if "experimentMetadata" in groups:
-                record["experimentMetadata"] = _json_or_raw(
-                    attrs.get("langfuse.experiment.metadata")
-                )
-                record["experimentDescription"] = attrs.get("langfuse.experiment.description")
-            if "scores" in groups:
-                limit = _int_param(q, "scoreLimit", 50)
-                record["scores"] = [
-                    self._score_v3(s, {"details", "subject"})
-                    for s in by_trace.get(obs["traceId"], [])[:limit]
-                ]
-            rows.append(record)
-        rows.sort(key=lambda r: (r["startTime"], r["id"]), reverse=True)
-        chunk, cursor, _ = _cursor_page(rows, q, default_limit=50, max_limit=100)
+            matched.append(obs)
+        matched.sort(key=lambda o: (o["startTime"], o["id"]), reverse=True)
+        chunk, cursor, _ = _cursor_page(matched, q, default_limit=50, max_limit=100)
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        if "scores" in groups:  # one pass over the scores, for this page's traces only
+            traces = {obs["traceId"] for obs in chunk}
+            for s in self._state.scores.values():
+                if s.get("traceId") in traces:
+                    by_trace.setdefault(s["traceId"], []).append(s)
+        rows = [self._experiment_item(obs, groups, by_trace, q) for obs in chunk]
         meta: dict[str, Any] = {"cursor": cursor} if cursor else {}
-        return 200, {"data": chunk, "meta": meta}
+        return 200, {"data": rows, "meta": meta}
+
+    def _experiment_item(
+        self,
+        obs: Mapping[str, Any],
+        groups: set[str],
+        by_trace: Mapping[str, list[dict[str, Any]]],
+        q: Query,
+    ) -> dict[str, Any]:
+        attrs = obs["_attributes"]
+        record: dict[str, Any] = {
+            "id": obs["id"],
+            "traceId": obs["traceId"],
+            "startTime": obs["startTime"],
+            "endTime": obs["endTime"],
+            "level": obs["level"],
+            "environment": obs["environment"],
+            "experimentId": attrs["langfuse.experiment.id"],
+            "experimentName": attrs.get("langfuse.experiment.name"),
+            "experimentItemId": attrs.get("langfuse.experiment.item.id"),
+        }
+        if "dataset" in groups:
+            record["experimentDatasetId"] = attrs.get("langfuse.experiment.dataset.id")
+            record["experimentItemVersion"] = attrs.get("langfuse.experiment.item.version")
+        if "io" in groups:
+            record["input"] = obs["input"]
+            record["output"] = obs["output"]
+            record["expectedOutput"] = attrs.get("langfuse.experiment.item.expected_output")
+        if "metadata" in groups:
+            record["metadata"] = obs["metadata"]
+        if "itemMetadata" in groups:
+            record["experimentItemMetadata"] = _json_or_raw(
+                attrs.get("langfuse.experiment.item.metadata")
+            )
+        if "experimentMetadata" in groups:
+            record["experimentMetadata"] = _json_or_raw(attrs.get("langfuse.experiment.metadata"))
+            record["experimentDescription"] = attrs.get("langfuse.experiment.description")
+        if "scores" in groups:
+            limit = _int_param(q, "scoreLimit", 50)
+            record["scores"] = [
+                self._score_v3(s, {"details", "subject"})
+                for s in by_trace.get(obs["traceId"], [])[:limit]
+            ]
+        return record
 
 
 # --- observation filters ------------------------------------------------------------------
