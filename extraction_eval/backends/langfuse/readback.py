@@ -8,8 +8,9 @@ import math
 import os
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from extraction_eval.backends.langfuse.errors import api_errors
@@ -185,29 +186,59 @@ def _arrived_scores(
 
 
 _SCORE_LIMIT = 50  # scores per experiment item the server returns at most
+# The walk over a large run's items is split into start-time windows walked side by side
+# (cursor pages are sequential within a window): at most this many, and one per this many
+# items wanted, so a small run still takes one request.
+_MAX_WINDOWS = 4
+_ITEMS_PER_WINDOW = 400
+_WINDOW_OVERLAP = timedelta(milliseconds=1)  # whatever the API's bounds: no item between two
 
 
-def _arrived_in_experiment(
+def _stamp(ts: datetime) -> str:
+    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def start_windows(
+    since: datetime, until: datetime, wanted: int
+) -> list[tuple[datetime, datetime | None]]:
+    """``[since, until)`` and everything after, cut into up to ``_MAX_WINDOWS`` start-time
+    windows (``(from, to)``, the last one open) for about ``_ITEMS_PER_WINDOW`` items each.
+    Neighbours overlap by a millisecond, so an item on a boundary is in one of them whether
+    the server's bounds are inclusive or not (the walk keeps sets: a second sighting is
+    harmless)."""
+    count = min(_MAX_WINDOWS, max(1, -(-wanted // _ITEMS_PER_WINDOW)))
+    if count == 1 or until <= since:
+        return [(since, None)]
+    width = (until - since) / count
+    edges = [since + width * i for i in range(count)]
+    return [
+        (edge, edges[i + 1] + _WINDOW_OVERLAP if i + 1 < count else None)
+        for i, edge in enumerate(edges)
+    ]
+
+
+@dataclass
+class _Walk:
+    traces: set[str] = field(default_factory=set)
+    scores: set[tuple[str, str]] = field(default_factory=set)
+    full: list[str] = field(default_factory=list)  # items whose scores may have been cut
+
+
+def _walk_window(
     lf: Langfuse,
     experiment_id: str,
-    since: datetime,
-    traces: set[str],
+    window: tuple[datetime, datetime | None],
+    wanted: set[str],
     scores: set[tuple[str, str]],
-) -> tuple[set[str], set[tuple[str, str]]]:
-    """Traces and scores found in one paged walk over the experiment's items (with their
-    scores): a request per 100 items, instead of per page of 100 scores. An item whose
-    scores may have been cut at the server's limit has them read from v3 scores."""
-    stamp = since.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    found_traces: set[str] = set()
-    found_scores: set[tuple[str, str]] = set()
-    full: list[str] = []
-    wanted = traces | {t for t, _ in scores}
+) -> _Walk:
+    found = _Walk()
     pages = api_pages(
         lf,
         "experiment-items",
         retries=0,
         experimentId=experiment_id,
-        fromStartTime=stamp,
+        fromStartTime=_stamp(window[0]),
+        toStartTime=_stamp(window[1]) if window[1] is not None else None,
         fields="core,scores",
         scoreLimit=_SCORE_LIMIT,
         limit=100,
@@ -217,16 +248,42 @@ def _arrived_in_experiment(
             trace_id = str(row.get("traceId"))
             if trace_id not in wanted:
                 continue
-            found_traces.add(trace_id)
+            found.traces.add(trace_id)
             item_scores = list(row.get("scores") or [])
             if len(item_scores) >= _SCORE_LIMIT:
-                full.append(trace_id)
+                found.full.append(trace_id)
             for score in item_scores:
                 key = (_score_trace_id(score) or trace_id, str(score.get("name")))
                 if key in scores:
-                    found_scores.add(key)
-    if full:
-        cut = set(full)
+                    found.scores.add(key)
+    return found
+
+
+def _arrived_in_experiment(
+    lf: Langfuse,
+    experiment_id: str,
+    since: datetime,
+    traces: set[str],
+    scores: set[tuple[str, str]],
+) -> tuple[set[str], set[tuple[str, str]]]:
+    """Traces and scores found in a paged walk over the experiment's items (with their
+    scores): a request per 100 items, instead of per page of 100 scores; a large run's walk
+    is split into start-time windows (``start_windows``) walked side by side, bounded. An
+    item whose scores may have been cut at the server's limit has them read from v3 scores."""
+    wanted = traces | {t for t, _ in scores}
+    windows = start_windows(since, datetime.now(UTC), len(wanted))
+    if len(windows) == 1:
+        walks = [_walk_window(lf, experiment_id, windows[0], wanted, scores)]
+    else:
+        with ThreadPoolExecutor(len(windows), thread_name_prefix="read-back") as pool:
+            futures = [
+                pool.submit(_walk_window, lf, experiment_id, w, wanted, scores) for w in windows
+            ]
+            walks = [f.result() for f in futures]  # the first error raises, as a walk's would
+    found_traces = set().union(*(w.traces for w in walks))
+    found_scores: set[tuple[str, str]] = set().union(*(w.scores for w in walks))
+    cut = {t for w in walks for t in w.full}
+    if cut:
         rest = {(t, n) for t, n in scores if t in cut} - found_scores
         if rest:
             found_scores |= _arrived_scores(lf, rest, None)
