@@ -29,6 +29,7 @@ from extraction_eval.evaluators.vote import (
     vote_item,
 )
 from extraction_eval.experiments.budget import CostEstimate, estimate_cost, sum_estimates
+from extraction_eval.experiments.repair import clean_extraction
 from extraction_eval.llm.batch import BATCH_DISCOUNT
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.factory import make_pipeline
@@ -192,11 +193,17 @@ async def abuild_gold(
     answers: dict[tuple[str, int], Extraction | None] = {}
     sem = asyncio.Semaphore(config.concurrency)
 
+    repaired: list[str] = []
+
     async def one(item: DatasetItem, k: int) -> None:
         label, _, pipeline = runs.entries[k]
         async with sem:
             try:
-                answers[item.id, k] = (await pipeline.extract(item)).extraction
+                answer = (await pipeline.extract(item)).extraction
+                # a lone surrogate (truncated emoji) in an answer: no store row takes it
+                answers[item.id, k], changed = clean_extraction(answer)
+                if changed:
+                    repaired.append(f"{item.id} ({label})")
             except Exception as exc:  # one failed run abstains on one item; the build goes on
                 answers[item.id, k] = None
                 errors.append(f"item {item.id}: {label} failed: {one_line(exc)}")
@@ -218,6 +225,11 @@ async def abuild_gold(
         await asyncio.gather(*(one(item, k) for item in items for k in range(len(runs.entries))))
     finally:
         await runs.aclose()
+    if repaired:
+        notes.append(
+            f"{len(repaired)} answers had lone UTF-16 surrogates, voted on as U+FFFD"
+            f" (first: {', '.join(sorted(repaired)[:3])})"
+        )
     errors.sort()
 
     overrides: dict[str, list[GoldOverride]] = {}
