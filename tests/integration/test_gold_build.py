@@ -391,3 +391,23 @@ def test_a_lone_surrogate_in_an_answer_is_voted_on_as_u_fffd(store: LocalStore) 
     assert build.items[0].expected.entities[0].name == "Ada \ufffd"
     assert any("2 answers had lone UTF-16 surrogates" in n for n in build.notes), build.notes
     assert store.get_items("two")[0].expected.entities[0].name == "Ada \ufffd"
+
+
+def test_models_are_asked_with_the_datasets_schema(store: LocalStore) -> None:
+    """Items without a schema of their own are asked about with the dataset's, as a run asks
+    (before: gold build ignored it, so the models were never told the dataset's types); the
+    built items keep their own (none), the dataset's still applying to them."""
+    items = [i.model_copy(update={"schema_": None}) for i in store.get_items(SAMPLE_DATASET)[:2]]
+    schema = Schema(entity_types=["Peop", "Org"], labels={"Peop": "person", "Org": "organization"})
+    store.upload_items("typed", items, schema=schema)
+    fake = register_fake("t", {"items": {i.id: _payload(i.expected) for i in items}})
+    try:
+        build = build_gold(GoldConfig(dataset="typed", models=parse_models(["fake:t"])), store)
+    finally:
+        unregister_fake()
+    assert len(fake.calls) == 2
+    for call in fake.calls:
+        sent = " ".join(m.content for m in call.request.messages)
+        assert "Peop" in sent and "Org" in sent, sent
+    assert [i.schema_ for i in build.items] == [None, None]
+    assert store.get_dataset("typed").schema == schema

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from extraction_eval.backends.base import DatasetBackend, UploadReport, canonical_json
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.datasets.jsonl import write_items
+from extraction_eval.datasets.schema import with_dataset_schema
 from extraction_eval.errors import InvalidValue, UsageError, one_line
 from extraction_eval.evaluators.vote import (
     GoldObject,
@@ -125,11 +126,21 @@ def _load_items(config: GoldConfig, backend: DatasetBackend) -> list[DatasetItem
     return items
 
 
+def _asked(
+    config: GoldConfig, backend: DatasetBackend, items: list[DatasetItem]
+) -> list[DatasetItem]:
+    """The items as the models are asked about them: one without a schema of its own gets
+    the dataset's, as a run of the dataset gives it (types, labels). The built items keep
+    the schema they had (the dataset's still applies to them)."""
+    return list(with_dataset_schema(items, backend.get_dataset(config.dataset).schema))
+
+
 def plan_gold(
     config: GoldConfig, store: LocalStore, backend: DatasetBackend | None = None
 ) -> GoldPlan:
     """Count the model calls a build would make (answers not in the response cache)."""
-    items = _load_items(config, backend or store)
+    target = backend or store
+    items = _asked(config, target, _load_items(config, target))
     runs = _Runs(config, store)
     return _plan(items, runs, store)
 
@@ -187,8 +198,9 @@ async def abuild_gold(
     dataset version (``write``) and/or write it as JSONL to ``out``."""
     target = backend or store
     items = _load_items(config, target)
+    asked = _asked(config, target, items)
     runs = _Runs(config, store)
-    plan = _plan(items, runs, store)
+    plan = _plan(asked, runs, store)
     errors: list[str] = []
     answers: dict[tuple[str, int], Extraction | None] = {}
     sem = asyncio.Semaphore(config.concurrency)
@@ -216,13 +228,13 @@ async def abuild_gold(
             for label, _, pipeline in runs.entries:
                 got = await batch_pipeline(
                     pipeline,
-                    items,
+                    asked,
                     store,
                     owner=f"gold {config.dataset} {label}",
                     cache=store.cache(),
                 )
                 notes.append(f"{label}: {summary_line(got, len(got.answers) + len(got.errors))}")
-        await asyncio.gather(*(one(item, k) for item in items for k in range(len(runs.entries))))
+        await asyncio.gather(*(one(item, k) for item in asked for k in range(len(runs.entries))))
     finally:
         await runs.aclose()
     if repaired:
