@@ -271,6 +271,7 @@ def _arrived_in_experiment(
     is split into start-time windows (``start_windows``) walked side by side, bounded. An
     item whose scores may have been cut at the server's limit has them read from v3 scores."""
     wanted = traces | {t for t, _ in scores}
+    since = since.astimezone(UTC)  # a naive time is local, as before the windows
     windows = start_windows(since, datetime.now(UTC), len(wanted))
     if len(windows) == 1:
         walks = [_walk_window(lf, experiment_id, windows[0], wanted, scores)]
