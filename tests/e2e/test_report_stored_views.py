@@ -4,11 +4,13 @@ and the details are decoded only from the page's compressed chunks."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+import extraction_eval.analysis.report_data as report_data
 import extraction_eval.analysis.report_items as report_items
 from extraction_eval.analysis.report_data import CHUNK, build_report_data
 from extraction_eval.analysis.stored import get_run
@@ -48,7 +50,9 @@ def test_stored_views_and_re_scoring_give_the_same_report(
     fast = build_report_data(views, [get_run(views, "rep-a"), get_run(views, "rep-b")])
     assert scored == []  # every row had its stored view: nothing scored again
     slow = build_report_data(old, [get_run(old, "rep-a"), get_run(old, "rep-b")])
-    assert len(scored) == 2 * (3 + FILLERS)  # every row of both runs (errored ones too)
+    # every row of A (errored ones too) and the rows where B answered otherwise; B's fillers
+    # answered as A did and are laid out from A's side (test_alike_answers_laid_out_once)
+    assert sorted(scored) == sorted([r["id"] for r in slow.items] + ["r-001", "r-002", "r-003"])
     assert fast.items == slow.items
     assert fast.table == slow.table
     assert fast.comparison == slow.comparison
@@ -62,3 +66,60 @@ def test_the_page_embeds_what_the_data_holds(stores: tuple[LocalStore, LocalStor
     assert embedded["items"] == data.items
     assert embedded["table"]["id"] == [r["id"] for r in data.items]
     assert embedded["types"] == data.types
+
+
+def test_alike_answers_laid_out_once(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where B answered as A did (same output, error, stored counts, tags), B's side reuses A's
+    objects: the report is the same as when every side is made on its own."""
+    made: list[str] = []
+    real = report_items.run_side
+
+    def counting(item, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(item.id)
+        return real(item, *args, **kwargs)
+
+    for store in stores:
+        runs = [get_run(store, "rep-a"), get_run(store, "rep-b")]
+        made.clear()
+        monkeypatch.setattr(report_data, "run_side", counting)
+        shared = build_report_data(store, runs)
+        assert len(made) == (3 + FILLERS) + 3  # B's fillers are A's answers
+        monkeypatch.setattr(report_data, "same_answer", lambda *_: False)
+        made.clear()
+        alone = build_report_data(store, runs)
+        assert len(made) == 2 * (3 + FILLERS)
+        assert shared.items == alone.items
+        assert shared.table == alone.table
+        assert render_report(shared) == render_report(alone)
+        monkeypatch.undo()
+
+
+def test_no_cycle_collection_while_building(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collector is off while the report is built (its full passes cost a fifth of a large
+    build) and back on afterwards, also when the build fails."""
+    store = stores[0]
+    runs = [get_run(store, "rep-a"), get_run(store, "rep-b")]
+    seen: list[bool] = []
+    real = report_items.run_side
+
+    def watching(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report_data, "run_side", watching)
+    assert gc.isenabled()
+    build_report_data(store, runs)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(report_data, "run_side", failing)
+    with pytest.raises(RuntimeError):
+        build_report_data(store, runs)
+    assert gc.isenabled()
