@@ -18,6 +18,7 @@ import json
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -321,10 +322,14 @@ class _Table:
 
 
 class _Chunks:
-    """Item details, serialized and compressed ``CHUNK`` at a time as they are made."""
+    """Item details, serialized and compressed ``CHUNK`` at a time as they are made.
 
-    def __init__(self) -> None:
-        self.done: list[bytes] = []
+    zlib lets go of the GIL while it compresses, so a chunk is compressed on a second thread
+    while the next one is made (a sixth of a large build's time, off the main thread)."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self.pool = pool
+        self.compressed: list[Future[bytes]] = []
         self.pending: list[dict[str, Any]] = []
 
     def add(self, details: dict[str, Any]) -> None:
@@ -337,8 +342,13 @@ class _Chunks:
             text = json.dumps(
                 self.pending, ensure_ascii=False, separators=(",", ":"), allow_nan=False
             )
-            self.done.append(zlib.compress(text.encode("utf-8"), _LEVEL))
+            data = text.encode("utf-8")
+            self.compressed.append(self.pool.submit(zlib.compress, data, _LEVEL))
             self.pending = []
+
+    def done(self) -> list[bytes]:
+        self.flush()
+        return [f.result() for f in self.compressed]
 
 
 def build_report_data(
@@ -356,8 +366,8 @@ def build_report_data(
     (default: the local store) reads each run's items whole, e.g. from LangFuse."""
     if not runs:
         raise InvalidValue("runs", "name at least one run")
-    with _collector_paused():
-        return _build(store, runs, items_for)
+    with _collector_paused(), ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool:
+        return _build(store, runs, items_for, pool)
 
 
 @contextmanager
@@ -379,7 +389,12 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build(store: LocalStore, runs: Sequence[RunRecord], items_for: ItemsFor | None) -> ReportData:
+def _build(
+    store: LocalStore,
+    runs: Sequence[RunRecord],
+    items_for: ItemsFor | None,
+    pool: ThreadPoolExecutor,
+) -> ReportData:
     datasets = sorted({r.dataset for r in runs})
     if len(datasets) > 1:
         raise InvalidValue(
@@ -395,7 +410,7 @@ def _build(store: LocalStore, runs: Sequence[RunRecord], items_for: ItemsFor | N
         _Pairing(scorings[0], keys[0] == keys[1] and _same_gold(*runs)) if len(runs) == 2 else None
     )
     table = _Table(len(runs), pairing is not None)
-    chunks = _Chunks()
+    chunks = _Chunks(pool)
     latencies = [array("d") for _ in runs]
     stored = StoredViews()
     first_mode = scorings[0].evidence
@@ -444,7 +459,7 @@ def _build(store: LocalStore, runs: Sequence[RunRecord], items_for: ItemsFor | N
                     details["diff"] = lists
             table.add(shown, sides, chg)
             chunks.add(details)
-    chunks.flush()
+    done = chunks.done()
     columns, types = table.finish()
     comparison = None
     if pairing is not None:
@@ -463,7 +478,7 @@ def _build(store: LocalStore, runs: Sequence[RunRecord], items_for: ItemsFor | N
     return ReportData(
         runs=[_run_header(r) for r in runs],
         table=columns,
-        chunks=chunks.done,
+        chunks=done,
         types=types,
         categories=table.categories,
         comparison=comparison,

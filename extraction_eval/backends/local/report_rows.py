@@ -76,12 +76,12 @@ class ReportRowTables(StoreConnection):
             ):
                 f1.setdefault(item_id, [None, None])[_F1_NAMES.index(name)] = value
             tags: dict[str, list[tuple[str, str, str, int]]] = {}
-            for item_id, category, kind, side, idx in conn.execute(
-                "SELECT item_id, category, kind, side, idx FROM result_taxonomy"
+            for tag in conn.execute(
+                "SELECT item_id, category, kind, side, CAST(idx AS INTEGER) FROM result_taxonomy"
                 f" WHERE run_id = ? AND item_id IN ({marks}) ORDER BY item_id, position",
                 (run_id, *batch),
-            ):
-                tags.setdefault(item_id, []).append((category, kind, side, int(idx)))
+            ):  # 600,000 tags in a 100,000-item run: the row's own tuple, not a new one
+                tags.setdefault(tag[0], []).append(tag[1:])
         for item_id in batch:
             r = rows.get(item_id)
             if r is None:
