@@ -266,6 +266,16 @@ def compare_stored_runs(
     return _epilogue(a, b, paired, scoring, differences, warnings, options)
 
 
+def compare_counted(
+    a: RunRecord, b: RunRecord, paired: PairedCounts, *, options: CompareOptions | None = None
+) -> RunComparison:
+    """:func:`compare_stored_runs` from the counts of a :class:`PairedPass` the caller fed
+    with both runs' stored rows (the HTML report, as it reads them): the same result."""
+    options = options or CompareOptions()
+    differences, scoring, warnings = _prelude(a, b, options)
+    return _epilogue(a, b, paired, scoring, differences, warnings, options)
+
+
 def compare_and_diff(
     store: LocalStore,
     a: RunRecord,

@@ -23,8 +23,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
-from extraction_eval.analysis.report_compare import comparison_view, diff_lists, diff_view
+from extraction_eval.analysis.report_compare import (
+    CompareAlong,
+    ItemPairing,
+    comparison_view,
+    diff_lists,
+    diff_view,
+)
 from extraction_eval.analysis.report_items import (
     RunSide,
     StoredViews,
@@ -37,13 +42,11 @@ from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.report_rows import ReportRow
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import GoldView, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators import GoldView, ScoringConfig
 from extraction_eval.evaluators.counts import counts_key
-from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_followed, diff_item
 from extraction_eval.evaluators.evidence import TextIndex
-from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.taxonomy import CATEGORIES
-from extraction_eval.types import DatasetItem, Extraction
+from extraction_eval.types import DatasetItem
 
 __all__ = [
     "CHUNK",
@@ -407,9 +410,14 @@ def _build(
     keys = [counts_key(s, v.floor, v.schemas_key()) for s, v in zip(scorings, views, strict=True)]
     stream, loaded = _item_stream(store, runs, items_for)
     pairing = (
-        _Pairing(scorings[0], keys[0] == keys[1] and _same_gold(*runs)) if len(runs) == 2 else None
+        ItemPairing(scorings[0], keys[0] == keys[1] and _same_gold(*runs))
+        if len(runs) == 2
+        else None
     )
     table = _Table(len(runs), pairing is not None)
+    along = (
+        None if pairing is None else CompareAlong(store, runs[0], runs[1], streamed=loaded is None)
+    )
     chunks = _Chunks(pool)
     latencies = [array("d") for _ in runs]
     stored = StoredViews()
@@ -453,7 +461,8 @@ def _build(
                 "runs": [None if s is None else _details(s.entry) for s in sides],
             }
             chg = None
-            if pairing is not None:
+            if pairing is not None and along is not None:
+                along.add(item_id, rows[0].get(item_id), rows[1].get(item_id))
                 chg, lists = pairing.add(items, sides, [r.get(item_id) for r in rows])
                 if lists is not None:
                     details["diff"] = lists
@@ -462,17 +471,9 @@ def _build(
     done = chunks.done()
     columns, types = table.finish()
     comparison = None
-    if pairing is not None:
-        a, b = runs
-        # compare's defaults (10,000 resamples, seed 42): the figures `compare A B` prints;
-        # a local run's stored counts are read there, others re-scored against A's gold
-        paired = compare_stored_runs(
-            store,
-            a,
-            b,
-            gold=None if loaded is None else (lambda run: loaded),
-            options=CompareOptions(force=True),
-        )
+    if pairing is not None and along is not None:
+        # a local run's stored counts are used, others re-scored against A's gold
+        paired = along.result(None if loaded is None else (lambda run: loaded))
         comparison = comparison_view(paired)
         comparison["diff"] = diff_view(pairing.counts)
     return ReportData(
@@ -564,67 +565,3 @@ def latency_histogram(latencies: Sequence[Sequence[float]]) -> dict[str, Any]:
     edges = np.linspace(low, high, LATENCY_BINS + 1)
     counts = [np.histogram(v, bins=edges)[0].tolist() for v in finite]
     return {"edges": [float(e) for e in edges], "counts": counts}
-
-
-class _Pairing:
-    """Two runs' sides of each item, diffed with A's scoring as ``compare`` diffs them: from
-    the two stored views when B's were made as A's are (no scoring), else by scoring both."""
-
-    def __init__(self, scoring: ScoringConfig, views_comparable: bool) -> None:
-        self.scoring = scoring
-        self.views_comparable = views_comparable
-        self.counts = DiffCounts()
-
-    def add(
-        self,
-        items: list[DatasetItem | None],
-        sides: list[RunSide | None],
-        rows: list[ReportRow | None],
-    ) -> tuple[bool, dict[str, list[str]] | None]:
-        """(changed, the item's labelled A → B lists when it changed)."""
-        (a, b), (ra, rb) = sides, rows
-        item = items[0]
-        if a is None or b is None or item is None or ra is None or rb is None:
-            return True, None  # in one run only (or without a result in one)
-        if a.pred == b.pred or (a.pred is None and b.pred is None):
-            gold = item.expected
-            self.counts.add_unchanged(
-                gold_empty=not gold.entities and not gold.relationships, failed=a.pred is None
-            )
-            return False, None
-        diff = self._diff(item, a, b)
-        self.counts.add(diff)
-        return diff.changed, diff_lists(diff) if diff.changed else None
-
-    def _diff(self, item: DatasetItem, a: RunSide, b: RunSide) -> ItemDiff:
-        pa = None if a.pred is None else Extraction.model_validate(a.pred)
-        pb = None if b.pred is None else Extraction.model_validate(b.pred)
-        gold = scored_gold(item)  # labels mapped by the item's schema, as it was scored
-        n_e, n_r = len(gold.entities), len(gold.relationships)
-        if self.views_comparable and a.view is not None and b.view is not None:
-            view_a, view_b = a.view, b.view  # the stored views that fit this gold
-            if (len(view_a.entity_state), len(view_a.relationship_state)) == (n_e, n_r) and (
-                len(view_b.entity_state),
-                len(view_b.relationship_state),
-            ) == (n_e, n_r):
-                return diff_followed(
-                    item_id=item.id,
-                    gold=gold,
-                    pred_a=pa,
-                    pred_b=pb,
-                    run_a=view_a,
-                    run_b=view_b,
-                    config=self.scoring,
-                )
-        return diff_item(
-            item_id=item.id,
-            text=item.text,
-            gold=gold,
-            pred_a=pa,
-            pred_b=pb,
-            config=self.scoring,
-            scores=(
-                score_dataset_item(item, pa, self.scoring),
-                score_dataset_item(item, pb, self.scoring),
-            ),
-        )

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+import extraction_eval.analysis.report_compare as report_compare
 import extraction_eval.analysis.report_data as report_data
 import extraction_eval.analysis.report_items as report_items
+from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
+from extraction_eval.analysis.report_compare import comparison_view
 from extraction_eval.analysis.report_data import CHUNK, build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
@@ -123,3 +126,58 @@ def test_no_cycle_collection_while_building(
     with pytest.raises(RuntimeError):
         build_report_data(store, runs)
     assert gc.isenabled()
+
+
+def _compare_view(store: LocalStore) -> dict[str, object]:
+    paired = compare_stored_runs(
+        store, get_run(store, "rep-a"), get_run(store, "rep-b"), options=CompareOptions(force=True)
+    )
+    return comparison_view(paired)
+
+
+def test_the_comparison_is_counted_as_the_report_reads_the_runs(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streamed local runs: compare's counting pass is fed the rows the report reads, not run
+    again over both runs; the figures are compare's own (stored counts, and re-scored rows)."""
+    for store in stores:
+        expected = _compare_view(store)
+        monkeypatch.setattr(report_compare, "compare_stored_runs", _not_called)
+        data = build_report_data(store, [get_run(store, "rep-a"), get_run(store, "rep-b")])
+        monkeypatch.undo()
+        assert data.comparison is not None
+        del data.comparison["diff"]
+        assert data.comparison == expected
+
+
+def test_a_result_the_report_did_not_stream_sends_compare_to_read_the_runs(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result for an item outside the dataset version (here a ghost row in B): the report
+    never sees it, so compare reads both runs itself and names the item as only in B."""
+    store = stores[0]
+    run_b = get_run(store, "rep-b")
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(
+            "INSERT INTO results (run_id, item_id, output, finished_at)"
+            " VALUES (?, 'r-zzz-ghost', '{\"entities\": [], \"relationships\": []}', 'now')",
+            (run_b.id,),
+        )
+    expected = _compare_view(store)
+    assert "1 only in 'rep-b'" in str(expected)
+    calls: list[str] = []
+
+    def reading(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append("read")
+        return compare_stored_runs(*args, **kwargs)
+
+    monkeypatch.setattr(report_compare, "compare_stored_runs", reading)
+    data = build_report_data(store, [get_run(store, "rep-a"), run_b])
+    assert calls == ["read"]
+    assert data.comparison is not None
+    del data.comparison["diff"]
+    assert data.comparison == expected
+
+
+def _not_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("compare read the runs again")
