@@ -1,7 +1,8 @@
 """The response cache on a run's per-item hot path, watched statement by statement on the
 store's own SQLite connection: one read of the cache per item (the cost estimate's question;
-the item's own lookup of a key it did not find reads nothing), and each item's cache write is
-committed in its result's transaction, not in one of its own."""
+the item's own lookup then reads nothing, whether the key was missing or its answer was found
+and held), and each item's cache write is committed in its result's transaction, not in one of
+its own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from extraction_eval.backends.local import LocalStore
+from extraction_eval.backends.local import LocalStore, cache
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
@@ -88,3 +89,34 @@ def test_the_cache_is_read_once_per_item(traced: tuple[LocalStore, list[str]]) -
             " WHERE runs.name = 'hot-3' AND r.cache_hit = 1"
         ).fetchone()[0]
     assert cached == ITEMS and answered == ITEMS
+
+
+def _cache_reads(statements: list[str]) -> list[str]:
+    return [s for s in statements if s.startswith("SELECT") and "FROM response_cache" in s]
+
+
+def test_a_cache_hit_is_read_once_per_item(traced: tuple[LocalStore, list[str]]) -> None:
+    store, statements = traced
+    _run(store, "hit-1")  # fills the cache
+    statements.clear()
+    _run(store, "hit-2")  # every answer cached: the estimate reads each, the item not again
+    reads = _cache_reads(statements)
+    assert len(reads) == ITEMS, reads
+    assert len(set(reads)) == ITEMS  # each item's key once
+    assert all(r.startswith("SELECT text, model, usage FROM response_cache") for r in reads)
+
+
+def test_past_the_hold_limit_a_hit_is_read_again_and_answered_the_same(
+    traced: tuple[LocalStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, statements = traced
+    _run(store, "held-1")
+    statements.clear()
+    monkeypatch.setattr(cache, "HOLD_FOUND_CHARS", 0)  # nothing held: the item reads again
+    _run(store, "held-2")
+    assert len(_cache_reads(statements)) == 2 * ITEMS
+    first, second = (store.get_run(n, "extraction-eval") for n in ("held-1", "held-2"))
+    assert first is not None and second is not None
+    ids = [f"sample-{i:03d}" for i in range(1, ITEMS + 1)]
+    outputs = [[r.output for r in store.iter_item_results(run.id, ids)] for run in (first, second)]
+    assert outputs[0] == outputs[1] and all(o is not None for o in outputs[1])
