@@ -6,6 +6,7 @@ its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -62,15 +63,51 @@ def _transactions(statements: list[str]) -> list[list[str]]:
     return out
 
 
+def _item_writes(statements: list[str]) -> list[list[str]]:
+    """The statements of each item's writes: a savepoint of a run's group of writes, or a
+    transaction of its own."""
+    out: list[list[str]] = []
+    for tx in _transactions(statements):
+        current: list[str] | None = None
+        for sql in tx:
+            if sql.startswith("SAVEPOINT"):
+                current = []
+            elif sql.startswith("RELEASE"):
+                if current is not None:
+                    out.append(current)
+                current = None
+            elif current is not None:
+                current.append(sql)
+        if not any(sql.startswith("SAVEPOINT") for sql in tx):
+            out.append(tx)
+    return out
+
+
 def test_each_cache_write_joins_its_results_transaction(
     traced: tuple[LocalStore, list[str]],
 ) -> None:
     store, statements = traced
     _run(store, "hot-1")
-    writes = [tx for tx in _transactions(statements) if any("INTO response_cache" in s for s in tx)]
+    writes = [w for w in _item_writes(statements) if any("INTO response_cache" in s for s in w)]
     assert len(writes) == ITEMS  # one per item: every answer was new
-    for tx in writes:
-        assert any(s.startswith("INSERT INTO results") for s in tx), tx
+    for w in writes:
+        assert any(s.startswith("INSERT INTO results") for s in w), w
+    for tx in _transactions(statements):  # never committed apart from its result
+        if any("INTO response_cache" in s for s in tx):
+            assert any(s.startswith("INSERT INTO results") for s in tx), tx
+
+
+def test_results_finished_in_one_turn_of_the_loop_share_one_commit(
+    traced: tuple[LocalStore, list[str]],
+) -> None:
+    """The fake model answers without waiting: items finish together, their results are
+    committed together (never more than --concurrency of them), each under its savepoint."""
+    store, statements = traced
+    _run(store, "grouped")
+    with_results = [tx for tx in _transactions(statements) if any("INTO results" in s for s in tx)]
+    assert sum(1 for tx in with_results for s in tx if "INTO results" in s) == ITEMS
+    assert len(with_results) < ITEMS  # not one transaction per item
+    assert max(sum(1 for s in tx if "INTO results" in s) for tx in with_results) <= 2
 
 
 def test_the_cache_is_read_once_per_item(traced: tuple[LocalStore, list[str]]) -> None:
@@ -120,3 +157,40 @@ def test_past_the_hold_limit_a_hit_is_read_again_and_answered_the_same(
     ids = [f"sample-{i:03d}" for i in range(1, ITEMS + 1)]
     outputs = [[r.output for r in store.iter_item_results(run.id, ids)] for run in (first, second)]
     assert outputs[0] == outputs[1] and all(o is not None for o in outputs[1])
+
+
+def test_a_failed_group_commit_is_a_write_error_and_resume_runs_those_items(
+    traced: tuple[LocalStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from extraction_eval.backends.local.connection import StoreConnection
+    from extraction_eval.errors import BackendError
+
+    store, _ = traced
+    real = StoreConnection._end_group
+    failures: list[int] = []
+
+    def fail_once(self: StoreConnection) -> None:
+        if self._group and not failures and self._conn is not None:
+            failures.append(1)  # what a failed COMMIT leaves: the group rolled back, an error
+            self._group = False
+            self._conn.execute("ROLLBACK")
+            raise BackendError("local store: disk I/O error")
+        real(self)
+
+    monkeypatch.setattr(StoreConnection, "_end_group", fail_once)
+    config = RunConfig(
+        dataset="extraction-eval",
+        name="lost-commit",
+        pipeline=PipelineConfig(model="fake:hot"),
+        limit=ITEMS,
+        concurrency=2,
+    )
+    with pytest.raises(BackendError, match="could not be written"):
+        run_experiment(config, store=store)
+    run = store.get_run("lost-commit", "extraction-eval")
+    assert run is not None and run.status == "finished"
+    stored = store.result_ids(run.id)
+    assert 0 < len(stored) < ITEMS  # the failed group's results are not there ...
+    assert run.summary is not None and run.summary["items"] == len(stored)  # nor counted
+    resumed = run_experiment(dataclasses.replace(config, resume=True), store=store)
+    assert resumed.ran == ITEMS - len(stored) and len(resumed.results) == ITEMS
