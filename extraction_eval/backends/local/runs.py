@@ -509,12 +509,18 @@ def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> 
                 t.side,
                 t.index,
                 t.label,
-                _dumps(t.related),
+                _int_list_json(t.related),
                 t.source_id,
             )
             for position, t in enumerate(result.taxonomy)
         ],
     )
+
+
+def _int_list_json(values: Sequence[int]) -> str:
+    """``_dumps`` of a list of ints (a taxonomy tag's ``related``), without a JSON encoder
+    per row: the same text."""
+    return "[" + ",".join(map(str, values)) + "]"
 
 
 def _insert_scores(
