@@ -60,18 +60,21 @@ def _id_list(ids: list[str], limit: int = 20) -> str:
 
 def _within_cap(
     gold: list[Any], preds: dict[str, Any], limit: int, warnings: list[str]
-) -> tuple[list[Any], dict[str, Any]]:
-    """Items over the per-item object cap (``ScoringConfig.max_objects``), each a warning:
-    a prediction over it is scored as no prediction (its gold counts as missed); a gold item
-    over it cannot be scored and is left out. Matching would need memory quadratic in the count.
-    """
-    kept, dropped = [], set()
+) -> dict[str, Any]:
+    """``preds`` without the items over the per-item object cap (``ScoringConfig.max_objects``;
+    matching would need memory quadratic in the count), each a warning. Such an item is
+    still a row, as in a run: scored as a failed item (no prediction; its gold counts as
+    missed), whichever side was over the cap."""
+    dropped = set()
     for g in gold:
         found = over_cap(g.extraction, limit)
         if found is not None:
-            warnings.append(f"item {g.id}: the gold has {found}, over {limit:,}; skipped")
+            warnings.append(
+                f"item {g.id}: the gold has {found}, over {limit:,}; scored as a failed item"
+                " (its gold counts as missed)"
+            )
+            dropped.add(g.id)
             continue
-        kept.append(g)
         pred = preds.get(g.id)
         found = over_cap(pred, limit) if pred is not None else None
         if found is not None:
@@ -79,7 +82,7 @@ def _within_cap(
                 f"item {g.id}: the prediction has {found}, over {limit:,}; scored as no prediction"
             )
             dropped.add(g.id)
-    return kept, {k: v for k, v in preds.items() if k not in dropped}
+    return {k: v for k, v in preds.items() if k not in dropped}
 
 
 def score_files(
@@ -121,7 +124,7 @@ def score_files(
             f"{len(unknown)} prediction id(s) not in gold, ignored: {_id_list(unknown)}"
         )
     context = ContextIndex({g.id: g.text for g in gold})
-    gold, preds = _within_cap(gold, preds, config.max_objects, warnings)
+    preds = _within_cap(gold, preds, config.max_objects, warnings)
     view = GoldView(floor=min_gold_confidence, schema=schema)
     items = [view.score(gold_item(g), preds.get(g.id), config, context_texts=context) for g in gold]
     if min_gold_confidence is not None:

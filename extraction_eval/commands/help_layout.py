@@ -1,34 +1,64 @@
-"""Option names whole in ``--help`` at any width: typer's option panel is a Rich table whose
-name columns may wrap, so at 80 columns Rich cut long names (``--min-gold-confide…``). Here
-the name columns never wrap: the type and help columns give up the width instead, and fold a
-long word rather than cut it."""
+"""``--help`` that reads at 80 columns: typer's option panel is a Rich table of up to seven
+columns (required mark, long names, short names, ``--no-`` names, their short names, type,
+help). At 80 columns Rich cut long names (``--min-gold-confide…``), the name columns took
+48 of the 80 columns (``--min-gold-confidence`` beside ``--no-take-over-lock``), and the help
+cell, a Rich ``Columns`` of pieces, cut each piece (``[default: extraction-eva…``).
+
+Here a row has four or five cells: the ``--no-`` names are stacked under the names, the
+name columns never wrap, and the help is one text that wraps (folding a word longer than
+the line rather than cutting it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.columns import Columns
+from rich.console import RenderableType
 from rich.table import Table
+from rich.text import Text
 
-# an options row: [required mark,] long names, short names, --no- names, short --no- names,
-# type, help; the last two columns (type and help) may wrap
-_WRAPPING_COLUMNS = 2
-_OPTIONS_ROW_MIN = 6
+# typer's options row: [required mark,] long names, short names, --no- names, short --no-
+# names, type, help
+_TYPER_ROW = 6
+
+
+def _stack(first: RenderableType, second: RenderableType) -> RenderableType:
+    """``first`` above ``second`` in one cell (either may be empty)."""
+    if not (isinstance(first, Text) and isinstance(second, Text)) or not second.plain:
+        return first
+    if not first.plain:
+        return second
+    return Text("\n").join([first, second])
+
+
+def _one_text(help_cell: RenderableType) -> RenderableType:
+    """typer's help cell (a ``Columns`` of texts) as one text that wraps and never cuts."""
+    if isinstance(help_cell, Columns) and all(isinstance(r, Text) for r in help_cell.renderables):
+        joined = Text(" ").join([r for r in help_cell.renderables if isinstance(r, Text)])
+        joined.overflow = "fold"
+        return joined
+    return help_cell
 
 
 class _OptionsTable(Table):
-    """Typer's option table, with the option-name columns set to ``no_wrap``."""
+    """Typer's option table, rows folded as the module says."""
 
     def add_row(self, *renderables: Any, **kwargs: Any) -> None:
-        super().add_row(*renderables, **kwargs)
-        if len(self.columns) >= _OPTIONS_ROW_MIN:
-            for column in self.columns[:-_WRAPPING_COLUMNS]:
-                column.no_wrap = True
-            for column in self.columns[-_WRAPPING_COLUMNS:]:
-                column.overflow = "fold"  # a long word folds onto the next line, not cut
+        if len(renderables) not in (_TYPER_ROW, _TYPER_ROW + 1):
+            super().add_row(*renderables, **kwargs)  # not an options row: as typer made it
+            return
+        required = list(renderables[:-_TYPER_ROW])
+        long, short, no_long, no_short, kind, help_cell = renderables[-_TYPER_ROW:]
+        row = [*required, _stack(long, no_long), _stack(short, no_short), kind]
+        super().add_row(*row, _one_text(help_cell), **kwargs)
+        for column in self.columns[:-2]:
+            column.no_wrap = True  # names (and the required mark) whole, on their own lines
+        for column in self.columns[-2:]:
+            column.overflow = "fold"  # type and help: a long word folds, never cut
 
 
 def keep_option_names_whole() -> None:
-    """Make typer's rich help lay option names out unwrapped and uncut (idempotent)."""
+    """Make typer's rich help use the layout above (idempotent)."""
     import typer.rich_utils
 
     typer.rich_utils.Table = _OptionsTable  # type: ignore[attr-defined]

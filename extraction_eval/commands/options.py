@@ -50,8 +50,8 @@ _RESUME = _option(
     help="Continue the named run, skipping finished items (a matrix: every unfinished cell)."
 )
 _TAKE_OVER_LOCK = _option(
-    help="Resume a run whose lock is held by a process that is gone (on another host,"
-    " or not provably dead); a dead process on this host is taken over anyway."
+    help="Take over a run's lock held by a process that is gone (on another host, or"
+    " not provably dead); a dead process on this host is taken over anyway."
 )
 _MIN_GOLD_CONFIDENCE = _option(
     help="Ensemble gold: gold objects below this confidence are ignore regions (not"

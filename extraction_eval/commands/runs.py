@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
     CorrectionOpt,
     HumanOpt,
@@ -223,13 +224,14 @@ def merge_cmd(
         ),
     ],
     dataset: DatasetOpt = None,
+    take_over_lock: o.TakeOverLock = False,
 ) -> None:
     """Fold run NAME of shard stores into this store's run (all or nothing); then `runs
     finalize NAME`."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.shards import merge_runs
 
-    report = merge_runs(LocalStore(), name, sources, dataset=dataset)
+    report = merge_runs(LocalStore(), name, sources, dataset=dataset, take_over_lock=take_over_lock)
     for source in report.sources:
         shard = f" (shard {source.shard})" if source.shard else ""
         console.print(
@@ -273,6 +275,7 @@ def finalize_cmd(
         list[str] | None,
         typer.Option(help="NAME=VALUE: exit 1 when a lower-is-better value is above."),
     ] = None,
+    take_over_lock: o.TakeOverLock = False,
 ) -> None:
     """Compute run NAME's run-level scores from all its items (after runs merge); for a
     LangFuse-mode run also post them on its experiment."""
@@ -284,7 +287,12 @@ def finalize_cmd(
     floors, ceilings = parse_fail_under(fail_under or []), parse_fail_over(fail_over or [])
     try:
         outcome = finalize_run(
-            LocalStore(), name, dataset=dataset, allow_missing=allow_missing, verify=verify
+            LocalStore(),
+            name,
+            dataset=dataset,
+            allow_missing=allow_missing,
+            verify=verify,
+            take_over_lock=take_over_lock,
         )
     except MissingItems as exc:
         fail(f"{exc} (or pass --allow-missing)")

@@ -138,6 +138,7 @@ def merge_runs(
     sources: Sequence[Path | str],
     *,
     dataset: str | None = None,
+    take_over_lock: bool = False,
 ) -> MergeReport:
     """Fold run ``name`` of each store in ``sources`` (shard stores) into ``store``'s run of that
     name, creating it when only the sources have it. All or nothing, in one transaction.
@@ -145,18 +146,24 @@ def merge_runs(
     Refused (``UsageError``, one line naming the store and the problem, nothing written): a
     source without the run; a run whose dataset, dataset version, backend, LangFuse experiment
     or config (anything but the shard) differs; two runs holding the same shard, or shards of
-    different counts; an item in two of the runs (this store's included).
+    different counts; an item in two of the runs (this store's included); this store's run
+    being run right now by another process (``InvalidValue`` on ``take_over_lock``, as a
+    second run is refused).
     """
     opened = _open_sources(store, sources)
     try:
-        return _merge(store, name, opened, dataset)
+        return _merge(store, name, opened, dataset, take_over_lock)
     finally:
         for _, source in opened:
             source.close()
 
 
 def _merge(
-    store: LocalStore, name: str, opened: list[tuple[Path, LocalStore]], dataset: str | None
+    store: LocalStore,
+    name: str,
+    opened: list[tuple[Path, LocalStore]],
+    dataset: str | None,
+    take_over_lock: bool,
 ) -> MergeReport:
     found: list[_Source] = []
     for path, source in opened:
@@ -223,15 +230,25 @@ def _merge(
     def results() -> Iterator[ItemResult]:
         return itertools.chain.from_iterable(s.store.iter_results(s.run.id) for s in found)
 
-    run = store.merge_results(
-        name=name,
-        dataset=reference.dataset,
-        dataset_version=reference.dataset_version,
-        config=config,
-        backend=reference.backend,
-        experiment_id=experiment_id,
-        results=results(),
-    )
+    def merge() -> RunRecord:
+        return store.merge_results(
+            name=name,
+            dataset=reference.dataset,
+            dataset_version=reference.dataset_version,
+            config=config,
+            backend=reference.backend,
+            experiment_id=experiment_id,
+            results=results(),
+        )
+
+    notes: list[str] = []
+    if target is None:
+        run = merge()  # created in merge's own transaction: nobody can be running it
+    else:  # a process resuming this store's run would write beside the merge
+        lock = store.holding_run_lock(target.id, name, doing="merge into", take_over=take_over_lock)
+        with lock as note:
+            notes += [note] if note else []
+            run = merge()
     return MergeReport(
         run=run,
         created=target is None,
@@ -239,7 +256,8 @@ def _merge(
         items=len(owner),
         shards=sorted(holder),
         shard_count=count,
-        warnings=[
+        warnings=notes
+        + [
             f"{s.path}: run {name!r} is {s.run.status}, not finished (still running, or"
             f" stopped): merged the {len(s.ids)} results it had; its other items stay missing"
             for s in found
@@ -285,6 +303,7 @@ def finalize_run(
     dataset: str | None = None,
     allow_missing: bool = False,
     verify: bool = True,
+    take_over_lock: bool = False,
 ) -> RunOutcome:
     """Compute run ``name``'s run-level scores from every stored result (after ``merge_runs``)
     and record them; for a LangFuse-mode run also post them on its experiment, once
@@ -293,19 +312,24 @@ def finalize_run(
     Refused before anything is written: items of the run's dataset version without a result
     (``MissingItems``, naming how many; ``allow_missing=True`` finalizes without them and says
     so in the outcome's warnings), and a dataset whose items are not those the shards ran
-    (its fingerprint differs).
+    (its fingerprint differs), and a run that another process is running right now
+    (``InvalidValue`` on ``take_over_lock``: finalizing would mark it finished under it).
     """
     from extraction_eval.analysis.stored import get_run
 
     run = get_run(store, name, dataset)
-    items, lf = _run_items(store, run)
-    try:
-        return _finalize(store, run, items, lf, allow_missing=allow_missing, verify=verify)
-    finally:
-        if lf is not None:
-            from extraction_eval.backends.langfuse import close_client
+    with store.holding_run_lock(run.id, name, doing="finalize", take_over=take_over_lock) as note:
+        items, lf = _run_items(store, run)
+        try:
+            outcome = _finalize(store, run, items, lf, allow_missing=allow_missing, verify=verify)
+        finally:
+            if lf is not None:
+                from extraction_eval.backends.langfuse import close_client
 
-            close_client(lf)
+                close_client(lf)
+    if note:
+        outcome.warnings.insert(0, note)
+    return outcome
 
 
 def _finalize(

@@ -41,6 +41,7 @@ from extraction_eval.backends.base import UploadReport, item_content_hash
 from extraction_eval.backends.langfuse import LangfuseDatasetBackend, api_errors
 from extraction_eval.errors import InvalidValue, SchemaFailure, UsageError
 from extraction_eval.prompts.contract import coerce_extraction
+from extraction_eval.textsafe import clean_json_value
 from extraction_eval.types import DatasetItem, Extraction, Schema
 
 if TYPE_CHECKING:
@@ -357,19 +358,28 @@ def trace_to_item(
     input_path: str | None = None,
     output_path: str | None = None,
 ) -> tuple[DatasetItem, SeedSource]:
-    """A root observation (plus its trace's scores) -> a dataset item; ``_Invalid`` if not."""
-    text, schema = _input(root.input, input_path)
+    """A root observation (plus its trace's scores) -> a dataset item; ``_Invalid`` if not.
+
+    Production text may hold a lone UTF-16 surrogate (a truncated emoji, ``"\\ud800"`` in
+    JSON) that no store or request body accepts (LangFuse's Postgres refuses the item): it is
+    replaced by U+FFFD, and the item's metadata says ``text_repaired``."""
     correction = _correction(scores, root)
+    (raw_input, raw_output, raw_correction), repaired = clean_json_value(
+        [_parse_io(root.input), _parse_io(root.output), _parse_io(correction and correction.value)]
+    )
+    text, schema = _input(raw_input, input_path)
     metadata: dict[str, Any] = {}
     source: SeedSource
     if correction is not None:
-        expected = _extraction(correction.value, output_path, "correction")
+        expected = _extraction(raw_correction, output_path, "correction")
         source = "correction"
         metadata["correction_score_id"] = correction.id
     else:
-        expected = _extraction(root.output, output_path, "output")
+        expected = _extraction(raw_output, output_path, "output")
         source = "output"
     metadata["seed_source"] = source
+    if repaired:
+        metadata["text_repaired"] = True
     if getattr(root, "trace_name", None):
         metadata["trace_name"] = root.trace_name
     item = DatasetItem.model_validate(

@@ -1,5 +1,6 @@
-"""Every command's ``--help`` at 80 columns shows every option name whole (issue "80
-columns": typer's option panel cut ``--min-gold-confidence`` to ``--min-gold-confide…``)."""
+"""Every command's ``--help`` at 80 columns shows every option name and every help text
+whole (issue "80 columns": typer's option panel cut ``--min-gold-confidence`` to
+``--min-gold-confide…``, and help texts to ``[default: extraction-eva…``)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,9 @@ def test_every_option_name_is_whole_in_help_at_80_columns(
     assert max(len(line) for line in lines) <= 80  # the width was honoured
     for name in _option_names(command):
         assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-]|…)", result.output), name
+    # nor is any help text cut: every "…" printed is one the help texts hold themselves
+    # (before, "[default: extraction-eva…" and "OpenAI-compati…")
+    written = sum((p.help or "").count("…") for p in command.params) + (command.help or "").count(
+        "…"
+    )
+    assert result.output.count("…") <= written, result.output

@@ -95,7 +95,10 @@ def test_score_warns_and_goes_on_for_items_over_the_cap(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "item big: the gold has 6 entities, over 5; skipped" in result.output
+    assert "item big: the gold has 6 entities, over 5; scored as a failed item" in result.output
     assert "item a: the prediction has 6 entities, over 5; scored as no prediction" in (
         result.output
     )
+    # a row either way, as in a run (before: the gold-side item was left out of the counts)
+    report = json.loads(result.stdout)
+    assert report["items"] == 2 and report["failed_items"] == 2, report

@@ -5,6 +5,7 @@ mismatched configs and missing shards are refused in one line, writing nothing."
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.errors import NotFoundError, UsageError
+from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.partition import Shard
 from extraction_eval.experiments.run import run_experiment
@@ -295,3 +296,37 @@ def test_the_merge_hint_quotes_a_run_name_for_the_shell(
     )
     assert result.exit_code == 0, result.stderr
     assert "`extraction-eval runs finalize 'nightly run'`" in " ".join(result.stdout.split())
+
+
+def test_merge_and_finalize_refuse_a_run_another_process_is_running(tmp_path: Path) -> None:
+    """Before: both went ahead, and finalize marked the run finished under the running
+    process (which then went on writing results the run-level scores never counted)."""
+    store = _shard_run(tmp_path / "a", Shard(1, 2))
+    _shard_run(tmp_path / "b", Shard(2, 2))
+    run = store.get_run("r", DATASET)
+    assert run is not None
+    parent = os.getppid()  # alive, and not this process: as a `run --resume` in a terminal
+    with store._tx(write=True) as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO run_locks VALUES (?, 'other', ?, ?, NULL, 'earlier')",
+            (run.id, parent, socket.gethostname()),
+        )
+    before = store.result_ids(run.id)
+    with pytest.raises(InvalidValue, match=f"finalize 'r' now: it is being run by pid {parent}"):
+        finalize_run(store, "r", allow_missing=True)
+    with pytest.raises(InvalidValue, match=f"merge into 'r' now: it is being run by pid {parent}"):
+        merge_runs(store, "r", [tmp_path / "b" / "store.db"])
+    after = store.get_run("r", DATASET)
+    assert after is not None and after.status == run.status and after.summary == run.summary
+    assert store.result_ids(run.id) == before
+    held = store.run_lock(run.id)
+    assert held is not None and held.pid == parent  # still theirs
+    code, _, err = _run(tmp_path / "a", "runs", "finalize", "r", "--allow-missing")
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("error: --take-over-lock is needed to finalize 'r' now"), err
+
+    report = merge_runs(store, "r", [tmp_path / "b" / "store.db"], take_over_lock=True)
+    assert any(f"took over the lock of run 'r' left by pid {parent}" in w for w in report.warnings)
+    assert report.items == 12 and store.run_lock(run.id) is None  # given back
+    outcome = finalize_run(store, "r")
+    assert outcome.summary.items == 12 and store.run_lock(run.id) is None

@@ -364,3 +364,50 @@ def test_an_item_every_run_failed_on_keeps_its_gold(store: LocalStore) -> None:
     assert any(items[0].id in n and "every run failed" in n for n in build.notes)
     assert store.get_items("two")[0].expected == items[0].expected
     assert build.items[1].expected == items[1].expected
+
+
+def test_a_lone_surrogate_in_an_answer_is_voted_on_as_u_fffd(store: LocalStore) -> None:
+    """Before: the build stopped with UnicodeEncodeError when storing the aggregate."""
+    items = store.get_items(SAMPLE_DATASET)[:2]
+    store.upload_items("two", items)
+    broken = items[0].expected.model_copy(
+        update={
+            "entities": [
+                items[0].expected.entities[0].model_copy(update={"name": "Ada \ud83d"}),
+                *items[0].expected.entities[1:],
+            ]
+        }
+    )
+    answers = {items[0].id: _payload(broken), items[1].id: _payload(items[1].expected)}
+    register_fake("s1", {"items": answers})
+    register_fake("s2", {"items": answers})
+    try:
+        build = build_gold(
+            GoldConfig(dataset="two", models=parse_models(["fake:s1", "fake:s2"])), store
+        )
+    finally:
+        unregister_fake()
+    assert build.errors == []
+    assert build.items[0].expected.entities[0].name == "Ada \ufffd"
+    assert any("2 answers had lone UTF-16 surrogates" in n for n in build.notes), build.notes
+    assert store.get_items("two")[0].expected.entities[0].name == "Ada \ufffd"
+
+
+def test_models_are_asked_with_the_datasets_schema(store: LocalStore) -> None:
+    """Items without a schema of their own are asked about with the dataset's, as a run asks
+    (before: gold build ignored it, so the models were never told the dataset's types); the
+    built items keep their own (none), the dataset's still applying to them."""
+    items = [i.model_copy(update={"schema_": None}) for i in store.get_items(SAMPLE_DATASET)[:2]]
+    schema = Schema(entity_types=["Peop", "Org"], labels={"Peop": "person", "Org": "organization"})
+    store.upload_items("typed", items, schema=schema)
+    fake = register_fake("t", {"items": {i.id: _payload(i.expected) for i in items}})
+    try:
+        build = build_gold(GoldConfig(dataset="typed", models=parse_models(["fake:t"])), store)
+    finally:
+        unregister_fake()
+    assert len(fake.calls) == 2
+    for call in fake.calls:
+        sent = " ".join(m.content for m in call.request.messages)
+        assert "Peop" in sent and "Org" in sent, sent
+    assert [i.schema_ for i in build.items] == [None, None]
+    assert store.get_dataset("typed").schema == schema

@@ -713,9 +713,9 @@ def test_items_really_overlap_in_langfuse_mode(
     assert outcome.summary.items == n
     calls = pipelines.CALL_TIMES
     assert len(calls) == n
-    window = max(e for _, _, e in calls) - min(s for _, s, _ in calls)
+    # every call was running at one moment (serial gives 1); counted, not timed, so a loaded
+    # machine cannot make it flaky
     assert _max_overlap(calls) == n
-    assert window < 0.38, f"{n} x 0.2 s took {window:.2f} s (serial: {0.2 * n:.1f} s)"
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------------

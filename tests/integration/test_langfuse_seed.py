@@ -270,3 +270,21 @@ def test_seed_command_dry_run_then_real(
     monkeypatch.delenv("LANGFUSE_BASE_URL")
     unconfigured = runner.invoke(app, [good.trace_id])
     assert unconfigured.exit_code == 2 and "LANGFUSE_BASE_URL" in unconfigured.stderr
+
+
+def test_a_lone_surrogate_in_production_text_is_repaired_not_lost(
+    server: FakeLangfuse, lf: Any
+) -> None:
+    """A truncated emoji in a trace (half of a UTF-16 pair) can be neither sent in a body nor
+    stored by LangFuse: the seeded item carries U+FFFD and says it was repaired."""
+    broken = TEXT + " \ud83d"  # the JSON the server returns holds "\ud83d"
+    output = {**OUTPUT, "entities": [*OUTPUT["entities"], {"name": "\udc00x", "type": "misc"}]}
+    trace = server.seed_trace(input={"text": broken}, output=output)
+    report = seed_from_traces(lf, dataset="seeded", trace_ids=[trace.trace_id])
+    assert [it.action for it in report.items] == ["create"] and report.skipped == ()
+    (posted,) = _item_posts(server)
+    assert posted["input"]["text"] == TEXT + " \ufffd"
+    assert posted["expectedOutput"]["entities"][-1]["name"] == "\ufffdx"
+    assert posted["metadata"]["text_repaired"] is True
+    (item,) = LangfuseDatasetBackend(lf).get_items("seeded")
+    assert item.text == TEXT + " \ufffd"

@@ -7,7 +7,6 @@ Assertions are on what the server received."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -134,14 +133,11 @@ def test_a_refused_request_is_not_retried_item_after_item(
 ) -> None:
     """Before: each item's 500 was retried (4 attempts, ≈8.5 s of backoff per item)."""
     cfg = config(llama_like, "pinned-json-schema", response_format="json_schema")
-    started = time.monotonic()
     outcome = run(cfg, store)  # the default retry policy: waits of 1 s and up between attempts
-    elapsed = time.monotonic() - started
     assert len(llama_like.chat_requests) == N  # one request per item, none repeated
     results = outcome.results
     assert [r.attempts for r in results] == [1] * N
     assert all(r.error_kind == "provider" and "500" in (r.error or "") for r in results)
-    assert elapsed < 5.0  # no backoff happened (4 items x 3 retries would wait > 20 s)
 
 
 def test_server_errors_that_are_not_refusals_are_still_retried(store: LocalStore) -> None:

@@ -279,6 +279,10 @@ class LoopbackServer:
     model: str = "loopback-model"
     formats: FormatRule | None = None  # None: every response format is taken
     requests: list[RecordedRequest] = field(default_factory=list)
+    # how many requests were being answered at once, at most (counted, not timed: overlap
+    # tests assert on it rather than on wall time, which a loaded machine stretches)
+    max_in_flight: int = 0
+    _in_flight: int = field(default=0, repr=False)
     _faults: list[Fault] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -388,7 +392,14 @@ class LoopbackServer:
         fault = self._take_fault(record.raw)
         record.fault = fault.kind if fault else None
         if self.latency_s > 0:
-            self._stopping.wait(self.latency_s)
+            with self._lock:
+                self._in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            try:
+                self._stopping.wait(self.latency_s)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
         if fault is not None and fault.kind == "slow":
             self._stopping.wait(fault.delay_s)
         if fault is not None and fault.kind == "status":

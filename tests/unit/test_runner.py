@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -100,12 +99,9 @@ def test_failed_items_count_in_aggregates_as_empty_predictions() -> None:
 def test_concurrency_really_overlaps_and_is_bounded() -> None:
     items = [_item(i) for i in range(12)]
     pipeline = ScriptedPipeline({}, delay=0.1)
-    started = time.perf_counter()
     _, results = _run(pipeline, items, concurrency=4)
-    elapsed = time.perf_counter() - started
     assert len(results) == 12
-    assert pipeline.max_in_flight == 4
-    assert elapsed < 0.1 * 12 / 2  # serial would take 1.2 s; bounded overlap takes ~0.3 s
+    assert pipeline.max_in_flight == 4  # overlapping (serial gives 1), bounded by concurrency
 
 
 def test_every_run_value_is_a_known_fail_under_name() -> None:

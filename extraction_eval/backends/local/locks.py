@@ -16,6 +16,8 @@ import os
 import socket
 import sqlite3
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from extraction_eval.backends.local.connection import StoreConnection, _now
@@ -91,6 +93,20 @@ class LockTables(StoreConnection):
             )
         return holder, note
 
+    @contextmanager
+    def holding_run_lock(
+        self, run_id: int, run_name: str, *, doing: str, take_over: bool = False
+    ) -> Iterator[str | None]:
+        """Hold the run's lock while ``doing`` something to it that a run in progress would
+        undo or contradict (``runs merge`` folding results in, ``runs finalize`` closing it):
+        refused like a second run; yields the take-over note, if any."""
+        with self._tx(write=True) as conn:
+            holder, note = take_run_lock(conn, run_id, run_name, take_over=take_over, doing=doing)
+        try:
+            yield note
+        finally:
+            self.release_run_lock(holder)
+
     def release_run_lock(self, holder: LockHolder) -> None:
         """Give the lock back (only if it is still ours: a take-over may have moved it)."""
         with self._tx(write=True) as conn:
@@ -101,7 +117,12 @@ class LockTables(StoreConnection):
 
 
 def take_run_lock(
-    conn: sqlite3.Connection, run_id: int, run_name: str, *, take_over: bool = False
+    conn: sqlite3.Connection,
+    run_id: int,
+    run_name: str,
+    *,
+    take_over: bool = False,
+    doing: str = "run",
 ) -> tuple[LockHolder, str | None]:
     """Lock ``run_id`` for this process inside the caller's write transaction; returns the
     lock and a note when a dead holder's lock was taken over. Raises ``InvalidValue`` (field
@@ -112,7 +133,7 @@ def take_run_lock(
         if not (take_over or holder_is_gone(held)):
             raise InvalidValue(
                 "take_over_lock",
-                f"is needed to run {run_name!r} now: it is being run by {held.describe()};"
+                f"is needed to {doing} {run_name!r} now: it is being run by {held.describe()};"
                 " wait for it to end, or, if that process is gone, take the run over",
                 mentions=("take_over_lock",),
             )

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from extraction_eval.backends.base import DatasetBackend, UploadReport, canonical_json
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.datasets.jsonl import write_items
+from extraction_eval.datasets.schema import with_dataset_schema
 from extraction_eval.errors import InvalidValue, UsageError, one_line
 from extraction_eval.evaluators.vote import (
     GoldObject,
@@ -29,6 +30,7 @@ from extraction_eval.evaluators.vote import (
     vote_item,
 )
 from extraction_eval.experiments.budget import CostEstimate, estimate_cost, sum_estimates
+from extraction_eval.experiments.repair import clean_extraction
 from extraction_eval.llm.batch import BATCH_DISCOUNT
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.factory import make_pipeline
@@ -124,11 +126,21 @@ def _load_items(config: GoldConfig, backend: DatasetBackend) -> list[DatasetItem
     return items
 
 
+def _asked(
+    config: GoldConfig, backend: DatasetBackend, items: list[DatasetItem]
+) -> list[DatasetItem]:
+    """The items as the models are asked about them: one without a schema of its own gets
+    the dataset's, as a run of the dataset gives it (types, labels). The built items keep
+    the schema they had (the dataset's still applies to them)."""
+    return list(with_dataset_schema(items, backend.get_dataset(config.dataset).schema))
+
+
 def plan_gold(
     config: GoldConfig, store: LocalStore, backend: DatasetBackend | None = None
 ) -> GoldPlan:
     """Count the model calls a build would make (answers not in the response cache)."""
-    items = _load_items(config, backend or store)
+    target = backend or store
+    items = _asked(config, target, _load_items(config, target))
     runs = _Runs(config, store)
     return _plan(items, runs, store)
 
@@ -186,17 +198,24 @@ async def abuild_gold(
     dataset version (``write``) and/or write it as JSONL to ``out``."""
     target = backend or store
     items = _load_items(config, target)
+    asked = _asked(config, target, items)
     runs = _Runs(config, store)
-    plan = _plan(items, runs, store)
+    plan = _plan(asked, runs, store)
     errors: list[str] = []
     answers: dict[tuple[str, int], Extraction | None] = {}
     sem = asyncio.Semaphore(config.concurrency)
+
+    repaired: list[str] = []
 
     async def one(item: DatasetItem, k: int) -> None:
         label, _, pipeline = runs.entries[k]
         async with sem:
             try:
-                answers[item.id, k] = (await pipeline.extract(item)).extraction
+                answer = (await pipeline.extract(item)).extraction
+                # a lone surrogate (truncated emoji) in an answer: no store row takes it
+                answers[item.id, k], changed = clean_extraction(answer)
+                if changed:
+                    repaired.append(f"{item.id} ({label})")
             except Exception as exc:  # one failed run abstains on one item; the build goes on
                 answers[item.id, k] = None
                 errors.append(f"item {item.id}: {label} failed: {one_line(exc)}")
@@ -209,15 +228,20 @@ async def abuild_gold(
             for label, _, pipeline in runs.entries:
                 got = await batch_pipeline(
                     pipeline,
-                    items,
+                    asked,
                     store,
                     owner=f"gold {config.dataset} {label}",
                     cache=store.cache(),
                 )
                 notes.append(f"{label}: {summary_line(got, len(got.answers) + len(got.errors))}")
-        await asyncio.gather(*(one(item, k) for item in items for k in range(len(runs.entries))))
+        await asyncio.gather(*(one(item, k) for item in asked for k in range(len(runs.entries))))
     finally:
         await runs.aclose()
+    if repaired:
+        notes.append(
+            f"{len(repaired)} answers had lone UTF-16 surrogates, voted on as U+FFFD"
+            f" (first: {', '.join(sorted(repaired)[:3])})"
+        )
     errors.sort()
 
     overrides: dict[str, list[GoldOverride]] = {}
