@@ -207,6 +207,7 @@ class Driver:
         self._group = group_commits and isinstance(store, LocalStore)
         self._group_cap = max(prep.config.concurrency, 1)
         self._uncommitted: list[str] = []  # item ids written into the open group
+        self._commit_due = False  # a ``_commit`` is scheduled at the end of this turn
 
     # per item ---------------------------------------------------------------------------------
 
@@ -251,10 +252,12 @@ class Driver:
     def _write(self, result: ItemResult, cache_rows: list[Any]) -> None:
         cache = self._cache
         if self._group and isinstance(self.store, LocalStore):
-            # into the loop turn's group, the item's cache writes with it (all or none)
-            self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows, group=True)
-            if not self._uncommitted:
+            # into the loop turn's group, the item's cache writes with it (all or none); the
+            # commit is scheduled first, so a group is never left open by a failed write
+            if not self._commit_due:
+                self._commit_due = True
                 asyncio.get_running_loop().call_soon(self._commit)
+            self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows, group=True)
             self._uncommitted.append(result.item_id)
             if len(self._uncommitted) >= self._group_cap:
                 self._commit()
@@ -270,13 +273,15 @@ class Driver:
         """Commit the results written in this turn of the loop (called at its end, and
         before the run closes). A failed commit loses them: each is a write error (the run
         then fails, and ``--resume`` runs them), and the summary is re-read from the store."""
+        self._commit_due = False
         ids, self._uncommitted = self._uncommitted, []
-        if not ids or not isinstance(self.store, LocalStore):
+        if not self._group or not isinstance(self.store, LocalStore):
             return
         try:
-            self.store.commit_group()
+            self.store.commit_group()  # nothing when no group is open
         except Exception as exc:
-            self.write_errors.extend(f"{i}: {one_line(exc)}" for i in ids)
+            lost = ids or ["(no result)"]
+            self.write_errors.extend(f"{i}: {one_line(exc)}" for i in lost)
             self._fold.broken = True
 
     def may_start(self) -> bool:

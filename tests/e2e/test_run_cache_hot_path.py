@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +195,52 @@ def test_a_failed_group_commit_is_a_write_error_and_resume_runs_those_items(
     assert run.summary is not None and run.summary["items"] == len(stored)  # nor counted
     resumed = run_experiment(dataclasses.replace(config, resume=True), store=store)
     assert resumed.ran == ITEMS - len(stored) and len(resumed.results) == ITEMS
+
+
+def test_a_failed_write_does_not_hold_the_store_while_the_run_waits(
+    traced: tuple[LocalStore, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first item's row cannot be written; while the next item waits for its model, the
+    store's write lock is free (another process could write): the group that the failed
+    write opened was committed at the end of its turn, not held until the next row."""
+    import asyncio
+    import sqlite3
+
+    from extraction_eval.backends.local import runs
+    from extraction_eval.errors import BackendError
+    from extraction_eval.llm.fake import FakeProvider
+
+    store, _ = traced
+    real_write, real_complete = runs._write_result, FakeProvider.complete
+    seen: list[str] = []
+
+    def write(conn: sqlite3.Connection, run_id: int, result: Any) -> None:
+        if result.item_id == "sample-001":
+            raise OSError("disk I/O error")
+        real_write(conn, run_id, result)
+
+    async def complete(self: FakeProvider, request: Any) -> Any:
+        await asyncio.sleep(0)  # the model call is under way: the loop turns
+        other = sqlite3.connect(tmp_path / "store.db", timeout=0)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+            seen.append("free")
+        except sqlite3.OperationalError as exc:
+            seen.append(str(exc))
+        finally:
+            other.close()
+        return await real_complete(self, request)
+
+    monkeypatch.setattr(runs, "_write_result", write)
+    monkeypatch.setattr(FakeProvider, "complete", complete)
+    config = RunConfig(
+        dataset="extraction-eval",
+        name="write-fails",
+        pipeline=PipelineConfig(model="fake:hot"),
+        limit=3,
+        concurrency=1,
+    )
+    with pytest.raises(BackendError, match="1 results could not be written"):
+        run_experiment(config, store=store)
+    assert seen == ["free", "free", "free"], seen
