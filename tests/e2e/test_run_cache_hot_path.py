@@ -244,3 +244,29 @@ def test_a_failed_write_does_not_hold_the_store_while_the_run_waits(
     with pytest.raises(BackendError, match="1 results could not be written"):
         run_experiment(config, store=store)
     assert seen == ["free", "free", "free"], seen
+
+
+def test_what_the_caches_hold_is_bounded_for_the_whole_process(
+    traced: tuple[LocalStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two caches (a matrix's cells, both prepared before either runs) share one bound on the
+    answers held for their items; a cache dropped while holding some gives them back."""
+    import gc
+
+    from extraction_eval.llm.base import Completion
+    from extraction_eval.types import Usage
+
+    store, _ = traced
+    answer = Completion(text="x" * 100, model="m", usage=Usage())
+    store.cache().write([("k1", answer), ("k2", answer), ("k3", answer)])
+    gc.collect()
+    base = cache._Held.total  # what other caches of this process hold
+    monkeypatch.setattr(cache, "HOLD_FOUND_CHARS", base + 250)  # room for two answers
+    first, second = store.cache(), store.cache()
+    assert first.contains("k1") and first.contains("k2") and second.contains("k3")
+    assert cache._Held.total == base + 200  # the third was not held: it will be read again
+    del first
+    gc.collect()
+    assert cache._Held.total == base  # given back
+    assert second.contains("k3") and cache._Held.total == base + 100
+    assert second.get("k3") == answer and cache._Held.total == base

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import weakref
 from collections.abc import Iterable
 
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
@@ -14,9 +16,37 @@ from extraction_eval.types import Usage
 CacheRow = tuple[str, Completion]  # (key, completion)
 
 # What ``contains`` may hold of the answers it found, for their items' ``get`` (characters of
-# answer text): a cached re-run of a few thousand items reads each answer once; past this, a
+# answer text, all the caches of the process together: a matrix prepares every cell before
+# running any): a cached re-run of a few thousand items reads each answer once; past this, a
 # hit is read again by its item rather than holding a whole dataset's answers in memory.
 HOLD_FOUND_CHARS = 16_000_000
+
+
+class _Held:
+    """Characters of answer text held by ``contains`` across the process, and by each cache
+    (a list of one, which the cache's finalizer gives back if it is dropped holding some)."""
+
+    lock = threading.Lock()
+    total = 0
+
+    @classmethod
+    def take(cls, mine: list[int], n: int) -> bool:
+        with cls.lock:
+            if cls.total + n > HOLD_FOUND_CHARS:
+                return False
+            cls.total += n
+            mine[0] += n
+            return True
+
+    @classmethod
+    def give_back(cls, mine: list[int], n: int) -> None:
+        with cls.lock:
+            cls.total -= n
+            mine[0] -= n
+
+    @classmethod
+    def give_all_back(cls, mine: list[int]) -> None:
+        cls.give_back(mine, mine[0])
 
 
 class CacheTables(StoreConnection):
@@ -77,7 +107,8 @@ class SQLiteResponseCache:
         self._defer = defer_writes
         self._missing: set[str] = set()  # keys ``contains`` did not find, until their ``get``
         self._found: dict[str, Completion] = {}  # answers ``contains`` read, until their ``get``
-        self._held = 0  # characters of answer text in ``_found``
+        self._held = [0]  # characters of answer text in ``_found`` (counted in ``_Held``)
+        weakref.finalize(self, _Held.give_all_back, self._held)
         self._pending: dict[str, list[CacheRow]] = {}  # item id -> its deferred writes
 
     def get(self, key: str) -> Completion | None:
@@ -86,7 +117,7 @@ class SQLiteResponseCache:
             return None
         found = self._found.pop(key, None)
         if found is not None:
-            self._held -= len(found.text)
+            _Held.give_back(self._held, len(found.text))
             return found
         return self._store._cache_get(key)
 
@@ -99,9 +130,8 @@ class SQLiteResponseCache:
         if found is None:
             self._missing.add(key)
             return False
-        if key not in self._found and self._held + len(found.text) <= HOLD_FOUND_CHARS:
+        if key not in self._found and _Held.take(self._held, len(found.text)):
             self._found[key] = found
-            self._held += len(found.text)
         return True
 
     def put(self, key: str, completion: Completion) -> None:
@@ -125,5 +155,5 @@ class SQLiteResponseCache:
         self._pending.clear()
         self._missing.clear()
         self._found.clear()
-        self._held = 0
+        _Held.give_all_back(self._held)
         self._store._cache_put_many(rows)
