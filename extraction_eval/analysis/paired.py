@@ -16,22 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from extraction_eval.analysis.diff import DiffFold, RunDiff
+from extraction_eval.analysis.paired_pass import PairedCounts, one_pass
 from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.counts import (
     COLUMNS,
-    StoredCounts,
-    counts_key,
-    decode_counts,
-    item_row,
 )
-from extraction_eval.evaluators.diff import DiffCounts, diff_followed, diff_item, follow
-from extraction_eval.evaluators.gold_view import scored_gold
+from extraction_eval.evaluators.diff import DiffCounts
 from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
 from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
 from extraction_eval.evaluators.paired import (
@@ -159,16 +155,6 @@ def _outputs(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Side]]:
 _Side = tuple[str | None, bool]
 
 
-@dataclass
-class PairedCounts:
-    """Two runs' count rows on the items both have, and the ids that could not be paired."""
-
-    accumulator: PairedAccumulator
-    only_in_a: list[str]
-    only_in_b: list[str]
-    not_in_gold: list[str]
-
-
 def pair_and_score(
     store: LocalStore,
     a: RunRecord,
@@ -273,10 +259,20 @@ def compare_stored_runs(
     options = options or CompareOptions()
     differences, scoring, warnings = _prelude(a, b, options)
     if gold is None and _counts_readable(a):
-        paired = _one_pass(store, a, b, scoring, None)
+        paired = one_pass(store, a, b, scoring, None)
     else:
         items = (gold or (lambda run: run_gold(store, run)))(a)
         paired = pair_and_score(store, a, b, items, scoring)
+    return _epilogue(a, b, paired, scoring, differences, warnings, options)
+
+
+def compare_counted(
+    a: RunRecord, b: RunRecord, paired: PairedCounts, *, options: CompareOptions | None = None
+) -> RunComparison:
+    """:func:`compare_stored_runs` from the counts of a :class:`PairedPass` the caller fed
+    with both runs' stored rows (the HTML report, as it reads them): the same result."""
+    options = options or CompareOptions()
+    differences, scoring, warnings = _prelude(a, b, options)
     return _epilogue(a, b, paired, scoring, differences, warnings, options)
 
 
@@ -304,7 +300,7 @@ def compare_and_diff(
     cfg = run_scoring(a)
     diff = RunDiff(a.name, b.name, cfg, cfg != run_scoring(b), DiffCounts(), [])
     fold = DiffFold(diff, options.top)
-    paired = _one_pass(store, a, b, scoring, fold)
+    paired = one_pass(store, a, b, scoring, fold)
     result = _epilogue(a, b, paired, scoring, differences, warnings, options)
     diff.only_in_a, diff.only_in_b = list(paired.only_in_a), list(paired.only_in_b)
     diff.no_gold = list(paired.not_in_gold)
@@ -314,151 +310,6 @@ def compare_and_diff(
 def _counts_readable(a: RunRecord) -> bool:
     """A local run of a numbered dataset version: its gold (and stored counts) are the store's."""
     return a.backend == "local" and isinstance(a.dataset_version, int)
-
-
-class _Row(NamedTuple):
-    pred: str | None  # the stored output JSON; None when the item errored
-    schema_failure: bool
-    counts: str | None
-
-
-def _rows(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Row]]:
-    for item_id, output, error, error_kind, counts in store.iter_compare_rows(run.id):
-        failed = error is not None or output is None
-        yield item_id, _Row(None if failed else output, error_kind == "schema", counts)
-
-
-def _valid(
-    row: _Row, key: str, memo: dict[str, StoredCounts | None] | None = None
-) -> StoredCounts | None:
-    """The row's stored counts when made with ``key`` and consistent with the row."""
-    counts = decode_counts(row.counts, key, memo)
-    if counts is None:
-        return None
-    if counts.failed != (row.pred is None) or counts.schema_failure != row.schema_failure:
-        return None
-    return counts
-
-
-def _counted(score: ItemScore, schema_failure: bool) -> StoredCounts:
-    return StoredCounts(
-        item_row(score, schema_failure=schema_failure),
-        score.entity_types,
-        score.relationship_types,
-    )
-
-
-_GOLD_BATCH = 500
-_MEMO_LIMIT = 50_000  # decoded count parts kept (a few MB); cleared when more
-
-
-def _one_pass(
-    store: LocalStore, a: RunRecord, b: RunRecord, scoring: ScoringConfig, fold: DiffFold | None
-) -> PairedCounts:
-    """Both runs read once by item id: stored counts where valid, re-scoring elsewhere; with
-    ``fold``, items whose outputs differ are diffed too (sharing the scores)."""
-    in_gold = set(store.item_ids(a.dataset, version=a.dataset_version))
-    view = GoldView.of_run(a.config)  # A's schema and gold floor, as A's other settings
-    key = counts_key(scoring, view.floor, view.schemas_key())
-    b_same_gold = (b.backend, b.dataset, b.dataset_version) == (
-        a.backend,
-        a.dataset,
-        a.dataset_version,
-    )
-    share = fold is not None and fold.out.config == scoring
-    out = PairedCounts(PairedAccumulator(), [], [], [])
-    pending: list[tuple[str, _Row, _Row, StoredCounts | None, StoredCounts | None]] = []
-
-    def settle() -> None:
-        items = store.get_items_by_ids(
-            a.dataset, [p[0] for p in pending], version=a.dataset_version
-        )
-        for item_id, x, y, ca, cb in pending:
-            _settle(view.item(items[item_id]), x, y, ca, cb)
-        pending.clear()
-
-    def _settle(
-        item: DatasetItem, x: _Row, y: _Row, ca: StoredCounts | None, cb: StoredCounts | None
-    ) -> None:
-        def scored(pred: Extraction | None, config: ScoringConfig = scoring) -> ItemScore:
-            return score_dataset_item(item, pred, config)
-
-        same = x.pred == y.pred
-        pa = None if x.pred is None else Extraction.model_validate_json(x.pred)
-        pb = pa if same else (None if y.pred is None else Extraction.model_validate_json(y.pred))
-        changed = fold is not None and not same and pa != pb
-        score_a = score_b = None
-        if ca is None or cb is None:
-            score_a = scored(pa)
-            # the same stored output (both canonical JSON) scores the same: once is enough
-            score_b = score_a if same else scored(pb)
-            ca = ca or _counted(score_a, x.schema_failure)
-            cb = cb or _counted(score_b, y.schema_failure)
-        out.accumulator.add_counts(ca, cb)
-        if fold is None:
-            return
-        if not changed:
-            gold = item.expected
-            fold.unchanged(
-                gold_empty=not gold.entities and not gold.relationships, failed=pa is None
-            )
-            return
-        cfg = fold.out.config
-        gold = scored_gold(item)
-        if share:  # the stored views (or the scores just made) were made with cfg
-            run_a = ca.followed_run(len(gold.entities), len(gold.relationships))
-            run_b = cb.followed_run(len(gold.entities), len(gold.relationships))
-            if score_a is not None and score_b is not None:
-                run_a, run_b = follow(score_a), follow(score_b)
-            if run_a is not None and run_b is not None:
-                fold.changed(
-                    diff_followed(
-                        item_id=item.id,
-                        gold=gold,
-                        pred_a=pa,
-                        pred_b=pb,
-                        run_a=run_a,
-                        run_b=run_b,
-                        config=cfg,
-                    )
-                )
-                return
-        fold.changed(
-            diff_item(
-                item_id=item.id,
-                text=item.text,
-                gold=gold,
-                pred_a=pa,
-                pred_b=pb,
-                config=cfg,
-                scores=(score_dataset_item(item, pa, cfg), score_dataset_item(item, pb, cfg)),
-            )
-        )
-
-    pairs = in_both_runs(_rows(store, a), _rows(store, b), out.only_in_a, out.only_in_b)
-    memo: dict[str, StoredCounts | None] = {}  # count part -> decoded, shared by repeats
-    for item_id, x, y in pairs:
-        if len(memo) > _MEMO_LIMIT:
-            memo.clear()
-        if item_id not in in_gold:
-            out.not_in_gold.append(item_id)
-            continue
-        ca = _valid(x, key, memo)
-        cb = _valid(y, key, memo) if b_same_gold else None
-        same_output = x.pred == y.pred and x.schema_failure == y.schema_failure
-        if cb is None and ca is not None and b_same_gold and same_output:
-            cb = ca  # the same stored output on the same gold, scored alike: the same counts
-        if ca is not None and cb is not None and (fold is None or x.pred == y.pred):
-            out.accumulator.add_counts(ca, cb)
-            if fold is not None:
-                fold.unchanged(gold_empty=ca.gold_empty, failed=x.pred is None)
-            continue
-        pending.append((item_id, x, y, ca, cb))
-        if len(pending) >= _GOLD_BATCH:
-            settle()
-    if pending:
-        settle()
-    return out
 
 
 def _prelude(

@@ -111,7 +111,17 @@ def _via(found: tuple[Span, ...] | None) -> str | None:
 
 
 def _payload(o: Entity | Relationship) -> dict[str, Any]:
-    return o.model_dump(mode="json")
+    """The fields ``entity_object`` / ``relationship_object`` read (all str / int / None, as
+    ``model_dump(mode="json")`` has them, without dumping the rest)."""
+    if isinstance(o, Entity):
+        return {
+            "name": o.name,
+            "type": o.type,
+            "evidence": o.evidence,
+            "start": o.start,
+            "end": o.end,
+        }
+    return {"source": o.source, "type": o.type, "target": o.target, "evidence": o.evidence}
 
 
 def gold_objects(gold: Extraction, index: TextIndex) -> list[Obj]:
@@ -207,11 +217,73 @@ _EMPTY: dict[str, Any] = {"entities": [], "relationships": []}
 @dataclass
 class RunSide:
     """One run's side of an item: the page's row fields and, for a paired diff, the stored
-    view (None when it was scored here) and the prediction."""
+    view of the alignment (None when it was scored here) and the prediction."""
 
     entry: dict[str, Any]
-    counts: StoredCounts | None
+    view: FollowedRun | None
     pred: dict[str, Any] | None  # None: the item errored
+
+
+_MEMO_LIMIT = 50_000  # distinct count parts / views kept decoded (a few MB); cleared when more
+
+
+class StoredViews:
+    """Stored count parts and alignment views decoded once per distinct text: in a large run
+    most items repeat another's counts and many another's view (both are small integers and
+    states, not the item's words). The decoded objects are shared: nobody changes them."""
+
+    def __init__(self) -> None:
+        self.heads: dict[str, StoredCounts | None] = {}
+        self.views: dict[str, FollowedRun | None] = {}
+
+    def counts(self, text: str | None, key: str) -> StoredCounts | None:
+        """:func:`decode_counts` (its ``followed`` part included)."""
+        if len(self.heads) > _MEMO_LIMIT:
+            self.heads.clear()
+        return decode_counts(text, key, self.heads)
+
+    def view(
+        self, counts: StoredCounts, n_entities: int, n_relationships: int
+    ) -> FollowedRun | None:
+        """``counts.followed_run(n_entities, n_relationships)``, each distinct text parsed once."""
+        text = counts.followed
+        if not text:
+            return None
+        if text in self.views:
+            run = self.views[text]
+        else:
+            if len(self.views) > _MEMO_LIMIT:
+                self.views.clear()
+            try:
+                run = FollowedRun.from_json(json.loads(text))
+            except (ValueError, TypeError):
+                run = None
+            self.views[text] = run
+        if run is None:
+            return None
+        fits = (len(run.entity_state), len(run.relationship_state)) == (
+            n_entities,
+            n_relationships,
+        )
+        return run if fits else None
+
+
+def same_answer(row: ReportRow, other: ReportRow) -> bool:
+    """Two runs' results of an item that lay it out alike (the same output, error, stored
+    counts and failure tags): scored alike, the second side can reuse the first's objects."""
+    return (
+        row.output == other.output
+        and row.error == other.error
+        and row.counts == other.counts
+        and row.tags == other.tags
+    )
+
+
+def reused_side(like: RunSide, row: ReportRow) -> RunSide:
+    """``run_side`` of ``row`` when ``like`` was made from a row with :func:`same_answer` (same
+    item, scoring and key): its objects, statuses and categories, this row's own fields."""
+    entry = like.entry
+    return RunSide(_entry(row, entry["cats"], entry["pred"], entry["gst"]), like.view, like.pred)
 
 
 def run_side(
@@ -220,18 +292,20 @@ def run_side(
     scoring: ScoringConfig,
     key: str,
     index: TextIndex,
+    stored: StoredViews | None = None,
 ) -> RunSide:
     """One run's side of an item row (compact keys: a report embeds 100,000 of them), from
     the stored alignment when it was made with ``key`` (:func:`counts_key` of the run's own
     settings) and the item has no gold below the run's confidence floor, else by scoring the
     stored output (``item`` as the run saw it: ``GoldView.item``)."""
+    stored = stored or StoredViews()
     failed = row.error is not None or row.output is None
     pred: dict[str, Any] | None = None if failed else json.loads(row.output or "null")
     if not isinstance(pred, dict):
         pred, failed = None, True
     gold = item.expected
     n_ge, n_gr = len(gold.entities), len(gold.relationships)
-    counts = decode_counts(row.counts, key)
+    counts = stored.counts(row.counts, key)
     view = None
     # the stored view has no "ignored" state: an item with gold below the run's confidence
     # floor (``GoldView.item`` put the floor on it) is scored here
@@ -240,14 +314,14 @@ def run_side(
         and counts.failed == failed
         and not ignored_gold(gold, item.metadata, None)
     ):
-        view = counts.followed_run(n_ge, n_gr)
+        view = stored.view(counts, n_ge, n_gr)
     shown = pred if pred is not None else _EMPTY
     if view is not None and row.tags is not None and _fits(view, shown):
         align = Alignment.of_view(view, n_ge)
         align.category.update({(kind, i): cat for cat, kind, side, i in row.tags if side == "pred"})
         categories = _counted(cat for cat, *_ in row.tags)
     else:  # no usable stored view: score it (as the runner did)
-        counts = None
+        view = None
         model = None if pred is None else Extraction.model_validate(pred)
         scored = score_dataset_item(item, model, scoring)
         align = Alignment.of_score(scored)
@@ -260,7 +334,13 @@ def run_side(
         else:
             categories = {k: v for k, v in sorted(scored.taxonomy_counts().items()) if v}
     objects, gold_status = predicted_objects(shown, index, align, n_ge + n_gr)
-    entry: dict[str, Any] = {
+    return RunSide(_entry(row, categories, objects, gold_status), view, pred)
+
+
+def _entry(
+    row: ReportRow, categories: dict[str, int], objects: list[Obj], gold_status: list[str]
+) -> dict[str, Any]:
+    return {
         "err": row.error,
         "ek": row.error_kind,
         "ef1": _finite(row.f1[0]),
@@ -273,7 +353,6 @@ def run_side(
         "pred": objects,
         "gst": gold_status,
     }
-    return RunSide(entry, counts, pred)
 
 
 def _fits(view: FollowedRun, pred: Mapping[str, Any]) -> bool:

@@ -182,12 +182,15 @@ def decode_counts(
         return None
     head, _, followed = text.partition("\t")
     if memo is not None and head in memo:
-        found = memo[head]
-        return None if found is None else found._replace(followed=followed)
-    decoded = _decode_head(head, key)
-    if memo is not None:
-        memo[head] = decoded
-    return None if decoded is None else decoded._replace(followed=followed)
+        decoded = memo[head]
+    else:
+        decoded = _decode_head(head, key)
+        if memo is not None:
+            memo[head] = decoded
+    if decoded is None:
+        return None
+    # the constructor, not ``_replace``: this runs twice per item of a compare or a report
+    return StoredCounts(decoded.row, decoded.entity_types, decoded.relationship_types, followed)
 
 
 def _decode_head(head: str, key: str) -> StoredCounts | None:

@@ -4,12 +4,17 @@ and the details are decoded only from the page's compressed chunks."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+import extraction_eval.analysis.report_compare as report_compare
+import extraction_eval.analysis.report_data as report_data
 import extraction_eval.analysis.report_items as report_items
+from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
+from extraction_eval.analysis.report_compare import comparison_view
 from extraction_eval.analysis.report_data import CHUNK, build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
@@ -48,7 +53,9 @@ def test_stored_views_and_re_scoring_give_the_same_report(
     fast = build_report_data(views, [get_run(views, "rep-a"), get_run(views, "rep-b")])
     assert scored == []  # every row had its stored view: nothing scored again
     slow = build_report_data(old, [get_run(old, "rep-a"), get_run(old, "rep-b")])
-    assert len(scored) == 2 * (3 + FILLERS)  # every row of both runs (errored ones too)
+    # every row of A (errored ones too) and the rows where B answered otherwise; B's fillers
+    # answered as A did and are laid out from A's side (test_alike_answers_laid_out_once)
+    assert sorted(scored) == sorted([r["id"] for r in slow.items] + ["r-001", "r-002", "r-003"])
     assert fast.items == slow.items
     assert fast.table == slow.table
     assert fast.comparison == slow.comparison
@@ -62,3 +69,115 @@ def test_the_page_embeds_what_the_data_holds(stores: tuple[LocalStore, LocalStor
     assert embedded["items"] == data.items
     assert embedded["table"]["id"] == [r["id"] for r in data.items]
     assert embedded["types"] == data.types
+
+
+def test_alike_answers_laid_out_once(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where B answered as A did (same output, error, stored counts, tags), B's side reuses A's
+    objects: the report is the same as when every side is made on its own."""
+    made: list[str] = []
+    real = report_items.run_side
+
+    def counting(item, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(item.id)
+        return real(item, *args, **kwargs)
+
+    for store in stores:
+        runs = [get_run(store, "rep-a"), get_run(store, "rep-b")]
+        made.clear()
+        monkeypatch.setattr(report_data, "run_side", counting)
+        shared = build_report_data(store, runs)
+        assert len(made) == (3 + FILLERS) + 3  # B's fillers are A's answers
+        monkeypatch.setattr(report_data, "same_answer", lambda *_: False)
+        made.clear()
+        alone = build_report_data(store, runs)
+        assert len(made) == 2 * (3 + FILLERS)
+        assert shared.items == alone.items
+        assert shared.table == alone.table
+        assert render_report(shared) == render_report(alone)
+        monkeypatch.undo()
+
+
+def test_no_cycle_collection_while_building(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collector is off while the report is built (its full passes cost a fifth of a large
+    build) and back on afterwards, also when the build fails."""
+    store = stores[0]
+    runs = [get_run(store, "rep-a"), get_run(store, "rep-b")]
+    seen: list[bool] = []
+    real = report_items.run_side
+
+    def watching(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report_data, "run_side", watching)
+    assert gc.isenabled()
+    build_report_data(store, runs)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(report_data, "run_side", failing)
+    with pytest.raises(RuntimeError):
+        build_report_data(store, runs)
+    assert gc.isenabled()
+
+
+def _compare_view(store: LocalStore) -> dict[str, object]:
+    paired = compare_stored_runs(
+        store, get_run(store, "rep-a"), get_run(store, "rep-b"), options=CompareOptions(force=True)
+    )
+    return comparison_view(paired)
+
+
+def test_the_comparison_is_counted_as_the_report_reads_the_runs(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streamed local runs: compare's counting pass is fed the rows the report reads, not run
+    again over both runs; the figures are compare's own (stored counts, and re-scored rows)."""
+    for store in stores:
+        expected = _compare_view(store)
+        monkeypatch.setattr(report_compare, "compare_stored_runs", _not_called)
+        data = build_report_data(store, [get_run(store, "rep-a"), get_run(store, "rep-b")])
+        monkeypatch.undo()
+        assert data.comparison is not None
+        del data.comparison["diff"]
+        assert data.comparison == expected
+
+
+def test_a_result_the_report_did_not_stream_sends_compare_to_read_the_runs(
+    stores: tuple[LocalStore, LocalStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result for an item outside the dataset version (here a ghost row in B): the report
+    never sees it, so compare reads both runs itself and names the item as only in B."""
+    store = stores[0]
+    run_b = get_run(store, "rep-b")
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(
+            "INSERT INTO results (run_id, item_id, output, finished_at)"
+            " VALUES (?, 'r-zzz-ghost', '{\"entities\": [], \"relationships\": []}', 'now')",
+            (run_b.id,),
+        )
+    expected = _compare_view(store)
+    assert "1 only in 'rep-b'" in str(expected)
+    calls: list[str] = []
+
+    def reading(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append("read")
+        return compare_stored_runs(*args, **kwargs)
+
+    monkeypatch.setattr(report_compare, "compare_stored_runs", reading)
+    data = build_report_data(store, [get_run(store, "rep-a"), run_b])
+    assert calls == ["read"]
+    assert data.comparison is not None
+    del data.comparison["diff"]
+    assert data.comparison == expected
+
+
+def _not_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("compare read the runs again")
