@@ -237,6 +237,7 @@ class PairedAccumulator:
         # per-type counts of stored items not summed yet: ids -> [(A ents, A rels, B ents,
         # B rels), how many items had them]
         self._typed: dict[tuple[int, ...], list[Any]] = {}
+        self._canonical: tuple[int, NDArray[np.int64]] | None = None  # (n, sorted rows)
 
     def add(
         self,
@@ -275,9 +276,15 @@ class PairedAccumulator:
             self.relationship_types.add(1, rels_b, times)
         self._typed.clear()
 
-    def matrices(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """(A rows, B rows), each n × :data:`WIDTH`."""
+    def matrices(self, *, canonical: bool = False) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(A rows, B rows), each n × :data:`WIDTH`, in the order the items came, or with
+        ``canonical`` in the order the bootstrap and the power analysis put them in (lexsorted
+        (A, B) rows: sorted once here, their own sort then finds them in order)."""
         both = np.frombuffer(self.rows, dtype=np.int64).reshape(self.n, 2 * WIDTH)
+        if canonical:
+            if self._canonical is None or self._canonical[0] != self.n:
+                self._canonical = (self.n, both[np.lexsort(both.T[::-1])] if self.n else both)
+            both = self._canonical[1]
         return both[:, :WIDTH], both[:, WIDTH:]
 
     def compare(
@@ -290,7 +297,7 @@ class PairedAccumulator:
         correction: Correction = "holm",
         min_items: int = MIN_ITEMS,
     ) -> PairedComparison:
-        a, b = self.matrices()
+        a, b = self.matrices(canonical=True)
         self._flush()
         return paired_compare_counts(
             a,
