@@ -9,7 +9,7 @@ scores is :mod:`.scores`; summing many into the run report is :mod:`.report`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from extraction_eval.evaluators.attributes import (
@@ -131,6 +131,10 @@ class ItemScore:
     # predictions aligned with them, dropped from every count (``gold_view``)
     # (kind, side, index into the stored lists) of each ignored object
     ignored: tuple[tuple[Kind, Literal["gold", "pred"], int], ...] = ()
+    # ``values()`` once computed (the stored scores and the run summary both ask for them)
+    _values: dict[str, float | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def ignored_gold(self) -> int:
@@ -244,6 +248,12 @@ class ItemScore:
 
     def values(self) -> dict[str, float | None]:
         """Item-level metric values (also what macro averages); all 0 on a failed item."""
+        if self._values is None:
+            object.__setattr__(self, "_values", self._compute_values())
+        assert self._values is not None
+        return dict(self._values)
+
+    def _compute_values(self) -> dict[str, float | None]:
         e, t, r = self.entities, self.entities_typed, self.relationships
         x = self.failed
         return {

@@ -183,6 +183,7 @@ class Driver:
         *,
         progress: ProgressHook | None = None,
         scores: ScoreSink | None = None,
+        group_commits: bool = False,
     ) -> None:
         self.prep = prep
         self.store = store
@@ -200,6 +201,13 @@ class Driver:
         cache = getattr(prep.runner.pipeline, "cache", None)
         cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
         self._cache = cache if isinstance(cache, SQLiteResponseCache) else None
+        # local store, one event loop: the results recorded in one turn of the loop are
+        # committed together at its end (``_commit``), not one transaction each; never more
+        # than ``concurrency`` of them (a pipeline that never awaits never ends a turn)
+        self._group = group_commits and isinstance(store, LocalStore)
+        self._group_cap = max(prep.config.concurrency, 1)
+        self._uncommitted: list[str] = []  # item ids written into the open group
+        self._commit_due = False  # a ``_commit`` is scheduled at the end of this turn
 
     # per item ---------------------------------------------------------------------------------
 
@@ -243,13 +251,38 @@ class Driver:
 
     def _write(self, result: ItemResult, cache_rows: list[Any]) -> None:
         cache = self._cache
-        if cache_rows and isinstance(self.store, LocalStore):
+        if self._group and isinstance(self.store, LocalStore):
+            # into the loop turn's group, the item's cache writes with it (all or none); the
+            # commit is scheduled first, so a group is never left open by a failed write
+            if not self._commit_due:
+                self._commit_due = True
+                asyncio.get_running_loop().call_soon(self._commit)
+            self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows, group=True)
+            self._uncommitted.append(result.item_id)
+            if len(self._uncommitted) >= self._group_cap:
+                self._commit()
+        elif cache_rows and isinstance(self.store, LocalStore):
             # the item's cache writes join its result's transaction
             self.store.record_result(self.prep.run.id, result, cache_rows=cache_rows)
         else:
             self.store.record_result(self.prep.run.id, result)
             if cache is not None and cache_rows:  # another result store: on their own
                 cache.write(cache_rows)
+
+    def _commit(self) -> None:
+        """Commit the results written in this turn of the loop (called at its end, and
+        before the run closes). A failed commit loses them: each is a write error (the run
+        then fails, and ``--resume`` runs them), and the summary is re-read from the store."""
+        self._commit_due = False
+        ids, self._uncommitted = self._uncommitted, []
+        if not self._group or not isinstance(self.store, LocalStore):
+            return
+        try:
+            self.store.commit_group()  # nothing when no group is open
+        except Exception as exc:
+            lost = ids or ["(no result)"]
+            self.write_errors.extend(f"{i}: {one_line(exc)}" for i in lost)
+            self._fold.broken = True
 
     def may_start(self) -> bool:
         """Whether a new item may start: False once the spend reached ``--max-cost`` (the
@@ -313,6 +346,7 @@ class Driver:
     def _close(self, status: str) -> None:
         """Finalize the run (or delete it, when it ended before its first item)."""
         prep = self.prep
+        self._commit()  # the last turn's results (before anything else reads the store)
         if self._cache is not None:
             self._cache.flush()  # writes of items whose result was not stored
         if not (status != "finished" and discard_if_empty(self.store, prep)):

@@ -19,7 +19,7 @@ async def arun(
     config: RunConfig, *, store: LocalStore, progress: ProgressHook | None
 ) -> RunOutcome:
     prep = prepare(config, store)
-    driver = Driver(prep, store, progress=progress)
+    driver = Driver(prep, store, progress=progress, group_commits=True)
     with driver.running():
         try:
             if config.batch:

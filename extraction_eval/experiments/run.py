@@ -15,9 +15,11 @@ from extraction_eval.experiments.runner import RunOutcome
 
 def uses_langfuse(config: RunConfig) -> bool:
     """LangFuse mode when asked for, or on ``auto`` when LangFuse keys are configured."""
+    if config.backend != "auto":  # a local run does not import the LangFuse backend at all
+        return config.backend == "langfuse"
     from extraction_eval.backends.langfuse import langfuse_configured
 
-    return config.backend == "langfuse" or (config.backend == "auto" and langfuse_configured())
+    return langfuse_configured()
 
 
 async def arun_local(

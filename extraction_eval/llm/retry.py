@@ -130,7 +130,16 @@ async def call_with_retry(
 
     Whatever is finally raised carries ``attempts`` (the calls made), so the runner can record
     it on the item's row. ``on_retry(exc, attempt, wait_s)`` is called before each wait.
+
+    The first attempt is made before tenacity is involved: most calls succeed at once, and
+    setting up tenacity's retry loop cost as much CPU as the rest of our per-call work. A
+    first attempt that fails is handed to tenacity as its attempt 1 (replayed, not called
+    again), so waits, ``on_retry``, the stop and ``attempts`` are exactly the policy's.
     """
+    try:
+        return await _one_call(call, policy.timeout_s), 1
+    except Exception as exc:
+        first: Exception | None = exc
     attempts = 0
 
     def before_sleep(state: RetryCallState) -> None:
@@ -152,6 +161,9 @@ async def call_with_retry(
         async for attempt in retrying:
             with attempt:
                 attempts = attempt.retry_state.attempt_number
+                if first is not None:  # attempt 1, already made above: its failure
+                    failed, first = first, None
+                    raise failed
                 result = await _one_call(call, policy.timeout_s)
     except Exception as exc:
         _set_attempts(exc, attempts)

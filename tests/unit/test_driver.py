@@ -39,10 +39,10 @@ def test_a_refused_mirror_write_is_reported_after_the_run_and_the_other_items_go
     refused = items[2].id
     record = LocalStore.record_result
 
-    def flaky_record(self: LocalStore, run_id: int, result: Any) -> None:
+    def flaky_record(self: LocalStore, run_id: int, result: Any, **how: Any) -> None:
         if result.item_id == refused:
             raise OSError("disk I/O error\n(details on a second line)")
-        record(self, run_id, result)
+        record(self, run_id, result, **how)
 
     monkeypatch.setattr(LocalStore, "record_result", flaky_record)
     with pytest.raises(BackendError) as caught:

@@ -170,3 +170,15 @@ def test_retry_after_headers_prefer_milliseconds() -> None:
     assert retry_after_from_headers({"Retry-After": "9"}) == 9.0
     assert retry_after_from_headers({}) is None
     assert retry_after_from_headers(None) is None
+
+
+def test_a_first_call_that_succeeds_never_sets_up_tenacity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from extraction_eval.llm import retry
+
+    def refuse(*a: Any, **k: Any) -> Any:
+        raise AssertionError("tenacity set up for a call that succeeded at once")
+
+    monkeypatch.setattr(retry, "AsyncRetrying", refuse)
+    assert run(Script(), NO_JITTER) == ("ok", 1)

@@ -4,6 +4,7 @@ report of the list (so ``finalize`` can stream a 100,000-item run from the store
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,11 @@ from extraction_eval.types import ItemResult, Usage
 from tests.support.summaries import fold_summary
 
 PACKAGE_DATA = Path(extraction_eval.__file__).parent / "data"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+# as the ``shared_data`` fixture finds it (a parametrize list cannot take a fixture)
+SHARED = Path(
+    os.environ.get("EXTRACTION_EVAL_SHARED_DATA")
+    or Path(__file__).resolve().parents[3] / "shared" / "data"
+)
 SOURCES = {
     "sample": PACKAGE_DATA / "sample_dataset.jsonl",
     "journal": PACKAGE_DATA / "journal_dataset.jsonl",  # attributes and schema declarations

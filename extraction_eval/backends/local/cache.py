@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import weakref
 from collections.abc import Iterable
 
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
@@ -12,6 +14,39 @@ from extraction_eval.textsafe import clean_text
 from extraction_eval.types import Usage
 
 CacheRow = tuple[str, Completion]  # (key, completion)
+
+# What ``contains`` may hold of the answers it found, for their items' ``get`` (characters of
+# answer text, all the caches of the process together: a matrix prepares every cell before
+# running any): a cached re-run of a few thousand items reads each answer once; past this, a
+# hit is read again by its item rather than holding a whole dataset's answers in memory.
+HOLD_FOUND_CHARS = 16_000_000
+
+
+class _Held:
+    """Characters of answer text held by ``contains`` across the process, and by each cache
+    (a list of one, which the cache's finalizer gives back if it is dropped holding some)."""
+
+    lock = threading.Lock()
+    total = 0
+
+    @classmethod
+    def take(cls, mine: list[int], n: int) -> bool:
+        with cls.lock:
+            if cls.total + n > HOLD_FOUND_CHARS:
+                return False
+            cls.total += n
+            mine[0] += n
+            return True
+
+    @classmethod
+    def give_back(cls, mine: list[int], n: int) -> None:
+        with cls.lock:
+            cls.total -= n
+            mine[0] -= n
+
+    @classmethod
+    def give_all_back(cls, mine: list[int]) -> None:
+        cls.give_back(mine, mine[0])
 
 
 class CacheTables(StoreConnection):
@@ -32,11 +67,6 @@ class CacheTables(StoreConnection):
         return Completion(
             text=row["text"], model=row["model"], usage=Usage.model_validate_json(row["usage"])
         )
-
-    def _cache_has(self, key: str) -> bool:
-        with self._statement() as conn:
-            row = conn.execute("SELECT 1 FROM response_cache WHERE key = ?", (key,)).fetchone()
-        return row is not None
 
     def _cache_put(self, key: str, completion: Completion) -> None:
         with self._statement() as conn:
@@ -65,7 +95,9 @@ class SQLiteResponseCache:
 
     Per item of a run it costs one read and no transaction of its own: ``contains`` (the cost
     estimate's question, asked before the run) remembers the keys it did not find, so the
-    item's ``get`` of such a key answers "no" without reading again; with ``defer_writes`` a
+    item's ``get`` of such a key answers "no" without reading again, and holds the answers it
+    found (up to ``HOLD_FOUND_CHARS`` of text), so the item's ``get`` takes its answer from
+    there instead of reading it a second time; with ``defer_writes`` a
     ``put`` made for an item (``llm.context``) waits for the item's result and is written in
     the result's transaction (``take``), the rest with ``flush``.
     """
@@ -74,21 +106,33 @@ class SQLiteResponseCache:
         self._store = store
         self._defer = defer_writes
         self._missing: set[str] = set()  # keys ``contains`` did not find, until their ``get``
+        self._found: dict[str, Completion] = {}  # answers ``contains`` read, until their ``get``
+        self._held = [0]  # characters of answer text in ``_found`` (counted in ``_Held``)
+        weakref.finalize(self, _Held.give_all_back, self._held)
         self._pending: dict[str, list[CacheRow]] = {}  # item id -> its deferred writes
 
     def get(self, key: str) -> Completion | None:
         if key in self._missing:
             self._missing.discard(key)
             return None
+        found = self._found.pop(key, None)
+        if found is not None:
+            _Held.give_back(self._held, len(found.text))
+            return found
         return self._store._cache_get(key)
 
     def contains(self, key: str) -> bool:
-        """Whether ``key`` is cached; a key that is not is remembered for its next ``get``
-        (a writer in between only means one model call that could have been saved)."""
-        if self._store._cache_has(key):
-            return True
-        self._missing.add(key)
-        return False
+        """Whether ``key`` is cached. Its answer is read and held for the key's next ``get``
+        (within ``HOLD_FOUND_CHARS``); a key that is not cached is remembered as missing (a
+        writer in between only means one model call that could have been saved, or an answer
+        as it was a moment before: the same request's)."""
+        found = self._store._cache_get(key)
+        if found is None:
+            self._missing.add(key)
+            return False
+        if key not in self._found and _Held.take(self._held, len(found.text)):
+            self._found[key] = found
+        return True
 
     def put(self, key: str, completion: Completion) -> None:
         item_id = current_item_id.get() if self._defer else None
@@ -110,4 +154,6 @@ class SQLiteResponseCache:
         rows = [row for rows in self._pending.values() for row in rows]
         self._pending.clear()
         self._missing.clear()
+        self._found.clear()
+        _Held.give_all_back(self._held)
         self._store._cache_put_many(rows)

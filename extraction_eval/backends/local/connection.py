@@ -1,9 +1,12 @@
 """The one SQLite connection every table family shares: WAL, migrations, one transaction
 at a time under a lock.
 
-Why SQLite: no server, one file to copy or delete, transactional. Every write is its own
-committed transaction, so a crash (even SIGKILL) loses at most the items still in flight.
-WAL lets a second process (``runs show`` during a run) read while the runner writes.
+Why SQLite: no server, one file to copy or delete, transactional. Every write is committed
+before the writer waits for anything, so a crash (even SIGKILL) loses at most the items still
+in flight: a run's results are written into one open *group* (``group_write``) that is
+committed at the end of the event-loop turn that wrote them, or before the connection is used
+for anything else, whichever comes first (``commit_group``). WAL lets a second process
+(``runs show`` during a run) read while the runner writes.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class StoreConnection:
         except OSError as exc:
             raise BackendError(f"cannot create local store {self._path}: {exc}") from exc
         self._conn: sqlite3.Connection | None = None
+        self._group = False  # a group of writes is open (``group_write``), not yet committed
         try:
             conn = sqlite3.connect(
                 self._path, timeout=30.0, isolation_level=None, check_same_thread=False
@@ -95,9 +99,61 @@ class StoreConnection:
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            try:
+                self._end_group()
+            finally:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+    def commit_group(self) -> None:
+        """Commit the open group of writes (nothing when none is open)."""
+        with self._lock:
+            self._end_group()
+
+    def _end_group(self) -> None:
+        """Under the lock: commit the open group; a failed commit rolls the group back and
+        raises (its writes are lost: the caller reports them)."""
+        if not self._group:
+            return
+        self._group = False
+        conn = self._conn
+        if conn is None or not conn.in_transaction:
+            return
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise BackendError(f"local store {self._path}: {exc}") from exc
+
+    @contextmanager
+    def group_write(self) -> Iterator[sqlite3.Connection]:
+        """Writes that join the open group (opening one when none is), under a savepoint:
+        on an exception only this block's writes are undone, the group's others stay. The
+        caller commits with ``commit_group`` (any other use of the store commits it too)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise BackendError(f"local store {self._path} is closed")
+            try:
+                if not self._group:
+                    conn.execute("BEGIN IMMEDIATE")
+                    self._group = True
+                conn.execute("SAVEPOINT group_write")
+            except sqlite3.Error as exc:
+                raise BackendError(f"local store {self._path}: {exc}") from exc
+            try:
+                yield conn
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK TO group_write")
+                    conn.execute("RELEASE group_write")
+                if isinstance(exc, sqlite3.Error):
+                    raise BackendError(f"local store {self._path}: {exc}") from exc
+                raise
+            else:
+                conn.execute("RELEASE group_write")
 
     @contextmanager
     def _statement(self) -> Iterator[sqlite3.Connection]:
@@ -106,6 +162,7 @@ class StoreConnection:
         response cache): an explicit BEGIN/COMMIT around one statement adds two round trips
         into SQLite (and two releases of the GIL) per model call."""
         with self._lock:
+            self._end_group()
             conn = self._conn
             if conn is None:
                 raise BackendError(f"local store {self._path} is closed")
@@ -118,6 +175,7 @@ class StoreConnection:
     def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         """One transaction under the lock; writes take the write lock up front (IMMEDIATE)."""
         with self._lock:
+            self._end_group()
             conn = self._conn
             if conn is None:
                 raise BackendError(f"local store {self._path} is closed")

@@ -143,12 +143,20 @@ class RunTables(StoreConnection):
             return cur.rowcount > 0
 
     def record_result(
-        self, run_id: int, result: ItemResult, *, cache_rows: Sequence[CacheRow] = ()
+        self,
+        run_id: int,
+        result: ItemResult,
+        *,
+        cache_rows: Sequence[CacheRow] = (),
+        group: bool = False,
     ) -> None:
         """Upsert the item's row and replace its item-level scores and failure taxonomy, all
         in one transaction, then commit at once; ``cache_rows`` (the item's response-cache
-        writes, ``SQLiteResponseCache.take``) go in the same transaction."""
-        with self._tx(write=True) as conn:
+        writes, ``SQLiteResponseCache.take``) go in the same transaction.
+
+        ``group``: the writes join the open group instead (all of them or none, under a
+        savepoint), committed by ``commit_group`` (or by the store's next other use)."""
+        with self.group_write() if group else self._tx(write=True) as conn:
             try:
                 _write_result(conn, run_id, result)
             except sqlite3.IntegrityError as exc:  # results.run_id references runs(id)
@@ -501,12 +509,18 @@ def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> 
                 t.side,
                 t.index,
                 t.label,
-                _dumps(t.related),
+                _int_list_json(t.related),
                 t.source_id,
             )
             for position, t in enumerate(result.taxonomy)
         ],
     )
+
+
+def _int_list_json(values: Sequence[int]) -> str:
+    """``_dumps`` of a list of ints (a taxonomy tag's ``related``), without a JSON encoder
+    per row: the same text."""
+    return "[" + ",".join(map(str, values)) + "]"
 
 
 def _insert_scores(
