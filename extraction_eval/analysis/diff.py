@@ -139,8 +139,7 @@ class DiffFold:
         self.out.counts.add_unchanged(gold_empty=gold_empty, failed=failed)
 
     def changed(self, d: ItemDiff) -> None:
-        self.out.counts.add(d)
-        if d.changed and self.top:
+        if self.out.counts.add(d) and self.top:
             self._held.append((regression_order(d), d))
             if len(self._held) > 4 * self.top + PRUNE_SLACK:  # prune: memory stays bounded
                 self._held = heapq.nsmallest(self.top, self._held, key=lambda e: e[0])

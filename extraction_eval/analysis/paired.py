@@ -393,7 +393,7 @@ def _epilogue(
         differences=differences,
         warnings=warnings,
     )
-    rows_a, rows_b = acc.matrices()
+    rows_a, rows_b = acc.matrices(canonical=True)
     if acc.n >= options.min_items:  # below it the MDE would be a number without meaning
         for name in ("entity_f1", "relationship_f1"):
             result.power[name] = analyse(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import cmp_to_key, partial
 from typing import Any, Literal
 
 import numpy as np
@@ -237,6 +237,7 @@ class PairedAccumulator:
         # per-type counts of stored items not summed yet: ids -> [(A ents, A rels, B ents,
         # B rels), how many items had them]
         self._typed: dict[tuple[int, ...], list[Any]] = {}
+        self._canonical: tuple[int, NDArray[np.int64]] | None = None  # (n, sorted rows)
 
     def add(
         self,
@@ -275,9 +276,15 @@ class PairedAccumulator:
             self.relationship_types.add(1, rels_b, times)
         self._typed.clear()
 
-    def matrices(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """(A rows, B rows), each n × :data:`WIDTH`."""
+    def matrices(self, *, canonical: bool = False) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(A rows, B rows), each n × :data:`WIDTH`, in the order the items came, or with
+        ``canonical`` in the order the bootstrap and the power analysis put them in (lexsorted
+        (A, B) rows: sorted once here, their own sort then finds them in order)."""
         both = np.frombuffer(self.rows, dtype=np.int64).reshape(self.n, 2 * WIDTH)
+        if canonical:
+            if self._canonical is None or self._canonical[0] != self.n:
+                self._canonical = (self.n, both[np.lexsort(both.T[::-1])] if self.n else both)
+            both = self._canonical[1]
         return both[:, :WIDTH], both[:, WIDTH:]
 
     def compare(
@@ -290,7 +297,7 @@ class PairedAccumulator:
         correction: Correction = "holm",
         min_items: int = MIN_ITEMS,
     ) -> PairedComparison:
-        a, b = self.matrices()
+        a, b = self.matrices(canonical=True)
         self._flush()
         return paired_compare_counts(
             a,
@@ -346,9 +353,25 @@ def _unique_columns(
     index = np.full(matrix.shape[1], -1, dtype=np.intp)
     if nonzero.size == 0:
         return matrix[:, :0], index
-    unique, inverse = np.unique(matrix[:, nonzero], axis=1, return_inverse=True)
-    index[nonzero] = np.asarray(inverse).reshape(-1)
-    return unique, index
+    # np.unique(axis=1)'s result without its sort of 100,000-field records: equal columns
+    # found by their bytes, the distinct ones put in its (lexicographic) order
+    first: dict[bytes, int] = {}
+    for j in nonzero:
+        first.setdefault(np.ascontiguousarray(matrix[:, j]).tobytes(), int(j))
+    order = sorted(first.values(), key=cmp_to_key(partial(_column_order, matrix)))
+    rank = {j: r for r, j in enumerate(order)}
+    for j in nonzero:
+        index[j] = rank[first[np.ascontiguousarray(matrix[:, j]).tobytes()]]
+    return matrix[:, order], index
+
+
+def _column_order(matrix: NDArray[np.int64], i: int, j: int) -> int:
+    """-1, 0, 1: column i before, equal to, after column j (lexicographic, as np.unique)."""
+    differ = np.flatnonzero(matrix[:, i] != matrix[:, j])
+    if differ.size == 0:
+        return 0
+    k = differ[0]
+    return -1 if matrix[k, i] < matrix[k, j] else 1
 
 
 def paired_sums(

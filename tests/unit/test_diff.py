@@ -242,6 +242,32 @@ def test_aggregates_equal_a_hand_count() -> None:
     assert [d.regressions for d in order][:2] == [4, 2]
 
 
+def test_counting_a_diff_says_whether_it_changed_and_sums_what_its_properties_say() -> None:
+    # DiffCounts.add walks each diff once (compare counts 10,000s of changed items) and hands
+    # back ``changed``, so DiffFold needs no second walk: both must agree with the properties
+    wrong_cb = CB.model_copy(update={"type": "organization"})
+    grounded_off = ADA.model_copy(update={"evidence": "not in the text"})
+    paris = Entity(name="Paris", type="location")
+    diffs = [
+        diff(GOLD, GOLD),
+        diff(ext(ADA, CB, EMPLOYS), GOLD),
+        diff(GOLD, ext(grounded_off, wrong_cb, LONDON, EMPLOYS, paris)),
+        diff(Extraction(), ext(paris), gold=Extraction()),
+        diff(ext(paris), Extraction(), gold=Extraction()),
+        diff(None, None),
+        diff(GOLD, None),
+    ]
+    for d in diffs:
+        counts = DiffCounts()
+        assert counts.add(d) is d.changed
+        assert counts.to_json()["totals"] == d.counts()
+        assert counts.changed_items == int(d.changed)
+        assert counts.items_with_regressions == int(d.regressions > 0)
+        assert counts.new_hallucinations == (d.new_false_positives if d.gold_empty else 0)
+        assert counts.gone_hallucinations == (d.gone_false_positives if d.gold_empty else 0)
+    assert [d.changed for d in diffs] == [False, True, True, True, True, False, True]
+
+
 def test_json_form_is_stable_and_complete() -> None:
     d = diff(ext(ADA, CB, EMPLOYS), GOLD)
     js = d.to_json()

@@ -419,3 +419,26 @@ def test_mcnemar_p_value_is_scipys_binomtest_to_the_last_bit() -> None:
         cases.append((rng.randint(0, n), n))
     for k, n in cases:
         assert binom_two_sided_p(k, n) == float(binomtest(k, n, 0.5).pvalue), (k, n)
+
+
+def test_distinct_columns_are_what_np_unique_gives() -> None:
+    # paired_sums resamples each distinct non-zero column once; finding them by their bytes
+    # (np.unique sorted 100,000-field records: ~0.6 s at 100,000 items) must give np.unique's
+    # columns in its order, or the bootstrap's canonical row order and draws would change
+    from extraction_eval.evaluators.paired import _unique_columns
+
+    rng = np.random.default_rng(3)
+    for n in (1, 4, 50, 400):
+        for width in (1, 4, 10):
+            m = rng.integers(-2, 3, size=(n, width)).astype(np.int64)
+            if width >= 4:
+                m[:, 1], m[:, 2], m[:, 3] = m[:, 0], 0, -m[:, 0]  # a repeat, a zero column
+            nonzero = np.flatnonzero(m.any(axis=0))
+            want_index = np.full(width, -1)
+            if nonzero.size:
+                want, inverse = np.unique(m[:, nonzero], axis=1, return_inverse=True)
+                want_index[nonzero] = np.asarray(inverse).reshape(-1)
+            else:
+                want = m[:, :0]
+            got, index = _unique_columns(m)
+            assert np.array_equal(got, want) and np.array_equal(index, want_index)

@@ -185,3 +185,18 @@ def test_many_repeated_rows_are_resampled_as_a_multinomial_over_the_distinct_row
     assert np.allclose(sums[:, 1:].mean(axis=0), n * mean_row[1:], rtol=1e-3)
     # the bootstrap standard error of a sum of n iid rows is sqrt(n) * sd
     assert np.allclose(sums[:, 1:].std(axis=0), np.sqrt(n) * sd_row[1:], rtol=0.06)
+
+
+def test_distinct_sorted_rows_are_what_np_unique_gives() -> None:
+    # the bootstrap's distinct rows, found on rows it has already sorted (np.unique sorted
+    # them again: ~0.3 s at 100,000 items): the same rows, groups and repeats, so the same draws
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 40, 300):
+        for width in (1, 3, 8):
+            m = rng.integers(-2, 3, size=(n, width)).astype(np.int64)
+            ordered = m[np.lexsort(m.T[::-1])]
+            want = np.unique(ordered, axis=0, return_inverse=True, return_counts=True)
+            got = stats_module.distinct_sorted_rows(ordered)
+            assert np.array_equal(got[0], want[0])
+            assert np.array_equal(got[1], np.asarray(want[1]).reshape(-1))
+            assert np.array_equal(got[2], want[2])
