@@ -322,3 +322,43 @@ def test_matrix_cells_are_experiments_on_one_dataset(monkeypatch: pytest.MonkeyP
     assert len({c.run.dataset_version for c in outcome.cells}) == 1
     f1 = {c.cell.model: c.run.summary["values"]["entity_f1"] for c in outcome.cells}
     assert f1 == {"fake:live-mx-a": 1.0, "fake:live-mx-b": 0.0}
+
+
+def test_a_failed_item_is_one_error_observation_with_its_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LangFuse's error count of a run (ERROR observations) equals ours: exactly one per
+    failed item, and the failed item's trace still carries its input as an object."""
+    from extraction_eval.datasets.bundled import sample_items
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+
+    client = _use_live(monkeypatch)
+    dataset = f"{NAME}-errors"
+    items = sample_items()[:4]
+    LangfuseDatasetBackend(client).upload_items(dataset, items)
+    monkeypatch.setenv("E2E_FAIL", items[1].id)
+    outcome = run_experiment(
+        RunConfig(
+            dataset=dataset,
+            name=f"live-errors-{uuid.uuid4().hex[:8]}",
+            backend="langfuse",
+            pipeline=PipelineConfig(pipeline="tests.support.pipelines:first_entity"),
+        )
+    )
+    assert outcome.summary.items == 4 and outcome.summary.errors == 1
+    levels: dict[str, list[str]] = {}
+    for result in outcome.results:
+        observations = _get("v2/observations", traceId=result.trace_id, fields="core,basic")["data"]
+        levels[result.item_id] = [o["level"] for o in observations]
+    errors = {item_id: lv.count("ERROR") for item_id, lv in levels.items()}
+    assert errors == {i.id: int(i.id == items[1].id) for i in items}, levels
+    since = outcome.run.started_at or "2000-01-01T00:00:00Z"
+    rows = _get(
+        "experiment-items", fromStartTime=since[:10] + "T00:00:00Z",
+        experimentId=outcome.run.experiment_id, fields="core,io", limit="100",
+    )["data"]  # fmt: skip
+    trace_id = next(r.trace_id for r in outcome.results if r.item_id == items[1].id)
+    failed = next(r for r in rows if r["traceId"] == trace_id)
+    assert json.loads(failed["input"])["text"] == items[1].text
