@@ -37,7 +37,10 @@ from extraction_eval.evaluators.taxonomy import relationship_label
 from extraction_eval.types import Entity, Extraction, Relationship, Schema
 
 Kind = Literal["entity", "relationship"]
-State = Literal["right", "wrong_type", "reversed", "missed"]
+# "ignored": gold below the run's confidence floor (an ignore region, ``gold_view``): neither
+# found nor missed, so never fixed or broken
+State = Literal["right", "wrong_type", "reversed", "missed", "ignored"]
+STATES: tuple[State, ...] = ("right", "wrong_type", "reversed", "missed", "ignored")
 Change = Literal["fixed", "broken"]
 EvidenceChange = Literal["grounded", "ungrounded"]
 ExtraStatus = Literal["new", "gone", "kept"]
@@ -270,12 +273,11 @@ class FollowedRun:
     def from_json(cls, data: Any) -> FollowedRun:
         """The stored view; ``ValueError`` / ``TypeError`` when it is not one."""
         ents, rels, efp, rfp, grounded = data
-        states = ("right", "wrong_type", "reversed", "missed")
 
         def state(rows: Any) -> list[tuple[State, int | None]]:
             out: list[tuple[State, int | None]] = []
             for st, i in rows:
-                if st not in states or not (i is None or type(i) is int):
+                if st not in STATES or not (i is None or type(i) is int):
                     raise ValueError(f"not a followed state: {st!r}, {i!r}")
                 out.append((st, i))
             return out
@@ -298,6 +300,9 @@ def follow(score: ItemScore) -> FollowedRun:
     rel: list[tuple[State, int | None]] = [("missed", None)] * score.listed("relationship", "gold")
     for r in score.relationship_pairs:
         rel[r.gold] = ("right", r.pred)
+    for kind, side, j in score.ignored:  # gold below the floor: not "missed"
+        if side == "gold":
+            (ent if kind == "entity" else rel)[j] = ("ignored", None)
     # near misses, from the taxonomy: the first prediction naming the gold object, reversed
     # before wrong type (the taxonomy's own precedence)
     for wanted, state in (("reversed", "reversed"), ("wrong_relation_type", "wrong_type")):
@@ -364,7 +369,9 @@ def _gold_diffs(
         a = None if ia is None else _side(kind, preds_a, ia, run_a.grounded)
         b = None if ib is None else _side(kind, preds_b, ib, run_b.grounded)
         change: Change | None = None
-        if sa != "right" and sb == "right":
+        if sa == "ignored" or sb == "ignored":
+            pass  # an ignore region in either run: not counted either way
+        elif sa != "right" and sb == "right":
             change = "fixed"
         elif sa == "right" and sb != "right":
             change = "broken"

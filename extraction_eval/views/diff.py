@@ -18,10 +18,11 @@ if TYPE_CHECKING:  # annotations only: importing a view loads no store and no sc
     from extraction_eval.types import ItemResult
 
 # One mark per state of a prediction, one per change: the legend prints them.
-STATE_MARKS = {"right": "✓", "wrong_type": "≠", "reversed": "⇄", "missed": "—"}
+STATE_MARKS = {"right": "✓", "wrong_type": "≠", "reversed": "⇄", "missed": "—", "ignored": "○"}
 STATE_NAMES = {"right": "right", "wrong_type": "wrong type", "reversed": "reversed"}
 LEGEND = (
-    "✓ right  ≠ wrong type  ⇄ reversed  — missed · + fixed  − broken  ~ retyped  ⇄ flipped"
+    "✓ right  ≠ wrong type  ⇄ reversed  — missed  ○ ignored (gold below the confidence floor)"
+    " · + fixed  − broken  ~ retyped  ⇄ flipped"
     " · ev+ / ev− evidence now grounded / ungrounded · FP: stands for no gold object"
 )
 
@@ -129,7 +130,8 @@ def _side_cell(state: str, side: SideObject | None, gold_label: str, gold_type: 
     """The prediction standing for a gold object: only what differs from the gold is spelt
     out (its label when not the gold's, its type when not the gold's)."""
     if side is None:
-        return Text(f"{STATE_MARKS[state]} missed", style="dim")
+        word = "ignored" if state == "ignored" else "missed"
+        return Text(f"{STATE_MARKS[state]} {word}", style="dim")
     text = Text(STATE_MARKS[state])
     if side.label != gold_label:
         text.append(f" {side.label}")

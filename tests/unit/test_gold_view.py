@@ -229,3 +229,26 @@ def test_the_diff_follows_the_stored_lists_and_ignored_predictions_are_not_fp() 
     assert run.entity_state[0] == ("right", 0)
     assert run.entity_fp == [2] and run.relationship_fp == []
     assert (s.listed("entity", "gold"), s.listed("entity", "pred")) == (4, 3)
+
+
+def test_the_diff_shows_gold_below_the_floor_as_ignored_never_changed() -> None:
+    """Before: such gold was followed as "missed" in both runs (and, against a run without
+    the floor, a "fix" or "break" of an object the other run did not count)."""
+    from extraction_eval.evaluators.diff import diff_followed, follow
+    from extraction_eval.views.diff import _side_cell
+
+    pred = Extraction(entities=[_ent("Ann Lee", "person"), _ent("Oslo", "location")])
+    floored = follow(score_dataset_item(ITEM, pred, CFG, floor=0.9))
+    ignored = ("ignored", None)
+    assert floored.entity_state == [("right", 0), ("missed", None), ignored, ignored]
+    assert floored.relationship_state == [("missed", None), ("ignored", None)]
+    unfloored = follow(score_dataset_item(ITEM, pred, CFG))  # Oslo found: "right" there
+    assert unfloored.entity_state[2] == ("right", 1)
+    diff = diff_followed(
+        item_id="i", gold=ITEM.expected, pred_a=pred, pred_b=pred,
+        run_a=floored, run_b=unfloored, config=CFG,
+    )  # fmt: skip
+    oslo = next(o for o in diff.objects if o.kind == "entity" and o.index == 2)
+    assert (oslo.a, oslo.b, oslo.change) == ("ignored", "right", None)
+    assert diff.fixed == 0 and diff.broken == 0
+    assert _side_cell("ignored", None, "Oslo", "location").plain == "○ ignored"
