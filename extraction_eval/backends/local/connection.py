@@ -120,12 +120,16 @@ class StoreConnection:
         conn = self._conn
         if conn is None or not conn.in_transaction:
             return
+        self._commit(conn)
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        """COMMIT; when it fails, the transaction is rolled back and the error raised."""
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise BackendError(f"local store {self._path}: {exc}") from exc
+            raise self._error(exc) from exc
 
     @contextmanager
     def group_write(self) -> Iterator[sqlite3.Connection]:
@@ -133,27 +137,39 @@ class StoreConnection:
         on an exception only this block's writes are undone, the group's others stay. The
         caller commits with ``commit_group`` (any other use of the store commits it too)."""
         with self._lock:
-            conn = self._conn
-            if conn is None:
-                raise BackendError(f"local store {self._path} is closed")
+            conn = self._open()
             try:
                 if not self._group:
                     conn.execute("BEGIN IMMEDIATE")
                     self._group = True
                 conn.execute("SAVEPOINT group_write")
             except sqlite3.Error as exc:
-                raise BackendError(f"local store {self._path}: {exc}") from exc
-            try:
+                raise self._error(exc) from exc
+            with self._undone_on_error(conn, "ROLLBACK TO group_write", "RELEASE group_write"):
                 yield conn
-            except BaseException as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK TO group_write")
-                    conn.execute("RELEASE group_write")
-                if isinstance(exc, sqlite3.Error):
-                    raise BackendError(f"local store {self._path}: {exc}") from exc
-                raise
-            else:
-                conn.execute("RELEASE group_write")
+            conn.execute("RELEASE group_write")
+
+    def _open(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise BackendError(f"local store {self._path} is closed")
+        return self._conn
+
+    def _error(self, exc: sqlite3.Error) -> BackendError:
+        return BackendError(f"local store {self._path}: {exc}")
+
+    @contextmanager
+    def _undone_on_error(self, conn: sqlite3.Connection, *undo: str) -> Iterator[None]:
+        """Whatever the block raises: ``undo`` first (when a transaction is open), and an
+        SQLite error as the store's one-line ``BackendError``."""
+        try:
+            yield
+        except BaseException as exc:
+            if conn.in_transaction:
+                for statement in undo:
+                    conn.execute(statement)
+            if isinstance(exc, sqlite3.Error):
+                raise self._error(exc) from exc
+            raise
 
     @contextmanager
     def _statement(self) -> Iterator[sqlite3.Connection]:
@@ -163,38 +179,22 @@ class StoreConnection:
         into SQLite (and two releases of the GIL) per model call."""
         with self._lock:
             self._end_group()
-            conn = self._conn
-            if conn is None:
-                raise BackendError(f"local store {self._path} is closed")
+            conn = self._open()
             try:
                 yield conn
             except sqlite3.Error as exc:
-                raise BackendError(f"local store {self._path}: {exc}") from exc
+                raise self._error(exc) from exc
 
     @contextmanager
     def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         """One transaction under the lock; writes take the write lock up front (IMMEDIATE)."""
         with self._lock:
             self._end_group()
-            conn = self._conn
-            if conn is None:
-                raise BackendError(f"local store {self._path} is closed")
+            conn = self._open()
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.Error as exc:
-                raise BackendError(f"local store {self._path}: {exc}") from exc
-            try:
+                raise self._error(exc) from exc
+            with self._undone_on_error(conn, "ROLLBACK"):
                 yield conn
-            except BaseException as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise BackendError(f"local store {self._path}: {exc}") from exc
-                raise
-            else:
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise BackendError(f"local store {self._path}: {exc}") from exc
+            self._commit(conn)
