@@ -217,6 +217,15 @@ class _TypeSums:
             acc[3 * side + 1] += t.fp * times
             acc[3 * side + 2] += t.fn * times
 
+    def merge(self, other: _TypeSums) -> None:
+        for key, label in other.labels.items():
+            if key not in self.labels or label < self.labels[key]:
+                self.labels[key] = label
+        for key, sums in other.sums.items():
+            acc = self.sums.setdefault(key, [0] * 6)
+            for i, v in enumerate(sums):
+                acc[i] += v
+
     def comparisons(self, kind: Literal["entity", "relationship"]) -> tuple[TypeComparison, ...]:
         rows = [
             TypeComparison(kind, self.labels[k], Counts(*v[:3]), Counts(*v[3:]))
@@ -267,6 +276,15 @@ class PairedAccumulator:
         # values would cost more than adding them; the entry holds the tuples, so ids stay valid
         tally = self._typed.setdefault(tuple(map(id, groups)), [groups, 0])
         tally[1] += 1
+
+    def extend(self, other: PairedAccumulator) -> None:
+        """Add another accumulator's items after this one's (a report built in two
+        processes): the same rows and sums as had they been added here."""
+        other._flush()
+        self.rows.extend(other.rows)
+        self.n += other.n
+        self.entity_types.merge(other.entity_types)
+        self.relationship_types.merge(other.relationship_types)
 
     def _flush(self) -> None:
         for (ents_a, rels_a, ents_b, rels_b), times in self._typed.values():
