@@ -292,9 +292,17 @@ class ReportPart:
                 ):  # both runs answered alike: laid out once
                     sides.append(reused_side(first, row))
                     continue
-                sides.append(
-                    _side(scorings[pos], keys[pos], first_mode, item, row, shown, index, stored)
-                )
+                like = None
+                if (
+                    first is not None
+                    and items[0] is not None
+                    and item is not None
+                    and item.text == items[0].text
+                    and scorings[pos].evidence == first_mode
+                ):  # the same text index: an equal output is found where A's was
+                    like = (rows[0][item_id], first)
+                at = (index, first_mode)
+                sides.append(_side(scorings[pos], keys[pos], item, row, shown, at, like, stored))
             for pos, row in enumerate(r.get(item_id) for r in rows):
                 lat = None if row is None or row.cache_hit else row.latency_ms
                 if sides[pos] is not None and lat is not None:
@@ -430,17 +438,19 @@ class _Indexes:
 def _side(
     scoring: ScoringConfig,
     key: str,
-    first_mode: str,
     item: DatasetItem | None,
     row: ReportRow | None,
     shown: DatasetItem,
-    index: _Indexes,
+    indexes: tuple[_Indexes, str],
+    like: tuple[ReportRow, RunSide] | None,
     stored: StoredViews,
 ) -> RunSide | None:
     """One run's side of an item (None when the run has no result for it)."""
     if item is None or row is None:
         return None
-    side = run_side(item, row, scoring, key, index(item.text, scoring.evidence), stored)
+    index, first_mode = indexes
+    here = index(item.text, scoring.evidence)
+    side = run_side(item, row, scoring, key, here, stored, like)
     if item is not shown and item.text != shown.text:
         side.entry["text"] = item.text  # another dataset version changed the text
     if (
@@ -448,7 +458,7 @@ def _side(
         or "text" in side.entry
         or (item is not shown and item.expected != shown.expected)
     ):  # this run's gold differs when its evidence mode, text or gold does
-        side.entry["gold"] = gold_objects(item.expected, index(item.text, scoring.evidence))
+        side.entry["gold"] = gold_objects(item.expected, here)
     return side
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import extraction_eval.analysis.report_build as report_build
 import extraction_eval.analysis.report_data as report_data
+import extraction_eval.analysis.report_items as report_items
 from extraction_eval.analysis.report_data import CHUNK, ReportData, build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
@@ -77,9 +78,7 @@ def test_a_failed_worker_leaves_its_items_to_this_process(
     _same(alone, both)
 
 
-def test_small_runs_stay_in_one_process(
-    store: LocalStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_small_runs_stay_in_one_process(store: LocalStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """Below ``SPLIT_AT`` items no worker is started (starting one costs more than it saves);
     at or above it, one is."""
 
@@ -92,3 +91,32 @@ def test_small_runs_stay_in_one_process(
     monkeypatch.setattr(report_data, "SPLIT_AT", N_ITEMS)
     with pytest.raises(AssertionError, match="a worker was started"):
         build_report_data(store, runs)
+
+
+def test_equal_outputs_scored_otherwise_share_their_places_in_the_text(
+    store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C stored A's outputs but is scored with ``--match exact`` (so A's side is not reused
+    whole): C's objects take their spans, mentions and how they were found from A's, only
+    their statuses, gold and categories are C's own. The report is the one made without."""
+    runs = [get_run(store, "split-a"), get_run(store, "split-c")]
+    located: list[object] = []
+    real_entity = report_items.entity_object
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        located.append(args[0])
+        return real_entity(*args, **kwargs)
+
+    monkeypatch.setattr(report_items, "entity_object", counting)
+    shared = build_report_data(store, runs, split=0)
+    n_shared = len(located)
+    real_side = report_items.run_side
+    monkeypatch.setattr(report_build, "run_side", lambda *args: real_side(*args[:6]))
+    located.clear()
+    alone = build_report_data(store, runs, split=0)
+    n_alone = len(located)
+    predicted = sum(
+        1 for det in alone.details() for obj in det["runs"][1]["pred"] if obj["k"] == "e"
+    )
+    assert predicted > 0 and n_alone - n_shared == predicted  # C's entities: none located
+    _same(shared, alone)

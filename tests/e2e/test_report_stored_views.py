@@ -12,7 +12,6 @@ import pytest
 
 import extraction_eval.analysis.report_build as report_build
 import extraction_eval.analysis.report_compare as report_compare
-import extraction_eval.analysis.report_data as report_data
 import extraction_eval.analysis.report_items as report_items
 from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
 from extraction_eval.analysis.report_compare import comparison_view

@@ -48,7 +48,8 @@ def _n(item: Any) -> int:
 def split_a(*, item: Any, **_: Any) -> dict[str, Any]:
     out = _gold(item)
     if _n(item) % 5 == 0:  # a miss, a spurious one and an ungrounded one
-        out["entities"] = out["entities"][1:] + [
+        out["entities"] = [
+            *out["entities"][1:],
             {"name": "1901", "type": "date", "evidence": "1901"},
             {"name": "Paris", "type": "location", "evidence": "born in Paris"},
         ]
