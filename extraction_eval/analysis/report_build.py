@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import json
 import pickle
-import resource
 import subprocess
 import sys
 import zlib
@@ -51,7 +50,8 @@ __all__ = [
     "DetailChunks",
     "ItemStream",
     "ItemTable",
-    "PartResult",
+    "PartCounts",
+    "PartRows",
     "ReportPart",
     "Worker",
     "collector_paused",
@@ -215,17 +215,23 @@ def collector_paused() -> Iterator[None]:
 
 
 @dataclass
-class PartResult:
-    """What a worker built for its range, for :meth:`ReportPart.absorb` (picklable)."""
+class PartCounts:
+    """What a worker counted for its range (picklable): the diff's counts, compare's
+    counting pass and how many rows of each run it saw."""
+
+    diff: DiffCounts | None
+    seen: list[int]
+    paired: PairedCounts | None
+
+
+@dataclass
+class PartRows:
+    """What a worker built for its range's page (picklable): the table, the compressed
+    chunks and the latencies."""
 
     table: ItemTable
     chunks: list[bytes]
     latencies: list[array[float]]
-    diff: DiffCounts | None
-    seen: list[int]
-    paired: PairedCounts | None
-    cpu: float = 0.0  # the worker's user + system seconds
-    peak_mb: float = 0.0  # its peak RSS
 
 
 class ReportPart:
@@ -326,34 +332,36 @@ class ReportPart:
             self.done = self.chunks.done()
         return self.done
 
-    def shipped(self) -> PartResult:
+    def counted(self) -> PartCounts:
         seen, paired = ([0, 0], None) if self.along is None else self.along.shipped()
-        return PartResult(
-            table=self.table,
-            chunks=self.chunk_list(),
-            latencies=self.latencies,
-            diff=None if self.pairing is None else self.pairing.counts,
-            seen=seen,
-            paired=paired,
-        )
+        diff = None if self.pairing is None else self.pairing.counts
+        return PartCounts(diff=diff, seen=seen, paired=paired)
 
-    def absorb(self, other: PartResult) -> None:
-        """Append a part built for the items after this one's (this part ends on a chunk
-        boundary): the result is the part one process would have built for both ranges."""
-        self.chunk_list().extend(other.chunks)
-        self.table.extend(other.table)
-        for mine, theirs in zip(self.latencies, other.latencies, strict=True):
-            mine.extend(theirs)
+    def rows(self) -> PartRows:
+        return PartRows(table=self.table, chunks=self.chunk_list(), latencies=self.latencies)
+
+    def absorb_counts(self, other: PartCounts) -> None:
+        """Add the counts of the items after this part's."""
         if self.pairing is not None and other.diff is not None:
             self.pairing.counts.merge(other.diff)
         if self.along is not None:
             self.along.merge(other.seen, other.paired)
 
+    def absorb_rows(self, other: PartRows) -> None:
+        """Append the rows of the items after this part's (which ends on a chunk boundary):
+        the table, chunks and latencies one process would have made for both ranges."""
+        self.chunk_list().extend(other.chunks)
+        self.table.extend(other.table)
+        for mine, theirs in zip(self.latencies, other.latencies, strict=True):
+            mine.extend(theirs)
+
 
 class Worker:
     """A fresh interpreter building the items after position ``after`` (to the end) of the
-    store at ``path``: its own connection, its own zlib thread. :meth:`result` is None when
-    it failed (its error went to stderr): the caller then builds that range itself."""
+    store at ``path``: its own connection, its own zlib thread. It sends its counts first
+    (:meth:`counts`), then its rows (:meth:`rows`), so this process can finish the comparison
+    before it holds both halves of the table. Either is None when the worker failed (its
+    error went to stderr): the caller then builds that range itself."""
 
     code = "from extraction_eval.analysis.report_build import work; work()"
 
@@ -361,6 +369,7 @@ class Worker:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", self.code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
+        self.cpu = self.peak_mb = 0.0  # its user + system seconds and peak RSS, once done
         stdin = self.proc.stdin
         assert stdin is not None
         try:  # sys.path first, so the worker imports this very package before the job
@@ -368,47 +377,56 @@ class Worker:
             pickle.dump((str(path), list(runs), after), stdin)
             stdin.close()
         except OSError:
-            pass  # it died at start: result() says so
+            pass  # it died at start: counts() says so
 
-    def result(self) -> PartResult | None:
+    def _read(self, kind: type[Any]) -> Any:
         stdout = self.proc.stdout
         assert stdout is not None
         try:
             got = pickle.load(stdout)
         except Exception:  # nothing (or half) sent: it failed and said why on stderr
-            got = None
-        stdout.close()
-        _, status, usage = _wait(self.proc)
-        if status != 0 or not isinstance(got, PartResult):
             return None
-        got.cpu = usage.ru_utime + usage.ru_stime
-        got.peak_mb = usage.ru_maxrss / 1024
+        return got if isinstance(got, kind) else None
+
+    def counts(self) -> PartCounts | None:
+        got: PartCounts | None = self._read(PartCounts)
         return got
 
+    def rows(self) -> PartRows | None:
+        got: PartRows | None = self._read(PartRows)
+        status = self._done()
+        return got if status == 0 else None
+
+    def _done(self) -> int:
+        """wait4 on the worker: reaped, its own CPU and peak RSS noted; its exit status."""
+        import os
+
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.peak_mb = usage.ru_maxrss / 1024
+        return self.proc.returncode
+
     def stop(self) -> None:
-        """Ends the worker when the build fails before it is read (no orphan left)."""
+        """Ends the worker when it is not read to the end (no orphan left)."""
         if self.proc.returncode is None:
-            self.proc.kill()
-            _wait(self.proc)
+            self.proc.kill()  # it polls first: a worker that has exited is reaped there
+            if self.proc.returncode is None:
+                self._done()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
 
 
-def _wait(proc: subprocess.Popen[bytes]) -> tuple[int, int, resource.struct_rusage]:
-    """wait4 on the worker: its own CPU and peak RSS, and it is reaped."""
-    import os
-
-    pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return pid, proc.returncode, usage
-
-
 def work(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
-    """The worker's entry: a job pickle in, a :class:`PartResult` pickle out."""
+    """The worker's entry: a job in, its :class:`PartCounts` then its :class:`PartRows` out
+    (pickles)."""
     source = stdin or sys.stdin.buffer
     sys.path[:] = pickle.load(source)
     path, runs, after = pickle.load(source)
+    out = stdout or sys.stdout.buffer
     with (
         collector_paused(),
         ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool,
@@ -416,10 +434,13 @@ def work(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> Non
     ):
         part = ReportPart(store, runs, pool, streamed=True)
         part.fill(range_stream(store, runs, after))
-        result = part.shipped()
-    out = stdout or sys.stdout.buffer
-    pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
-    out.flush()
+        for message in (part.counted(), part.rows()):
+            pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+            # no memo: a million small objects without a cycle among them; the memo (here
+            # and in the reader) would cost more memory than the few shared objects it saves
+            pickler.fast = True
+            pickler.dump(message)
+            out.flush()
 
 
 class _Indexes:

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from extraction_eval.analysis.paired import GoldLoader
 from extraction_eval.analysis.report_build import (
     CHUNK,
     ItemStream,
@@ -284,36 +285,12 @@ def _build(
         stream, loaded = _item_stream(store, runs, items_for)
         part = ReportPart(store, runs, pool, streamed=loaded is None)
         part.fill(stream)
+        # a local run's stored counts are used, others re-scored against A's gold
+        comparison = _comparison(part, None if loaded is None else (lambda run: loaded))
     else:
-        count, after = first
-        loaded = None
-        part = ReportPart(store, runs, pool, streamed=True)
-        worker = Worker(store.path, runs, after)
-        try:
-            part.fill(range_stream(store, runs, limit=count))
-            got = worker.result()
-        finally:
-            worker.stop()
-        if got is None:  # the worker failed (its error is on stderr): its range here
-            _log.warning("report: the worker process failed; building its items here")
-            part.fill(range_stream(store, runs, after))
-        else:
-            _log.info(
-                "report: items after the first %d built in a worker: %.2f s CPU, peak RSS %.1f MB",
-                count,
-                got.cpu,
-                got.peak_mb,
-            )
-            part.absorb(got)
+        part, comparison = _two_processes(store, runs, pool, *first)
     done = part.chunk_list()
     columns, types = part.table.finish()
-    comparison = None
-    pairing, along = part.pairing, part.along
-    if pairing is not None and along is not None:
-        # a local run's stored counts are used, others re-scored against A's gold
-        paired = along.result(None if loaded is None else (lambda run: loaded))
-        comparison = comparison_view(paired)
-        comparison["diff"] = diff_view(pairing.counts)
     return ReportData(
         runs=[_run_header(r) for r in runs],
         table=columns,
@@ -323,6 +300,54 @@ def _build(
         comparison=comparison,
         latency=latency_histogram(part.latencies),
     )
+
+
+def _comparison(part: ReportPart, gold: GoldLoader | None) -> dict[str, Any] | None:
+    pairing, along = part.pairing, part.along
+    if pairing is None or along is None:
+        return None
+    comparison = comparison_view(along.result(gold))
+    comparison["diff"] = diff_view(pairing.counts)
+    return comparison
+
+
+def _two_processes(
+    store: LocalStore, runs: Sequence[RunRecord], pool: ThreadPoolExecutor, count: int, after: int
+) -> tuple[ReportPart, dict[str, Any] | None]:
+    """This process builds the first ``count`` items while a worker builds those after
+    position ``after``. The worker's counts come first, so the comparison is made before the
+    worker's half of the table is read (the comparison's arrays and both halves never meet in
+    memory)."""
+    part = ReportPart(store, runs, pool, streamed=True)
+    worker = Worker(store.path, runs, after)
+    rows = None
+    try:
+        part.fill(range_stream(store, runs, limit=count))
+        counts = worker.counts()
+        if counts is not None:
+            part.absorb_counts(counts)
+            comparison = _comparison(part, None)
+            rows = worker.rows()
+    finally:
+        worker.stop()
+    if counts is None:  # the worker failed (its error is on stderr): its range here
+        _log.warning("report: the worker process failed; building its items here")
+        part.fill(range_stream(store, runs, after))
+        return part, _comparison(part, None)
+    if rows is None:  # it failed after sending its counts: its rows made here
+        _log.warning("report: the worker process failed; building its items' rows here")
+        again = ReportPart(store, runs, pool, streamed=True)
+        again.fill(range_stream(store, runs, after))
+        rows = again.rows()
+    else:
+        _log.info(
+            "report: items after the first %d built in a worker: %.2f s CPU, peak RSS %.1f MB",
+            count,
+            worker.cpu,
+            worker.peak_mb,
+        )
+    part.absorb_rows(rows)
+    return part, comparison
 
 
 def _split_point(

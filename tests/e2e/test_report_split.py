@@ -66,13 +66,25 @@ def test_a_split_build_is_the_single_process_build(
     _same(alone, both)
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "raise SystemExit('worker down')",  # before it sent anything
+        # after its counts and rows, with a failing exit: its rows are not trusted
+        "from extraction_eval.analysis.report_build import work; work();"
+        " raise SystemExit('worker down')",
+    ],
+)
 def test_a_failed_worker_leaves_its_items_to_this_process(
-    store: LocalStore, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    store: LocalStore,
+    code: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """A worker that dies (here at start) costs time, never items: its range is built here."""
+    """A worker that dies costs time, never items: its range is built here."""
     runs = [get_run(store, "split-a"), get_run(store, "split-b")]
     alone = build_report_data(store, runs, split=0)
-    monkeypatch.setattr(report_build.Worker, "code", "raise SystemExit('worker down')")
+    monkeypatch.setattr(report_build.Worker, "code", code)
     both = build_report_data(store, runs, split=CHUNK)
     assert "worker down" in capfd.readouterr().err
     _same(alone, both)
