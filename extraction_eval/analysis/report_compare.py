@@ -153,7 +153,9 @@ class CompareAlong:
     def __init__(self, store: LocalStore, a: RunRecord, b: RunRecord, streamed: bool) -> None:
         self.store, self.a, self.b = store, a, b
         self.options = CompareOptions(force=True)
-        self.counting = PairedPass(store, a, b, run_scoring(a), None) if streamed else None
+        self.counting = None
+        if streamed:  # the report's items are A's dataset version's, streamed from it
+            self.counting = PairedPass(store, a, b, run_scoring(a), None, from_dataset=True)
         self.seen = [0, 0]
 
     def add(self, item_id: str, ra: ReportRow | None, rb: ReportRow | None) -> None:
