@@ -17,6 +17,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex, GoldView
+from extraction_eval.evaluators.preload import preload_scoring
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import (
     Budget,
@@ -249,6 +250,8 @@ def plan(
 
     The items are never all held: what needs every item (the context index, the shard's
     fingerprint, the estimate, the gold-confidence count) reads them as a stream."""
+    if detect:  # a run to be made (not --dry-run): scipy, imported while this reads and probes
+        preload_scoring()
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
