@@ -363,16 +363,21 @@ class Worker:
     before it holds both halves of the table. Either is None when the worker failed (its
     error went to stderr): the caller then builds that range itself."""
 
-    code = "from extraction_eval.analysis.report_build import work; work()"
+    # isolated (-I: no current directory, user site or PYTHON* variables on its path), then
+    # this process's sys.path before anything of the package is imported: the same modules
+    code = (
+        "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer);"
+        " from extraction_eval.analysis.report_build import work; work()"
+    )
 
     def __init__(self, path: Path, runs: Sequence[RunRecord], after: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", self.code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [sys.executable, "-I", "-c", self.code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         self.cpu = self.peak_mb = 0.0  # its user + system seconds and peak RSS, once done
         stdin = self.proc.stdin
         assert stdin is not None
-        try:  # sys.path first, so the worker imports this very package before the job
+        try:
             pickle.dump(list(sys.path), stdin)
             pickle.dump((str(path), list(runs), after), stdin)
             stdin.close()
@@ -424,9 +429,9 @@ def work(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> Non
     """The worker's entry: a job in, its :class:`PartCounts` then its :class:`PartRows` out
     (pickles)."""
     source = stdin or sys.stdin.buffer
-    sys.path[:] = pickle.load(source)
     path, runs, after = pickle.load(source)
     out = stdout or sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not land in the pickles
     with (
         collector_paused(),
         ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool,

@@ -319,7 +319,12 @@ def _two_processes(
     worker's half of the table is read (the comparison's arrays and both halves never meet in
     memory)."""
     part = ReportPart(store, runs, pool, streamed=True)
-    worker = Worker(store.path, runs, after)
+    try:
+        worker = Worker(store.path, runs, after)
+    except OSError as exc:  # no process to be had: all of it here
+        _log.warning("report: cannot start a worker process (%s); building in one", exc)
+        part.fill(range_stream(store, runs))
+        return part, _comparison(part, None)
     rows = None
     try:
         part.fill(range_stream(store, runs, limit=count))

@@ -71,7 +71,8 @@ def test_a_split_build_is_the_single_process_build(
     [
         "raise SystemExit('worker down')",  # before it sent anything
         # after its counts and rows, with a failing exit: its rows are not trusted
-        "from extraction_eval.analysis.report_build import work; work();"
+        "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer);"
+        " from extraction_eval.analysis.report_build import work; work();"
         " raise SystemExit('worker down')",
     ],
 )
@@ -87,6 +88,17 @@ def test_a_failed_worker_leaves_its_items_to_this_process(
     monkeypatch.setattr(report_build.Worker, "code", code)
     both = build_report_data(store, runs, split=CHUNK)
     assert "worker down" in capfd.readouterr().err
+    _same(alone, both)
+
+
+def test_no_worker_to_be_had_builds_it_all_here(
+    store: LocalStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs = [get_run(store, "split-a"), get_run(store, "split-b")]
+    alone = build_report_data(store, runs, split=0)
+    monkeypatch.setattr(report_build.sys, "executable", "/nonexistent/python")
+    both = build_report_data(store, runs, split=CHUNK)
+    assert "cannot start a worker process" in caplog.text
     _same(alone, both)
 
 
