@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -404,8 +405,6 @@ class Worker:
 
     def _done(self) -> int:
         """wait4 on the worker: reaped, its own CPU and peak RSS noted; its exit status."""
-        import os
-
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         _, status, usage = os.wait4(self.proc.pid, 0)
