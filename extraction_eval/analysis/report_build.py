@@ -407,10 +407,13 @@ class Worker:
         """wait4 on the worker: reaped, its own CPU and peak RSS noted; its exit status."""
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        if not hasattr(os, "wait4"):  # Windows: no resource figures
+            return self.proc.wait()
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)
         self.cpu = usage.ru_utime + usage.ru_stime
-        self.peak_mb = usage.ru_maxrss / 1024
+        # kilobytes on Linux, bytes on macOS
+        self.peak_mb = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
         return self.proc.returncode
 
     def stop(self) -> None:
