@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,19 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     for name in _SERVICE_ENV:
         monkeypatch.delenv(name, raising=False)
     yield home
+
+
+@pytest.fixture(autouse=True)
+def restored_logging() -> Iterator[None]:
+    """The CLI's entry points configure the process (``cli._startup``: the root handlers, the
+    LangFuse SDK's logger at CRITICAL); no later test inherits that (a test that reads the
+    SDK's own log records failed after any test that had called ``main``)."""
+    root, sdk = logging.getLogger(), logging.getLogger("langfuse")
+    handlers, root_level, sdk_level = list(root.handlers), root.level, sdk.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(root_level)
+    sdk.setLevel(sdk_level)
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
 from extraction_eval.evaluators import ScoringConfig, score_dataset_item
-from extraction_eval.evaluators.diff import DiffCounts, ItemDiff, diff_item, regression_order
+from extraction_eval.evaluators.diff import ItemDiff, diff_item
+from extraction_eval.evaluators.diff_counts import DiffCounts, regression_order
 from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
 from extraction_eval.validation import check_int

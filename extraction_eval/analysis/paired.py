@@ -27,7 +27,7 @@ from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_i
 from extraction_eval.evaluators.counts import (
     COLUMNS,
 )
-from extraction_eval.evaluators.diff import DiffCounts
+from extraction_eval.evaluators.diff_counts import DiffCounts
 from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
 from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
 from extraction_eval.evaluators.paired import (

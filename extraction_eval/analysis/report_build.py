@@ -41,7 +41,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.report_rows import ReportRow
 from extraction_eval.evaluators import GoldView, ScoringConfig
 from extraction_eval.evaluators.counts import counts_key
-from extraction_eval.evaluators.diff import DiffCounts
+from extraction_eval.evaluators.diff_counts import DiffCounts
 from extraction_eval.evaluators.evidence import TextIndex
 from extraction_eval.evaluators.taxonomy import CATEGORIES
 from extraction_eval.types import DatasetItem

@@ -21,12 +21,12 @@ from extraction_eval.backends.local.report_rows import ReportRow
 from extraction_eval.evaluators import ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.diff import (
     COUNTER_NAMES,
-    DiffCounts,
     ItemDiff,
     SideObject,
     diff_followed,
     diff_item,
 )
+from extraction_eval.evaluators.diff_counts import DiffCounts
 from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.intervals import METHOD_TEXT
 from extraction_eval.evaluators.multiple import CORRECTION_TEXT

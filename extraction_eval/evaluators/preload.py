@@ -1,35 +1,23 @@
-"""The scoring stack's deferred imports, started early on a thread of their own.
+"""The scoring stack's deferred imports, made where a run has time to spare.
 
 The CLI defers scipy (about half a second to import) so that ``--help`` loads none of it. A run
 then imported it when it scored its first item, inside the event loop, with every call in
-flight waiting behind it (and again for the run's confidence intervals at the end). A run now
-starts the import while it sets itself up (reading items, probing the server), where the time
-is free; whoever needs scipy before it is done waits for the same import, not a second one.
+flight waiting behind it (and again for the run's confidence intervals at the end). A run
+whose setup probes its server for a response format now makes these imports in the setup's
+own thread while the probe waits for the server (``llm/formats.py``, ``meanwhile``).
+
+In the calling thread on purpose, never on a thread of its own: importing scipy parses text
+signatures with ``ast``, and Python 3.11 before 3.11.8 kept the AST constructor's recursion
+depth in state shared by all threads, so an ``ast.parse`` on another thread at the same time
+(a dataclass or pydantic model defined by any import) could fail with a spurious
+``SystemError: AST constructor recursion depth mismatch`` (CPython gh-106905).
 """
 
 from __future__ import annotations
 
-import threading
 
-THREAD_NAME = "extraction-eval-preload"
-_lock = threading.Lock()
-_thread: threading.Thread | None = None
-
-
-def preload_scoring() -> threading.Thread:
-    """Start importing what scoring and the run summary defer (once per process)."""
-    global _thread
-    with _lock:
-        if _thread is None:
-            _thread = threading.Thread(target=_load, name=THREAD_NAME, daemon=True)
-            _thread.start()
-        return _thread
-
-
-def _load() -> None:
-    try:  # what matching.py, intervals.py and the bootstrap import where they are used
-        import scipy.optimize
-        import scipy.sparse
-        import scipy.special  # noqa: F401
-    except Exception:  # pragma: no cover - the code that needs it imports it again, and says
-        return
+def preload_scoring() -> None:
+    """Import what matching, the intervals and the bootstrap import where they are used."""
+    import scipy.optimize
+    import scipy.sparse
+    import scipy.special  # noqa: F401

@@ -34,32 +34,54 @@ class SigintWatch:
     SIGINT, or lets it kill, has no ``KeyboardInterrupt`` that could be real). ``install`` is
     idempotent, so a scheduler may call it from its first task (inside the event loop, after
     ``asyncio.run`` put its own handler in place) and ``remove`` after its last one.
+
+    One counter serves every watch of the process: runs side by side on one loop (a notebook's
+    ``gather``) each hold a watch, and the handler found by the first is put back when the last
+    is removed, whichever ends first. (Each watch chaining its own counter in front of the
+    last one's put a dead watch back when the runs ended out of order: asyncio then did not
+    restore Python's default, and the next run's Ctrl-C raised wherever it landed.)
     """
 
     def __init__(self) -> None:
-        self._previous: Any = None
         self._installed = False
 
     def install(self) -> None:
         if self._installed or threading.current_thread() is not threading.main_thread():
             return
-        previous = signal.getsignal(signal.SIGINT)
-        if not callable(previous):
-            return
-        self._previous, self._installed = previous, True
-        signal.signal(signal.SIGINT, self._count)
+        global _depth, _previous
+        if _depth == 0:
+            previous = signal.getsignal(signal.SIGINT)
+            if not callable(previous):
+                return
+            _previous = previous
+            signal.signal(signal.SIGINT, _count)
+        _depth += 1
+        self._installed = True
 
     def remove(self) -> None:
         if not self._installed:
             return
+        global _depth, _previous
         self._installed = False
-        if signal.getsignal(signal.SIGINT) == self._count:
-            signal.signal(signal.SIGINT, _handed_back(self._previous))
+        _depth -= 1
+        if _depth == 0:
+            previous, _previous = _previous, None
+            if signal.getsignal(signal.SIGINT) == _count:
+                signal.signal(signal.SIGINT, _handed_back(previous))
 
-    def _count(self, signum: int, frame: FrameType | None) -> Any:
-        global _seen
-        _seen += 1
-        return self._previous(signum, frame)
+
+_depth = 0  # watches installed (main thread only)
+_previous: Any = None  # the handler the first of them found
+
+
+def _count(signum: int, frame: FrameType | None) -> Any:
+    global _seen
+    _seen += 1
+    return (
+        _previous(signum, frame)
+        if callable(_previous)
+        else signal.default_int_handler(signum, frame)
+    )
 
 
 @contextmanager
@@ -75,13 +97,19 @@ def watching_sigint() -> Iterator[None]:
 
 def _handed_back(previous: Any) -> Any:
     """The handler to put back. ``asyncio.run`` puts Python's default back when its run ends,
-    but only if its own handler is still installed; when a run was interrupted, ours may still
-    be when it ends (tasks the SDK never started never reach ``remove``), so ``remove`` comes
-    after: then it puts back what asyncio would have (its handler, for a finished main task,
-    would keep the next ``asyncio.run`` from installing its own)."""
+    but only if its own handler is still installed at that moment. Ours may still be when the
+    run ends, so ``remove`` often comes after it: tasks the SDK never started never reach
+    ``remove``, and a ``KeyboardInterrupt`` raised by code (not a signal) leaves
+    ``run_until_complete`` first and cancels the main task only while ``asyncio.run`` closes.
+    So when the main task asyncio's handler was made for is done or being cancelled, this
+    puts back what asyncio would have: Python's default. Handing back asyncio's handler
+    instead left a dead runner's handler installed, and the next ``asyncio.run`` of the
+    process (a notebook's next run) then installed none of its own: a Ctrl-C raised
+    ``KeyboardInterrupt`` wherever that run was, e.g. in the middle of storing a result."""
     if isinstance(previous, functools.partial):
         main_task = previous.keywords.get("main_task")
-        done = getattr(main_task, "done", None)
-        if callable(done) and done():
-            return signal.default_int_handler
+        for state in ("done", "cancelling"):
+            check = getattr(main_task, state, None)
+            if callable(check) and check():
+                return signal.default_int_handler
     return previous

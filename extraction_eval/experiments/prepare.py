@@ -250,8 +250,6 @@ def plan(
 
     The items are never all held: what needs every item (the context index, the shard's
     fingerprint, the estimate, the gold-confidence count) reads them as a stream."""
-    if detect:  # a run to be made (not --dry-run): scipy, imported while this reads and probes
-        preload_scoring()
     if items is None:
         info = store.get_dataset(config.dataset)
         dataset_version = config.dataset_version or info.version
@@ -404,7 +402,9 @@ def _response_format(
     first = next(iter(read_items()), None)
     if first is None:
         return None
-    choice: FormatChoice | None = resolve(first)
+    # while the probe waits for the server, this thread imports what scoring defers (scipy):
+    # otherwise the first scored item imports it inside the loop, every call in flight waiting
+    choice: FormatChoice | None = resolve(first, meanwhile=preload_scoring)
     return choice
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,6 +184,7 @@ def resolve(
     policy: RetryPolicy,
     *,
     conforms: Callable[[str], bool] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> FormatChoice:
     """The provider's format settled for a run: pinned, known (OpenAI's own API), or detected.
 
@@ -190,6 +192,8 @@ def resolve(
     on a fresh client in a thread of their own, so the run's client stays on the run's loop.
     A provider detected before (a matrix shares one between the cells of a model) is not
     probed again. Sets ``provider.response_format`` and ``provider.format_choice``.
+    ``meanwhile``: work for the calling thread while a probe waits for the server (its errors
+    are ignored: it may only be something the run would otherwise do later).
     """
     if isinstance(provider.format_choice, FormatChoice):
         return provider.format_choice
@@ -198,7 +202,7 @@ def resolve(
     elif provider.official_api:
         choice = FormatChoice(AUTO, "json_schema", "known", provider.server_family)
     else:
-        choice = _in_thread(provider, request, policy, conforms)
+        choice = _in_thread(provider, request, policy, conforms, meanwhile)
     provider.response_format = choice.used  # type: ignore[assignment]
     provider.format_choice = choice
     return choice
@@ -209,6 +213,7 @@ def _in_thread(
     request: CompletionRequest,
     policy: RetryPolicy,
     conforms: Callable[[str], bool] | None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> FormatChoice:
     async def run() -> FormatChoice:
         twin = provider.clone(response_format="json_schema")
@@ -218,4 +223,8 @@ def _in_thread(
             await twin.aclose()
 
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="format-probe") as pool:
-        return pool.submit(asyncio.run, run()).result()
+        probing = pool.submit(asyncio.run, run())
+        if meanwhile is not None:
+            with contextlib.suppress(Exception):  # only work the run would do later anyway
+                meanwhile()
+        return probing.result()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -139,10 +140,13 @@ class LLMPipeline:
             "response_format": _format_key(self.provider),  # what the server was asked for
         }
 
-    def resolve_format(self, sample: DatasetItem) -> FormatChoice | None:
+    def resolve_format(
+        self, sample: DatasetItem, meanwhile: Callable[[], None] | None = None
+    ) -> FormatChoice | None:
         """Settle how the server is asked for JSON, once per run before the items
         (``llm/formats.py``): ``sample``'s prompt and schema, on a one-sentence text, are the
-        probe. None for a provider that has no such choice (Gemini, fake)."""
+        probe (``meanwhile`` runs while it waits). None for a provider that has no such
+        choice (Gemini, fake)."""
         from extraction_eval.llm.formats import resolve
         from extraction_eval.llm.openai_provider import OpenAIProvider
 
@@ -157,7 +161,13 @@ class LLMPipeline:
                 return False
             return True
 
-        return resolve(self.provider, self.request_for(probe), self._retry, conforms=conforms)
+        return resolve(
+            self.provider,
+            self.request_for(probe),
+            self._retry,
+            conforms=conforms,
+            meanwhile=meanwhile,
+        )
 
     async def extract(self, item: DatasetItem) -> PipelineOutput:
         request = self.request_for(item)

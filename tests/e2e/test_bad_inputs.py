@@ -5,7 +5,6 @@ traceback or rich panel, nothing persisted. Driven through the real entry points
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -25,16 +24,11 @@ Entry = Callable[[], object]
 
 
 @pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The entry points configure the process (``_startup``: logging, ``.env``); later tests
-    must not inherit that (e.g. tests that read the SDK's own log records)."""
-    root, sdk = logging.getLogger(), logging.getLogger("langfuse")
-    handlers, root_level, sdk_level = list(root.handlers), root.level, sdk.level
-    environ = dict(os.environ)  # and a .env in the working directory, if there is one
+def _restore_environ() -> Iterator[None]:
+    """The entry points read ``.env`` (``_startup``; logging is restored by the root
+    conftest); later tests must not inherit its variables."""
+    environ = dict(os.environ)
     yield
-    root.handlers[:] = handlers
-    root.setLevel(root_level)
-    sdk.setLevel(sdk_level)
     for name in set(os.environ) - set(environ):
         del os.environ[name]
     os.environ.update(environ)

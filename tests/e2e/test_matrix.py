@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import statistics
 import sys
 from collections.abc import Iterator
@@ -40,18 +39,6 @@ COLLEAGUES = {"source": "Ada Lovelace", "type": "colleague_of", "target": "Charl
 def _no_registered_fakes() -> Iterator[None]:
     yield
     unregister_fake()
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """``main`` configures the process (``_startup``: logging levels); later tests must not
-    inherit that (e.g. tests that read the SDK's own log records)."""
-    root, sdk = logging.getLogger(), logging.getLogger("langfuse")
-    handlers, root_level, sdk_level = list(root.handlers), root.level, sdk.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(root_level)
-    sdk.setLevel(sdk_level)
 
 
 def _items(n: int = 3) -> list[DatasetItem]:

@@ -9,11 +9,10 @@ import json
 from extraction_eval.evaluators import ScoringConfig, score_item
 from extraction_eval.evaluators.diff import (
     COUNTER_NAMES,
-    DiffCounts,
     ItemDiff,
     diff_item,
-    regression_order,
 )
+from extraction_eval.evaluators.diff_counts import DiffCounts, regression_order
 from extraction_eval.types import Entity, Extraction, Relationship
 
 CFG = ScoringConfig()

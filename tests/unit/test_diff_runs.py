@@ -15,7 +15,8 @@ from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.evaluators.diff import DiffCounts, diff_item
+from extraction_eval.evaluators.diff import diff_item
+from extraction_eval.evaluators.diff_counts import DiffCounts
 from extraction_eval.experiments.config import RunConfig, describe
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult
 

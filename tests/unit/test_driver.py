@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import signal
 from dataclasses import replace
 from typing import Any
 
@@ -169,6 +171,38 @@ def test_a_fold_cut_short_falls_back_to_rescoring_every_stored_result(
     assert run.summary["items"] == 3 and run.summary["report"]["items"] == 3
 
 
+def test_a_run_stopped_by_a_raised_keyboard_interrupt_hands_sigint_back_to_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a run that a ``KeyboardInterrupt`` (raised, not signalled) stopped, the process
+    has Python's default SIGINT handler again, so the next ``asyncio.run`` (a notebook's next
+    run) installs its own and a Ctrl-C there cancels the run instead of raising wherever it
+    lands. It used to keep the dead run's asyncio handler."""
+    from extraction_eval.evaluators.report import ReportAccumulator
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    add, seen = ReportAccumulator.add, []
+
+    def interrupted(self: ReportAccumulator, score: Any) -> None:
+        seen.append(score.item_id)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        add(self, score)
+
+    monkeypatch.setattr(ReportAccumulator, "add", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(arun_local(_config("stopped", concurrency=1), store=LocalStore()))
+    monkeypatch.setattr(ReportAccumulator, "add", add)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    async def handler_during_a_run() -> Any:
+        return signal.getsignal(signal.SIGINT)
+
+    during = asyncio.run(handler_during_a_run())
+    assert isinstance(during, functools.partial)  # asyncio's own, for this new run
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_an_error_swallowed_by_the_scheduler_mid_fold_still_counts_each_item_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -259,6 +293,8 @@ def test_runs_side_by_side_share_one_freeze_and_leave_someone_elses_alone(
     asyncio.run(both())
     assert len(frozen) == 7 and min(frozen) > 1000
     assert gc.get_freeze_count() == 0
+    # and their Ctrl-C watches, ended out of order, left Python's own SIGINT handler
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
     gc.freeze()  # a freeze the process made itself stays after our run
     try:

@@ -30,29 +30,42 @@ def test_a_local_run_imports_no_langfuse(tmp_path: Path) -> None:
 
 _PRELOAD = (
     "import json, sys, threading\n"
-    "from extraction_eval import RunConfig\n"
+    "from tests.support.openai_server import LoopbackServer\n"
+    "from extraction_eval import PipelineConfig, RunConfig\n"
     "from extraction_eval.backends.local import LocalStore\n"
-    "from extraction_eval.evaluators.preload import THREAD_NAME\n"
-    "from extraction_eval.experiments.prepare import plan\n"
+    "from extraction_eval.experiments import prepare\n"
+    "answer = {'entities': [], 'relationships': []}\n"
+    "server = LoopbackServer(latency_s=0.05, answer=lambda body: answer).start()\n"
+    "threads, real = [], prepare.preload_scoring\n"
+    "def preload():\n"
+    "    threads.append(threading.current_thread().name)\n"
+    "    real()\n"
+    "prepare.preload_scoring = preload\n"
     "def scipy_loaded():\n"
     "    return sorted(m for m in ('scipy.optimize', 'scipy.sparse', 'scipy.special')"
     " if m in sys.modules)\n"
     "before = scipy_loaded()\n"
-    "plan(RunConfig(dataset='extraction-eval', name='p', backend='local', limit=3), LocalStore())\n"
-    "for t in threading.enumerate():\n"
-    "    if t.name == THREAD_NAME:\n"
-    "        t.join()\n"
-    "print(json.dumps([before, scipy_loaded()]))\n"
+    "config = RunConfig(dataset='extraction-eval', name='p', backend='local', limit=3,"
+    " pipeline=PipelineConfig(model='openai:m', base_url=server.url))\n"
+    "planned = prepare.plan(config, LocalStore())\n"
+    "choice = planned.record['response_format_choice']['how']\n"
+    "print(json.dumps([before, scipy_loaded(), threads, choice]))\n"
 )
 
 
-def test_a_run_setup_preloads_scipy_before_its_first_item(tmp_path: Path) -> None:
+def test_a_run_setup_imports_scipy_while_its_format_probe_waits(tmp_path: Path) -> None:
     """The first scored item used to import scipy inside the event loop, every call in flight
-    waiting behind it: the setup (which scores nothing) now starts that import on a thread."""
-    env = {"EXTRACTION_EVAL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    waiting behind it: the setup (which scores nothing) now imports it while the response
+    format probe waits for the server, on the setup's own thread (an import on a thread of
+    its own can break a concurrent ``ast.parse`` on Python 3.11 < 3.11.8)."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {"EXTRACTION_EVAL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)}
+    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
     done = subprocess.run(
         [sys.executable, "-c", _PRELOAD], env=env, capture_output=True, text=True, check=True
     )
-    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    before, after, threads, how = json.loads(done.stdout.strip().splitlines()[-1])
+    assert how == "detected"  # the server was probed
     assert before == []
     assert after == ["scipy.optimize", "scipy.sparse", "scipy.special"]
+    assert threads == ["MainThread"]
