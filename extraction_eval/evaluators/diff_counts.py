@@ -9,7 +9,6 @@ from typing import Any
 from extraction_eval.evaluators.config import type_key
 from extraction_eval.evaluators.diff import COUNTER_NAMES, ItemDiff, Kind
 
-
 _FOLD_SUMS = (
     "items",
     "changed_items",
