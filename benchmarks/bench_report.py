@@ -10,8 +10,9 @@ items (an entity dropped, one retyped), scored alike: two models compared (the u
 B, the baseline scored with ``--match exact`` (each item of B is scored again with A's
 settings for the paired comparison, as ``compare`` does). Each report is built by the real
 command (``extraction-eval report``) in a child process, so its peak RSS and CPU time are the
-report's own (``os.wait4``), not the runs'. On a shared machine wall time includes waiting for
-a core: CPU time (user + system) is printed beside it.
+report's own (``os.wait4``), not the runs'; the peak RSS is the sum of the command's and of
+its worker process's (a large report is built in two processes). On a shared machine wall
+time includes waiting for a core: CPU time (user + system) is printed beside it.
 
     .venv/bin/python benchmarks/bench_report.py [N] [--store DIR]    # default N: 10000
 """
@@ -127,20 +128,39 @@ def make_runs(home: Path, n: int, wanted: list[str]) -> None:
     store.close()
 
 
+# Runs ``python -m extraction_eval`` and, at exit, writes its own peak RSS and its waited-for
+# children's (a large report's worker process) to $BENCH_PEAKS_FILE: wait4's ru_maxrss is the
+# larger of the two, not their sum.
+_PEAKS = """
+import atexit, os, resource, runpy, sys
+def _peaks(path=os.environ["BENCH_PEAKS_FILE"]):
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    with open(path, "w") as fh:
+        fh.write(f"{own} {kids}")
+atexit.register(_peaks)
+sys.argv = ["extraction_eval", *sys.argv[1:]]
+runpy.run_module("extraction_eval", run_name="__main__", alter_sys=True)
+"""
+
+
 def build(home: Path, names: list[str], out: Path) -> tuple[float, float, float, str]:
-    """Run ``extraction-eval report`` in a child: (wall s, CPU s, peak RSS MB, its output)."""
-    env = {**os.environ, "EXTRACTION_EVAL_HOME": str(home)}
-    cmd = [sys.executable, "-m", "extraction_eval", "report", *names, "--out", str(out)]
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert proc.stdout is not None
-    printed = proc.stdout.read().decode("utf-8", "replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"report {names} failed ({proc.returncode}):\n{printed}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, printed.strip()
+    """Run ``extraction-eval report`` in a child: (wall s, CPU s of it and its worker, peak
+    RSS MB: its own plus its worker's, its output)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".peaks") as peaks:
+        env = {**os.environ, "EXTRACTION_EVAL_HOME": str(home), "BENCH_PEAKS_FILE": peaks.name}
+        cmd = [sys.executable, "-c", _PEAKS, "report", *names, "--out", str(out)]
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        printed = proc.stdout.read().decode("utf-8", "replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            raise SystemExit(f"report {names} failed ({proc.returncode}):\n{printed}")
+        own, kids = (int(x) / 1024 for x in peaks.read().split())  # Linux: kilobytes
+    return wall, usage.ru_utime + usage.ru_stime, own + kids, printed.strip()
 
 
 def open_in_chromium(path: Path) -> tuple[float, float, float]:

@@ -7,9 +7,12 @@ data (``$EXTRACTION_EVAL_SHARED_DATA`` or ``../shared/data``) with new ids. Ever
 as its own child process through the real CLI; its figures are that child's own (``os.wait4``):
 
 * wall: seconds from start to exit (on a shared machine this grows with the other load);
-* cpu: user + system seconds of the child (what the command itself cost; read this one
-  when the load average printed beside the table is above the number of CPUs);
-* peak RSS: the child's ``ru_maxrss``.
+* cpu: user + system seconds of the child and of its own children (the report's worker
+  process): what the command itself cost; read this one when the load average printed beside
+  the table is above the number of CPUs);
+* peak RSS: the child's own ``ru_maxrss`` plus its children's (the report's worker), both
+  written by the child at exit (a small wrapper runs the console script): ``wait4``'s figure
+  is the larger of the two, not their sum.
 
 The commands, in order, with the targets of issue 20 (``runs show`` and ``--worst`` < 2 s,
 ``compare`` < 5 s at 100k items; the report's own targets are the re-shelving issue's):
@@ -78,23 +81,46 @@ def write_dataset(path: Path, n: int) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+# Runs a console script in this interpreter and, at exit, writes its own peak RSS and the
+# largest of its waited-for children's (the report's worker process) to $BENCH_PEAKS_FILE.
+# wait4's ru_maxrss alone is the max of the process and its children, not the sum.
+_PEAKS = """
+import atexit, os, resource, runpy, sys
+def _peaks(path=os.environ["BENCH_PEAKS_FILE"]):
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    with open(path, "w") as fh:
+        fh.write(f"{own} {kids}")
+atexit.register(_peaks)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def measure(
     argv: list[str], env: dict[str, str], out: Path | None = None
-) -> tuple[float, float, float]:
-    """(wall s, CPU s (user + system), peak RSS MB) of one child process; its stdout goes to
-    ``out`` or nowhere."""
+) -> tuple[float, float, float, float]:
+    """(wall s, CPU s (user + system), peak RSS MB, its children's peak RSS MB) of one child
+    process (CPU includes its children's); its stdout goes to ``out`` or nowhere."""
     started = time.perf_counter()
-    with open(out or os.devnull, "w", encoding="utf-8") as sink:
-        proc = subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.PIPE)
+    with (
+        open(out or os.devnull, "w", encoding="utf-8") as sink,
+        tempfile.NamedTemporaryFile("r", suffix=".peaks") as peaks,
+    ):
+        env = {**env, "BENCH_PEAKS_FILE": peaks.name}
+        wrapped = [sys.executable, "-c", _PEAKS, *argv]
+        proc = subprocess.Popen(wrapped, env=env, stdout=sink, stderr=subprocess.PIPE)
         assert proc.stderr is not None
         err = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
+        own, kids = (int(x) / 1024 for x in peaks.read().split())  # Linux: kilobytes
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         tail = err.decode(errors="replace").strip().splitlines()[-3:]
         raise SystemExit(f"{' '.join(argv[:3])} ... exited {proc.returncode}: {tail}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # Linux: kilobytes
+    assert abs(usage.ru_maxrss / 1024 - max(own, kids)) < 1, "wait4 disagrees with the peaks"
+    return wall, usage.ru_utime + usage.ru_stime, own, kids
 
 
 def steps(data: Path, tmp: Path) -> Iterator[tuple[str, list[str], Path | None]]:
@@ -132,15 +158,17 @@ def bench(n: int, keep: Path | None, only: set[str] | None) -> list[Row]:
         for label, argv, out in steps(data, tmp):
             if (reuse and label in SETUP) or (only and label not in only and label not in SETUP):
                 continue
-            wall, cpu, rss = measure(argv, env, out)
+            wall, cpu, own, kids = measure(argv, env, out)
+            rss = own + kids  # the sum of the peaks (a report's worker included)
             rows.append((label, wall, cpu, rss))
             size = f"  {out.stat().st_size / 1e6:.1f} MB out" if out else ""
             if label.startswith("report"):
                 html = tmp / ("a.html" if label == "report A" else "ab.html")
                 size = f"  {html.stat().st_size / 1e6:.1f} MB of HTML"
+            split = f" (main {own:.0f} + worker {kids:.0f})" if kids else ""
             print(
                 f"{n:>7} items  {label:<24} wall {wall:8.2f} s  cpu {cpu:8.2f} s"
-                f"  {rss:7.1f} MB{size}  load {os.getloadavg()[0]:.1f}",
+                f"  {rss:7.1f} MB{split}{size}  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
         if (tmp / "a.jsonl").exists():
@@ -163,7 +191,10 @@ def main() -> None:
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC  cpus={os.cpu_count()}"
         f"  load before={' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
-    print("wall / cpu (user+system) / peak RSS are each command's own child process (wait4)")
+    print(
+        "wall / cpu (user+system, wait4: the command's process and its children) / peak RSS:"
+        " the sum of the command's and its child processes' peaks"
+    )
     table = {n: bench(n, args.keep, only) for n in args.sizes}
     print(f"load after={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()

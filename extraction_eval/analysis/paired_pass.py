@@ -92,9 +92,15 @@ class PairedPass:
         b: RunRecord,
         scoring: ScoringConfig,
         fold: DiffFold | None,
+        *,
+        from_dataset: bool = False,
     ) -> None:
         self.store, self.a, self.scoring, self.fold = store, a, scoring, fold
-        self.in_gold = set(store.item_ids(a.dataset, version=a.dataset_version))
+        # ``from_dataset``: the caller feeds only items of A's dataset version (the report
+        # streams them from it), so the 100,000 ids are not read and held to check it
+        self.in_gold = (
+            None if from_dataset else set(store.item_ids(a.dataset, version=a.dataset_version))
+        )
         self.view = GoldView.of_run(a.config)  # A's schema and gold floor, as A's settings
         self.key = counts_key(scoring, self.view.floor, self.view.schemas_key())
         self.b_same_gold = (b.backend, b.dataset, b.dataset_version) == (
@@ -111,7 +117,7 @@ class PairedPass:
         """One item both runs have: A's row ``x`` and B's row ``y``."""
         if len(self.memo) > _MEMO_LIMIT:
             self.memo.clear()
-        if item_id not in self.in_gold:
+        if self.in_gold is not None and item_id not in self.in_gold:
             self.out.not_in_gold.append(item_id)
             return
         ca = _valid(x, self.key, self.memo)

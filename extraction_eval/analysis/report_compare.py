@@ -13,7 +13,7 @@ from extraction_eval.analysis.paired import (
     compare_counted,
     compare_stored_runs,
 )
-from extraction_eval.analysis.paired_pass import PairedPass, StoredRow
+from extraction_eval.analysis.paired_pass import PairedCounts, PairedPass, StoredRow
 from extraction_eval.analysis.report_items import RunSide
 from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
@@ -153,7 +153,9 @@ class CompareAlong:
     def __init__(self, store: LocalStore, a: RunRecord, b: RunRecord, streamed: bool) -> None:
         self.store, self.a, self.b = store, a, b
         self.options = CompareOptions(force=True)
-        self.counting = PairedPass(store, a, b, run_scoring(a), None) if streamed else None
+        self.counting = None
+        if streamed:  # the report's items are A's dataset version's, streamed from it
+            self.counting = PairedPass(store, a, b, run_scoring(a), None, from_dataset=True)
         self.seen = [0, 0]
 
     def add(self, item_id: str, ra: ReportRow | None, rb: ReportRow | None) -> None:
@@ -173,6 +175,24 @@ class CompareAlong:
             StoredRow.of(rb.output, rb.error, rb.error_kind, rb.counts),
         )
 
+    def shipped(self) -> tuple[list[int], PairedCounts | None]:
+        """What a worker process counted (its pending items settled), for :meth:`merge`."""
+        return self.seen, None if self.counting is None else self.counting.finish()
+
+    def merge(self, seen: list[int], paired: PairedCounts | None) -> None:
+        """Add the counts of a worker's items (those after this one's)."""
+        self.seen = [mine + theirs for mine, theirs in zip(self.seen, seen, strict=True)]
+        if self.counting is None:
+            return
+        if paired is None:  # the worker could not pair its items: compare reads the runs
+            self.seen[0] = -1
+            return
+        out = self.counting.finish()
+        out.accumulator.extend(paired.accumulator)
+        out.only_in_a += paired.only_in_a
+        out.only_in_b += paired.only_in_b
+        out.not_in_gold += paired.not_in_gold
+
     def result(self, gold: GoldLoader | None) -> RunComparison:
         a, b, store = self.a, self.b, self.store
         if self.counting is not None and self.seen == [
@@ -180,6 +200,7 @@ class CompareAlong:
             store.count_results(b.id),
         ]:
             paired = self.counting.finish()
+            paired.accumulator.sort_rows()  # no sorted copy beside them (40 MB at 100k)
             paired.only_in_a.sort()  # as compare lists them: by item id
             paired.only_in_b.sort()
             return compare_counted(a, b, paired, options=self.options)

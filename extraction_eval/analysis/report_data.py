@@ -13,43 +13,35 @@ histogram).
 
 from __future__ import annotations
 
-import gc
 import json
+import logging
+import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.report_compare import (
-    CompareAlong,
-    ItemPairing,
-    comparison_view,
-    diff_lists,
-    diff_view,
+from extraction_eval.analysis.paired import GoldLoader
+from extraction_eval.analysis.report_build import (
+    CHUNK,
+    ItemStream,
+    ReportPart,
+    Worker,
+    collector_paused,
+    range_stream,
 )
-from extraction_eval.analysis.report_items import (
-    RunSide,
-    StoredViews,
-    gold_objects,
-    reused_side,
-    run_side,
-    same_answer,
-)
-from extraction_eval.analysis.stored import run_scoring
+from extraction_eval.analysis.report_compare import comparison_view, diff_lists, diff_view
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.backends.local.report_rows import ReportRow
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import GoldView, ScoringConfig
-from extraction_eval.evaluators.counts import counts_key
-from extraction_eval.evaluators.evidence import TextIndex
+from extraction_eval.evaluators import GoldView
 from extraction_eval.evaluators.taxonomy import CATEGORIES
 from extraction_eval.types import DatasetItem
 
 __all__ = [
     "CHUNK",
+    "SPLIT_AT",
     "ReportData",
     "build_report_data",
     "comparison_view",
@@ -62,11 +54,9 @@ __all__ = [
 ]
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
-CHUNK = 500  # items per details chunk: what the page decompresses to show one item
-_BATCH = 500  # items read from the store at a time
-_LEVEL = 6  # zlib level of the chunks (1 is faster to build, 20 % larger)
-_ERR_CHARS = 300  # an error message in the table (whole in the item's details)
+SPLIT_AT = 5_000  # items from which a worker process builds half (starting one costs ~0.5 s)
 LATENCY_BINS = 40
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -223,26 +213,13 @@ def _streamable(runs: Sequence[RunRecord]) -> bool:
     return not rest and backend == "local" and isinstance(version, int)
 
 
-ItemStream = Iterator[tuple[str, list[DatasetItem | None]]]
-
-
 def _item_stream(
     store: LocalStore, runs: Sequence[RunRecord], items_for: ItemsFor | None
 ) -> tuple[ItemStream, dict[str, DatasetItem] | None]:
     """(item id, each run's item or None) in the first run's dataset order (then items only
     later runs have), and, when the items were loaded whole, the first run's."""
     if _streamable(runs):
-        run = runs[0]
-        view = GoldView.of_run(run.config)  # the run's schema, labels and gold floor
-        stream = store.iter_items(run.dataset, version=run.dataset_version)
-        n = len(runs)
-
-        def each() -> ItemStream:
-            for item in stream:
-                seen: list[DatasetItem | None] = [view.item(item)] * n
-                yield item.id, seen
-
-        return each(), None
+        return range_stream(store, runs), None
     get_items = items_for or local_items(store)
     loaded: dict[tuple[str, Any, str], dict[str, DatasetItem]] = {}
     by_run: list[dict[str, DatasetItem]] = []
@@ -265,100 +242,12 @@ def _item_stream(
     return in_order(), by_run[0]
 
 
-class _Table:
-    """The item table's columns, appended to item by item."""
-
-    def __init__(self, n_runs: int, paired: bool) -> None:
-        self.cols: dict[str, Any] = {"id": [], "text": [], "types": []}
-        self.cols["runs"] = [
-            {"st": [], "ek": [], "err": [], "ef1": [], "rf1": [], "cats": []} for _ in range(n_runs)
-        ]
-        if paired:
-            self.cols["chg"] = []
-        self.type_index: dict[str, int] = {}
-        self.category_index = {c: i for i, c in enumerate(CATEGORIES)}
-        self.categories: list[str] = list(CATEGORIES)
-
-    def add(self, item: DatasetItem, sides: list[RunSide | None], chg: bool | None) -> None:
-        cols = self.cols
-        cols["id"].append(item.id)
-        cols["text"].append(item.text)
-        types = {e.type.strip() for e in item.expected.entities}
-        types |= {r.type.strip() for r in item.expected.relationships}
-        for side, col in zip(sides, cols["runs"], strict=True):
-            if side is None:
-                for key, empty in (("st", 0), ("ek", None), ("err", None), ("cats", [])):
-                    col[key].append(empty)
-                col["ef1"].append(None)
-                col["rf1"].append(None)
-                continue
-            e = side.entry
-            types.update(str(o["type"]).strip() for o in e["pred"])
-            err = e["err"]
-            col["st"].append(1 if err is None else 2)
-            col["ek"].append(e["ek"] if err is not None else None)
-            col["err"].append(None if err is None else err[:_ERR_CHARS])
-            col["ef1"].append(e["ef1"])
-            col["rf1"].append(e["rf1"])
-            flat: list[int] = []
-            for name, n in e["cats"].items():
-                if name not in self.category_index:  # a category this version does not know
-                    self.category_index[name] = len(self.categories)
-                    self.categories.append(name)
-                flat += [self.category_index[name], n]
-            col["cats"].append(flat)
-        idx = []
-        for t in sorted(t for t in types if t):
-            if t not in self.type_index:
-                self.type_index[t] = len(self.type_index)
-            idx.append(self.type_index[t])
-        cols["types"].append(idx)
-        if chg is not None:
-            cols["chg"].append(int(chg))
-
-    def finish(self) -> tuple[dict[str, Any], list[str]]:
-        """The columns with type indices into the sorted type names."""
-        names = sorted(self.type_index)
-        new = {self.type_index[t]: i for i, t in enumerate(names)}
-        self.cols["types"] = [sorted(new[t] for t in ts) for ts in self.cols["types"]]
-        return self.cols, names
-
-
-class _Chunks:
-    """Item details, serialized and compressed ``CHUNK`` at a time as they are made.
-
-    zlib lets go of the GIL while it compresses, so a chunk is compressed on a second thread
-    while the next one is made (a sixth of a large build's time, off the main thread)."""
-
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
-        self.pool = pool
-        self.compressed: list[Future[bytes]] = []
-        self.pending: list[dict[str, Any]] = []
-
-    def add(self, details: dict[str, Any]) -> None:
-        self.pending.append(details)
-        if len(self.pending) >= CHUNK:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            text = json.dumps(
-                self.pending, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            )
-            data = text.encode("utf-8")
-            self.compressed.append(self.pool.submit(zlib.compress, data, _LEVEL))
-            self.pending = []
-
-    def done(self) -> list[bytes]:
-        self.flush()
-        return [f.result() for f in self.compressed]
-
-
 def build_report_data(
     store: LocalStore,
     runs: Sequence[RunRecord],
     *,
     items_for: ItemsFor | None = None,
+    split: int | None = None,
 ) -> ReportData:
     """The report of one or more stored runs on the same dataset.
 
@@ -366,30 +255,16 @@ def build_report_data(
     run has no result for is ``null`` on that run's side; an errored item is a row with its
     error, scored as an empty prediction like everywhere else. Local runs on one dataset
     version (and gold floor) stream their items from the store; otherwise ``items_for``
-    (default: the local store) reads each run's items whole, e.g. from LangFuse."""
+    (default: the local store) reads each run's items whole, e.g. from LangFuse.
+
+    Streamed runs of at least ``SPLIT_AT`` items are built in two processes: a worker builds
+    the items after the first ``split`` (default: a chunk past half, on a chunk boundary) while this
+    process builds those; the parts are joined in dataset order, the same report byte for
+    byte. ``split=0`` builds in this process only."""
     if not runs:
         raise InvalidValue("runs", "name at least one run")
-    with _collector_paused(), ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool:
-        return _build(store, runs, items_for, pool)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the report is built.
-
-    The build keeps hundreds of thousands of small objects alive (the table's columns) and
-    makes millions that die young by reference counting, none of them in a cycle (a two-run
-    build of 10,000 items leaves the same few hundred unreachable objects as its setup). Yet
-    each full collection walked every tracked object of the process, the million that the
-    imports leave included: at two runs of 100,000 items, 109 full passes cost 20 s of a 73 s
-    build. Whatever cycle the build does make is collected once the collector is back on."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    with collector_paused(), ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool:
+        return _build(store, runs, items_for, pool, split)
 
 
 def _build(
@@ -397,6 +272,7 @@ def _build(
     runs: Sequence[RunRecord],
     items_for: ItemsFor | None,
     pool: ThreadPoolExecutor,
+    split: int | None,
 ) -> ReportData:
     datasets = sorted({r.dataset for r in runs})
     if len(datasets) > 1:
@@ -405,144 +281,106 @@ def _build(
             f"names runs on different datasets ({', '.join(datasets)});"
             " a report compares runs on one dataset",
         )
-    scorings = [run_scoring(run) for run in runs]
-    views = [GoldView.of_run(r.config) for r in runs]
-    keys = [counts_key(s, v.floor, v.schemas_key()) for s, v in zip(scorings, views, strict=True)]
-    stream, loaded = _item_stream(store, runs, items_for)
-    pairing = (
-        ItemPairing(scorings[0], keys[0] == keys[1] and _same_gold(*runs))
-        if len(runs) == 2
-        else None
-    )
-    table = _Table(len(runs), pairing is not None)
-    along = (
-        None if pairing is None else CompareAlong(store, runs[0], runs[1], streamed=loaded is None)
-    )
-    chunks = _Chunks(pool)
-    latencies = [array("d") for _ in runs]
-    stored = StoredViews()
-    first_mode = scorings[0].evidence
-    for batch in _batched(stream, _BATCH):
-        rows = [
-            {
-                r.item_id: r
-                for r in store.iter_report_rows(
-                    run.id, [i for i, items in batch if items[pos] is not None]
-                )
-            }
-            for pos, run in enumerate(runs)
-        ]
-        for item_id, items in batch:
-            shown = next(x for x in items if x is not None)
-            index = _Indexes()
-            sides: list[RunSide | None] = []
-            for pos, item in enumerate(items):
-                row = rows[pos].get(item_id)
-                first = sides[0] if pos else None
-                if (
-                    first is not None
-                    and row is not None
-                    and item is items[0]
-                    and same_answer(row, rows[0][item_id])
-                    and keys[pos] == keys[0]
-                    and scorings[pos] == scorings[0]
-                ):  # both runs answered alike: laid out once
-                    sides.append(reused_side(first, row))
-                    continue
-                sides.append(
-                    _side(scorings[pos], keys[pos], first_mode, item, row, shown, index, stored)
-                )
-            for pos, row in enumerate(r.get(item_id) for r in rows):
-                lat = None if row is None or row.cache_hit else row.latency_ms
-                if sides[pos] is not None and lat is not None:
-                    latencies[pos].append(lat)
-            details: dict[str, Any] = {
-                "gold": gold_objects(shown.expected, index(shown.text, first_mode)),
-                "runs": [None if s is None else _details(s.entry) for s in sides],
-            }
-            chg = None
-            if pairing is not None and along is not None:
-                along.add(item_id, rows[0].get(item_id), rows[1].get(item_id))
-                chg, lists = pairing.add(items, sides, [r.get(item_id) for r in rows])
-                if lists is not None:
-                    details["diff"] = lists
-            table.add(shown, sides, chg)
-            chunks.add(details)
-    done = chunks.done()
-    columns, types = table.finish()
-    comparison = None
-    if pairing is not None and along is not None:
+    first = _split_point(store, runs, split)
+    if first is None:
+        stream, loaded = _item_stream(store, runs, items_for)
+        part = ReportPart(store, runs, pool, streamed=loaded is None)
+        part.fill(stream)
         # a local run's stored counts are used, others re-scored against A's gold
-        paired = along.result(None if loaded is None else (lambda run: loaded))
-        comparison = comparison_view(paired)
-        comparison["diff"] = diff_view(pairing.counts)
+        comparison = _comparison(part, None if loaded is None else (lambda run: loaded))
+    else:
+        part, comparison = _two_processes(store, runs, pool, *first)
+    done = part.chunk_list()
+    columns, types = part.table.finish()
     return ReportData(
         runs=[_run_header(r) for r in runs],
         table=columns,
         chunks=done,
         types=types,
-        categories=table.categories,
+        categories=part.table.categories,
         comparison=comparison,
-        latency=latency_histogram(latencies),
+        latency=latency_histogram(part.latencies),
     )
 
 
-class _Indexes:
-    """One item's text indexes, one per (text, evidence mode)."""
-
-    def __init__(self) -> None:
-        self.made: dict[tuple[str, str], TextIndex] = {}
-
-    def __call__(self, text: str, mode: Any) -> TextIndex:
-        got = self.made.get((text, mode))
-        if got is None:
-            got = self.made[(text, mode)] = TextIndex(text, mode)
-        return got
-
-
-def _side(
-    scoring: ScoringConfig,
-    key: str,
-    first_mode: str,
-    item: DatasetItem | None,
-    row: ReportRow | None,
-    shown: DatasetItem,
-    index: _Indexes,
-    stored: StoredViews,
-) -> RunSide | None:
-    """One run's side of an item (None when the run has no result for it)."""
-    if item is None or row is None:
+def _comparison(part: ReportPart, gold: GoldLoader | None) -> dict[str, Any] | None:
+    pairing, along = part.pairing, part.along
+    if pairing is None or along is None:
         return None
-    side = run_side(item, row, scoring, key, index(item.text, scoring.evidence), stored)
-    if item is not shown and item.text != shown.text:
-        side.entry["text"] = item.text  # another dataset version changed the text
-    if (
-        scoring.evidence != first_mode
-        or "text" in side.entry
-        or (item is not shown and item.expected != shown.expected)
-    ):  # this run's gold differs when its evidence mode, text or gold does
-        side.entry["gold"] = gold_objects(item.expected, index(item.text, scoring.evidence))
-    return side
+    comparison = comparison_view(along.result(gold))
+    comparison["diff"] = diff_view(pairing.counts)
+    return comparison
 
 
-def _details(entry: dict[str, Any]) -> dict[str, Any]:
-    """A run's side as the details keep it (the table has its scores and categories)."""
-    return {k: v for k, v in entry.items() if k not in ("ef1", "rf1", "cats", "fail")}
+def _two_processes(
+    store: LocalStore, runs: Sequence[RunRecord], pool: ThreadPoolExecutor, count: int, after: int
+) -> tuple[ReportPart, dict[str, Any] | None]:
+    """This process builds the first ``count`` items while a worker builds those after
+    position ``after``. The worker's counts come first, so the comparison is made before the
+    worker's half of the table is read (the comparison's arrays and both halves never meet in
+    memory)."""
+    part = ReportPart(store, runs, pool, streamed=True)
+    try:
+        worker = Worker(store.path, runs, after)
+    except OSError as exc:  # no process to be had: all of it here
+        _log.warning("report: cannot start a worker process (%s); building in one", exc)
+        part.fill(range_stream(store, runs))
+        return part, _comparison(part, None)
+    rows = None
+    try:
+        part.fill(range_stream(store, runs, limit=count))
+        waited = time.perf_counter()
+        counts = worker.counts()
+        waited = time.perf_counter() - waited
+        if counts is not None:
+            part.absorb_counts(counts)
+            comparison = _comparison(part, None)
+            part.along = None  # its count rows (two 40 MB arrays at 100,000 items) let go
+            rows = worker.rows()
+    finally:
+        worker.stop()
+    if counts is None:  # the worker failed (its error is on stderr): its range here
+        _log.warning("report: the worker process failed; building its items here")
+        part.fill(range_stream(store, runs, after))
+        return part, _comparison(part, None)
+    if rows is None:  # it failed after sending its counts: its rows made here
+        _log.warning("report: the worker process failed; building its items' rows here")
+        again = ReportPart(store, runs, pool, streamed=True)
+        again.fill(range_stream(store, runs, after))
+        rows = again.rows()
+    else:
+        _log.info(
+            "report: items after the first %d built in a worker: %.2f s CPU, peak RSS %.1f MB;"
+            " waited %.2f s for its counts",
+            count,
+            worker.cpu,
+            worker.peak_mb,
+            waited,
+        )
+    part.absorb_rows(rows)
+    return part, comparison
 
 
-def _same_gold(a: RunRecord, b: RunRecord) -> bool:
-    return (a.backend, a.dataset, a.dataset_version) == (b.backend, b.dataset, b.dataset_version)
-
-
-def _batched(stream: ItemStream, size: int) -> Iterator[list[tuple[str, list[DatasetItem | None]]]]:
-    batch: list[tuple[str, list[DatasetItem | None]]] = []
-    for entry in stream:
-        batch.append(entry)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def _split_point(
+    store: LocalStore, runs: Sequence[RunRecord], split: int | None
+) -> tuple[int, int] | None:
+    """(items built here, the position of the last of them) when a worker builds the rest:
+    streamed runs of ``SPLIT_AT`` items or more, or ``split`` asked for (a multiple of
+    ``CHUNK``, so this process's chunks end where the worker's begin)."""
+    if split == 0 or not _streamable(runs):
+        return None
+    run = runs[0]
+    positions = store.item_positions(run.dataset, version=run.dataset_version)
+    if split is None:
+        if len(positions) < SPLIT_AT:
+            return None
+        # a chunk more here: the worker starts ~0.4 s later (measured: this process then
+        # waited 0.2-0.5 s for it at 100,000 items)
+        split = len(positions) // 2 + CHUNK
+    count = split - split % CHUNK
+    if count < CHUNK or count >= len(positions):
+        return None
+    return count, positions[count - 1]
 
 
 def latency_histogram(latencies: Sequence[Sequence[float]]) -> dict[str, Any]:

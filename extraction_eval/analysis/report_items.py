@@ -178,25 +178,42 @@ class Alignment:
         )
 
 
+_SCORED = ("st", "g", "cat")  # what an object's scoring adds to where it is in the text
+
+
 def predicted_objects(
-    pred: Mapping[str, Any], index: TextIndex, align: Alignment, n_gold: int
+    pred: Mapping[str, Any],
+    index: TextIndex,
+    align: Alignment,
+    n_gold: int,
+    like: list[Obj] | None = None,
 ) -> tuple[list[Obj], list[str]]:
     """The predicted objects with status (``matched`` / ``spurious`` / ``ungrounded`` /
     ``ignored``), spans, the gold they matched and their category; and each gold object's
-    status (``matched`` / ``missed`` / ``ignored``)."""
+    status (``matched`` / ``missed`` / ``ignored``).
+
+    ``like``: another run's objects of the same prediction on the same text index (its
+    stored output equal to this one's), scored otherwise: where each is in the text (spans,
+    mentions, how found) is taken from them, only the scoring's fields are made again."""
     objects: list[Obj] = []
+    shapes = iter(like) if like is not None else None
     for kind, key in (("entity", "entities"), ("relationship", "relationships")):
         gold_of = align.entity_gold if kind == "entity" else align.relationship_gold
         for i, o in enumerate(pred.get(key) or ()):
             ev = o.get("evidence")
-            quote = index.find(ev) if _has_evidence(ev) else None
-            if kind == "entity":
-                obj = entity_object(o, index, quote)
+            if shapes is not None:
+                obj = {k: v for k, v in next(shapes).items() if k not in _SCORED}
+                grounded = obj["via"] is not None  # found by its quote (when it has one)
             else:
-                obj = relationship_object(o, index, quote)
+                quote = index.find(ev) if _has_evidence(ev) else None
+                if kind == "entity":
+                    obj = entity_object(o, index, quote)
+                else:
+                    obj = relationship_object(o, index, quote)
+                grounded = quote is not None
             if (kind, i) in align.ignored:
                 obj["st"] = "ignored"  # aligned with gold below the run's confidence floor
-            elif _has_evidence(ev) and quote is None:
+            elif _has_evidence(ev) and not grounded:
                 obj["st"] = "ungrounded"
             else:
                 obj["st"] = "matched" if i in gold_of else "spurious"
@@ -293,14 +310,25 @@ def run_side(
     key: str,
     index: TextIndex,
     stored: StoredViews | None = None,
+    like: tuple[ReportRow, RunSide] | None = None,
 ) -> RunSide:
     """One run's side of an item row (compact keys: a report embeds 100,000 of them), from
     the stored alignment when it was made with ``key`` (:func:`counts_key` of the run's own
     settings) and the item has no gold below the run's confidence floor, else by scoring the
-    stored output (``item`` as the run saw it: ``GoldView.item``)."""
+    stored output (``item`` as the run saw it: ``GoldView.item``).
+
+    ``like``: another run's row and side of this item on the same ``index`` (same text and
+    evidence mode); when both stored the same output, its parsed prediction and its objects'
+    places in the text are reused (:func:`predicted_objects`)."""
     stored = stored or StoredViews()
     failed = row.error is not None or row.output is None
-    pred: dict[str, Any] | None = None if failed else json.loads(row.output or "null")
+    shapes: list[Obj] | None = None
+    other = like[1] if like is not None and like[0].output == row.output else None
+    if not failed and other is not None and other.pred is not None:
+        pred: dict[str, Any] | None = other.pred  # shared, never changed
+        shapes = other.entry["pred"]
+    else:
+        pred = None if failed else json.loads(row.output or "null")
     if not isinstance(pred, dict):
         pred, failed = None, True
     gold = item.expected
@@ -333,7 +361,7 @@ def run_side(
             categories = _counted(cat for cat, *_ in row.tags)
         else:
             categories = {k: v for k, v in sorted(scored.taxonomy_counts().items()) if v}
-    objects, gold_status = predicted_objects(shown, index, align, n_ge + n_gr)
+    objects, gold_status = predicted_objects(shown, index, align, n_ge + n_gr, shapes)
     return RunSide(_entry(row, categories, objects, gold_status), view, pred)
 
 

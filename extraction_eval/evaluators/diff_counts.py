@@ -9,6 +9,17 @@ from typing import Any
 from extraction_eval.evaluators.config import type_key
 from extraction_eval.evaluators.diff import COUNTER_NAMES, ItemDiff, Kind
 
+_FOLD_SUMS = (
+    "items",
+    "changed_items",
+    "items_with_regressions",
+    "a_failed",
+    "b_failed",
+    "gold_empty",
+    "new_hallucinations",
+    "gone_hallucinations",
+)
+
 
 class DiffCounts:
     """Counters over many item diffs, per kind and type (a fold: memory does not grow with the
@@ -90,6 +101,17 @@ class DiffCounts:
             self.gone_hallucinations += totals["gone_false_positives"]
         self.totals.update({k: v for k, v in totals.items() if v})
         return changed
+
+    def merge(self, other: DiffCounts) -> None:
+        """Add another fold's counts (a report built in two processes)."""
+        for name in _FOLD_SUMS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.totals.update(other.totals)
+        for key, counts in other._by_type.items():
+            self._by_type.setdefault(key, Counter()).update(counts)
+        for key, label in other._labels.items():
+            if key not in self._labels or label < self._labels[key]:
+                self._labels[key] = label
 
     def by_type(self, kind: Kind) -> dict[str, dict[str, int]]:
         """type -> every counter (zeros included), types sorted by their label."""

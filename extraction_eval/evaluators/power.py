@@ -180,7 +180,10 @@ def analyse(
     a = np.asarray(a, dtype=np.int64)
     width = a.shape[1]
     both = a if b is None else np.concatenate([a, np.asarray(b, dtype=np.int64)], axis=1)
-    both = both[np.lexsort(both.T[::-1])] if both.size else both
+    if both.size:
+        order = np.lexsort(both.T[::-1])
+        if np.any(order[1:] < order[:-1]):  # rows already in it are not copied again
+            both = both[order]
     a = both[:, :width]
     b = None if b is None else both[:, width:]
     num_a, den_a = ratio_parts(a, columns, metric)

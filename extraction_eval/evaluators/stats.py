@@ -75,7 +75,9 @@ def resampled_sums(matrix: NDArray[np.int64], *, resamples: int, seed: int) -> N
     on their order; resamples are drawn in chunks so memory stays bounded.
     """
     n_items = matrix.shape[0]
-    ordered = matrix[np.lexsort(matrix.T[::-1])]
+    order = np.lexsort(matrix.T[::-1])
+    # rows already in that order (a paired comparison sorts them first) are not copied again
+    ordered = matrix[order] if np.any(order[1:] < order[:-1]) else matrix
     # Integer sums are exact in float32 while no partial sum can reach 2**24 (a resample's
     # weights add up to n_items): the same numbers as float64, from a faster product.
     bound = n_items * int(np.abs(ordered).max(initial=0))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import extraction_eval.analysis.report_build as report_build
 import extraction_eval.analysis.report_compare as report_compare
-import extraction_eval.analysis.report_data as report_data
 import extraction_eval.analysis.report_items as report_items
 from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
 from extraction_eval.analysis.report_compare import comparison_view
@@ -86,10 +86,10 @@ def test_alike_answers_laid_out_once(
     for store in stores:
         runs = [get_run(store, "rep-a"), get_run(store, "rep-b")]
         made.clear()
-        monkeypatch.setattr(report_data, "run_side", counting)
+        monkeypatch.setattr(report_build, "run_side", counting)
         shared = build_report_data(store, runs)
         assert len(made) == (3 + FILLERS) + 3  # B's fillers are A's answers
-        monkeypatch.setattr(report_data, "same_answer", lambda *_: False)
+        monkeypatch.setattr(report_build, "same_answer", lambda *_: False)
         made.clear()
         alone = build_report_data(store, runs)
         assert len(made) == 2 * (3 + FILLERS)
@@ -113,7 +113,7 @@ def test_no_cycle_collection_while_building(
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(report_data, "run_side", watching)
+    monkeypatch.setattr(report_build, "run_side", watching)
     assert gc.isenabled()
     build_report_data(store, runs)
     assert seen and not any(seen)
@@ -122,7 +122,7 @@ def test_no_cycle_collection_while_building(
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(report_data, "run_side", failing)
+    monkeypatch.setattr(report_build, "run_side", failing)
     with pytest.raises(RuntimeError):
         build_report_data(store, runs)
     assert gc.isenabled()

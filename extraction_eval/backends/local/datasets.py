@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from extraction_eval.backends.base import (
@@ -214,16 +215,29 @@ class DatasetTables(StoreConnection):
         return out
 
     def iter_items(
-        self, name: str, *, version: int | str | None = None, batch_size: int = 500
+        self,
+        name: str,
+        *,
+        version: int | str | None = None,
+        batch_size: int = 500,
+        after: int = -1,
+        limit: int | None = None,
     ) -> Iterator[DatasetItem]:
         """``get_items`` as a stream, ``batch_size`` items read at a time, so a 100,000-item
         dataset is never in memory at once. The version is fixed (and checked) when this is
-        called; each batch is its own short read transaction (a run writes in between)."""
+        called; each batch is its own short read transaction (a run writes in between).
+        ``after`` (an item position, see :meth:`item_positions`) and ``limit`` stream one
+        range of them: the report builds ranges in two processes."""
         dataset_id, version = self._version_of(name, version)
+        rows = self._rows_in_batches(_ITEMS_PAGE, dataset_id, version, batch_size, after)
+        return (_item(r) for r in (rows if limit is None else islice(rows, limit)))
 
-        return (
-            _item(r) for r in self._rows_in_batches(_ITEMS_PAGE, dataset_id, version, batch_size)
-        )
+    def item_positions(self, name: str, *, version: int | str | None = None) -> list[int]:
+        """The stored positions of ``iter_items``' items, in its order (cheap: integers)."""
+        with self._tx(write=False) as conn:
+            dataset_id, version = _resolve_version(conn, name, version)
+            query = f"SELECT position FROM ({_ITEMS_AT_VERSION.replace('iv.*', 'i.position')})"
+            return [int(r[0]) for r in conn.execute(query, (dataset_id, version))]
 
     def iter_item_texts(
         self, name: str, *, version: int | str | None = None, batch_size: int = 2000
@@ -239,12 +253,11 @@ class DatasetTables(StoreConnection):
             return _resolve_version(conn, name, version)
 
     def _rows_in_batches(
-        self, page: str, dataset_id: int, version: int, batch_size: int
+        self, page: str, dataset_id: int, version: int, batch_size: int, after: int = -1
     ) -> Iterator[sqlite3.Row]:
         """Keyset paging by item position: each page its own short read transaction."""
         if batch_size < 1:
             raise UsageError(f"batch_size must be at least 1, got {batch_size}")
-        after = -1
         while True:
             with self._tx(write=False) as conn:
                 rows = conn.execute(page, (dataset_id, version, after, batch_size)).fetchall()
