@@ -17,6 +17,8 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
+import threading
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
@@ -372,10 +374,21 @@ class Worker:
     )
 
     def __init__(self, path: Path, runs: Sequence[RunRecord], after: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", self.code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
+        # its stderr kept aside: a failure becomes one line of the caller's warning
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", self.code],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.errors,
+            )
+        except BaseException:
+            self.errors.close()
+            raise
         self.cpu = self.peak_mb = 0.0  # its user + system seconds and peak RSS, once done
+        self.timed_out: float | None = None  # the wait after which it was stopped
+        self._timer: threading.Timer | None = None
         stdin = self.proc.stdin
         assert stdin is not None
         try:
@@ -384,6 +397,32 @@ class Worker:
             stdin.close()
         except OSError:
             pass  # it died at start: counts() says so
+
+    def watch(self, seconds: float) -> None:
+        """Stop the worker if it has not answered within ``seconds`` from now (a hung worker
+        would otherwise hold the report forever): the caller then builds its range itself."""
+
+        def expire() -> None:
+            if self.proc.poll() is None:
+                self.timed_out = seconds
+                self.proc.kill()
+
+        self._timer = threading.Timer(seconds, expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def why(self) -> str:
+        """Why it failed, in one line: the wait it outlived, else the last line it wrote to
+        stderr (its exception), cut to 300 characters."""
+        if self.timed_out is not None:
+            return f"it had not answered {self.timed_out:.0f} s after this process was done"
+        try:
+            self.errors.seek(0)
+            tail = self.errors.read()[-4096:].decode("utf-8", "replace")
+        except (OSError, ValueError):
+            tail = ""
+        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else f"exit status {self.proc.returncode}"
 
     def _read(self, kind: type[Any]) -> Any:
         stdout = self.proc.stdout
@@ -418,6 +457,8 @@ class Worker:
 
     def stop(self) -> None:
         """Ends the worker when it is not read to the end (no orphan left)."""
+        if self._timer is not None:
+            self._timer.cancel()
         if self.proc.returncode is None:
             self.proc.kill()  # it polls first: a worker that has exited is reaped there
             if self.proc.returncode is None:
@@ -425,6 +466,10 @@ class Worker:
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
+
+    def close(self) -> None:
+        """Let go of its kept stderr (after :meth:`why` was asked)."""
+        self.errors.close()
 
 
 def work(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:

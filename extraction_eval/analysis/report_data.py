@@ -55,6 +55,10 @@ __all__ = [
 
 ItemsFor = Callable[[RunRecord], Sequence[DatasetItem]]
 SPLIT_AT = 5_000  # items from which a worker process builds half (starting one costs ~0.5 s)
+# How long a worker may take past this process's own half: its half is about as long, so a
+# worker still silent after three times as long (at least a minute) is hung, not slow
+WORKER_WAIT_MIN_S = 60.0
+WORKER_WAIT_FACTOR = 3.0
 LATENCY_BINS = 40
 _log = logging.getLogger(__name__)
 
@@ -328,10 +332,12 @@ def _two_processes(
         return part, _comparison(part, None)
     rows = None
     try:
+        started = time.perf_counter()
         part.fill(range_stream(store, runs, limit=count))
-        waited = time.perf_counter()
+        own = time.perf_counter() - started
+        worker.watch(max(WORKER_WAIT_MIN_S, WORKER_WAIT_FACTOR * own))
         counts = worker.counts()
-        waited = time.perf_counter() - waited
+        waited = time.perf_counter() - started - own
         if counts is not None:
             part.absorb_counts(counts)
             comparison = _comparison(part, None)
@@ -339,12 +345,14 @@ def _two_processes(
             rows = worker.rows()
     finally:
         worker.stop()
-    if counts is None:  # the worker failed (its error is on stderr): its range here
-        _log.warning("report: the worker process failed; building its items here")
+    why = worker.why() if counts is None or rows is None else ""
+    worker.close()
+    if counts is None:  # the worker failed: its range here
+        _log.warning("report: the worker process failed (%s); building its items here", why)
         part.fill(range_stream(store, runs, after))
         return part, _comparison(part, None)
     if rows is None:  # it failed after sending its counts: its rows made here
-        _log.warning("report: the worker process failed; building its items' rows here")
+        _log.warning("report: the worker process failed (%s); building its items' rows here", why)
         again = ReportPart(store, runs, pool, streamed=True)
         again.fill(range_stream(store, runs, after))
         rows = again.rows()

@@ -6,6 +6,8 @@ histogram and the page."""
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -81,13 +83,36 @@ def test_a_failed_worker_leaves_its_items_to_this_process(
     code: str,
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A worker that dies costs time, never items: its range is built here."""
+    """A worker that dies costs time, never items: its range is built here, and why it
+    failed is one line of the warning (its stderr is not the user's terminal)."""
     runs = [get_run(store, "split-a"), get_run(store, "split-b")]
     alone = build_report_data(store, runs, split=0)
     monkeypatch.setattr(report_build.Worker, "code", code)
-    both = build_report_data(store, runs, split=CHUNK)
-    assert "worker down" in capfd.readouterr().err
+    with caplog.at_level(logging.WARNING):
+        both = build_report_data(store, runs, split=CHUNK)
+    warned = [r.getMessage() for r in caplog.records if "worker process failed" in r.getMessage()]
+    assert len(warned) == 1 and "worker down" in warned[0] and "\n" not in warned[0]
+    assert "worker down" not in capfd.readouterr().err
+    _same(alone, both)
+
+
+def test_a_hung_worker_is_stopped_and_its_items_built_here(
+    store: LocalStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker that never answers is stopped once it outlives its wait (three times this
+    process's own half, at least a minute; shortened here), and its range is built here."""
+    runs = [get_run(store, "split-a"), get_run(store, "split-b")]
+    alone = build_report_data(store, runs, split=0)
+    monkeypatch.setattr(report_build.Worker, "code", "import time; time.sleep(600)")
+    monkeypatch.setattr(report_data, "WORKER_WAIT_MIN_S", 0.5)
+    monkeypatch.setattr(report_data, "WORKER_WAIT_FACTOR", 0.0)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        both = build_report_data(store, runs, split=CHUNK)
+    assert time.monotonic() - started < 60
+    assert "had not answered 0 s after this process was done" in caplog.text
     _same(alone, both)
 
 
