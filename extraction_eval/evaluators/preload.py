@@ -1,10 +1,11 @@
 """The scoring stack's deferred imports, made where a run has time to spare.
 
-The CLI defers scipy (about half a second to import) so that ``--help`` loads none of it. A run
-then imported it when it scored its first item, inside the event loop, with every call in
-flight waiting behind it (and again for the run's confidence intervals at the end). A run
-whose setup probes its server for a response format now makes these imports in the setup's
-own thread while the probe waits for the server (``llm/formats.py``, ``meanwhile``).
+The CLI defers scipy (a third of a second to import) so that ``--help`` loads none of it. A
+run then imported it for the first item whose alignment needed the solver (two candidates for
+one name), inside the event loop, with every call in flight waiting behind it, or else for
+the run's confidence intervals at the end. A run whose setup probes its server for a response
+format now makes these imports in the setup's own thread while the probe waits for the server
+(``llm/formats.py``, ``meanwhile``).
 
 In the calling thread on purpose, never on a thread of its own: importing scipy parses text
 signatures with ``ast``, and Python 3.11 before 3.11.8 kept the AST constructor's recursion

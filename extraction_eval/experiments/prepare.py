@@ -403,7 +403,7 @@ def _response_format(
     if first is None:
         return None
     # while the probe waits for the server, this thread imports what scoring defers (scipy):
-    # otherwise the first scored item imports it inside the loop, every call in flight waiting
+    # otherwise the first item needing the solver imports it in the loop, every call waiting
     choice: FormatChoice | None = resolve(first, meanwhile=preload_scoring)
     return choice
 

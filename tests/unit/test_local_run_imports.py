@@ -54,10 +54,10 @@ _PRELOAD = (
 
 
 def test_a_run_setup_imports_scipy_while_its_format_probe_waits(tmp_path: Path) -> None:
-    """The first scored item used to import scipy inside the event loop, every call in flight
-    waiting behind it: the setup (which scores nothing) now imports it while the response
-    format probe waits for the server, on the setup's own thread (an import on a thread of
-    its own can break a concurrent ``ast.parse`` on Python 3.11 < 3.11.8)."""
+    """The first item whose alignment needs the solver used to import scipy inside the event
+    loop, every call in flight waiting behind it: the setup (which scores nothing) now imports
+    it while the response format probe waits for the server, on the setup's own thread (an
+    import on a thread of its own can break a concurrent ``ast.parse`` on Python < 3.11.8)."""
     repo = Path(__file__).resolve().parents[2]
     env = {"EXTRACTION_EVAL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)}
     env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
