@@ -31,6 +31,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from peaks import wrapper  # benchmarks/ is on sys.path: this script's own folder
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("EXTRACTION_EVAL_SHARED_DATA", ROOT.parent / "shared" / "data"))
 if not DATA.is_dir():  # a git worktree: the shared data sits beside the main checkout
@@ -131,17 +133,12 @@ def make_runs(home: Path, n: int, wanted: list[str]) -> None:
 # Runs ``python -m extraction_eval`` and, at exit, writes its own peak RSS and its waited-for
 # children's (a large report's worker process) to $BENCH_PEAKS_FILE: wait4's ru_maxrss is the
 # larger of the two, not their sum.
-_PEAKS = """
-import atexit, os, resource, runpy, sys
-def _peaks(path=os.environ["BENCH_PEAKS_FILE"]):
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    with open(path, "w") as fh:
-        fh.write(f"{own} {kids}")
-atexit.register(_peaks)
+_PEAKS = wrapper(
+    """
 sys.argv = ["extraction_eval", *sys.argv[1:]]
 runpy.run_module("extraction_eval", run_name="__main__", alter_sys=True)
 """
+)
 
 
 def build(home: Path, names: list[str], out: Path) -> tuple[float, float, float, str]:

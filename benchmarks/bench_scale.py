@@ -42,6 +42,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from peaks import wrapper  # benchmarks/ is on sys.path: this script's own folder
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("EXTRACTION_EVAL_SHARED_DATA", ROOT.parent / "shared" / "data"))
 SOURCES = ("conll04_train.jsonl", "conll04_dev.jsonl", "conll04_test.jsonl")
@@ -84,17 +86,12 @@ def write_dataset(path: Path, n: int) -> None:
 # Runs a console script in this interpreter and, at exit, writes its own peak RSS and the
 # largest of its waited-for children's (the report's worker process) to $BENCH_PEAKS_FILE.
 # wait4's ru_maxrss alone is the max of the process and its children, not the sum.
-_PEAKS = """
-import atexit, os, resource, runpy, sys
-def _peaks(path=os.environ["BENCH_PEAKS_FILE"]):
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    with open(path, "w") as fh:
-        fh.write(f"{own} {kids}")
-atexit.register(_peaks)
+_PEAKS = wrapper(
+    """
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
+)
 
 
 def measure(
