@@ -6,7 +6,9 @@ cell, a Rich ``Columns`` of pieces, cut each piece (``[default: extraction-evaâ€
 
 Here a row has four or five cells: the ``--no-`` names are stacked under the names, the
 name columns never wrap, and the help is one text that wraps (folding a word longer than
-the line rather than cutting it)."""
+the line rather than cutting it). In a group's command panel, a command's description is
+one paragraph too: typer kept the line breaks of its docstring, so at 80 columns each
+docstring line wrapped on its own (``... and a verdict per`` / ``metric, McNemar's ...``)."""
 
 from __future__ import annotations
 
@@ -40,10 +42,23 @@ def _one_text(help_cell: RenderableType) -> RenderableType:
     return help_cell
 
 
+def _one_paragraph(text: Text) -> Text:
+    """A command's description with its docstring's line breaks made spaces."""
+    if "\n" not in text.plain:
+        return text
+    joined = Text(" ").join(line for line in text.split("\n") if line.plain.strip())
+    joined.overflow = "fold"
+    return joined
+
+
 class _OptionsTable(Table):
     """Typer's option table, rows folded as the module says."""
 
     def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+        if len(renderables) == 2 and all(isinstance(r, Text) for r in renderables):
+            name, description = renderables  # a group's commands panel: name, description
+            super().add_row(name, _one_paragraph(description), **kwargs)
+            return
         if len(renderables) not in (_TYPER_ROW, _TYPER_ROW + 1):
             super().add_row(*renderables, **kwargs)  # not an options row: as typer made it
             return
