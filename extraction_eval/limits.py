@@ -22,3 +22,6 @@ MAX_ATTEMPTS = 100
 # TOML config files (matrix --config, gold build --config).
 MAX_TOML_BYTES = 1_000_000
 MAX_TOML_DEPTH = 32
+# Mentions, and aliases, per entity: each is a surface form every prediction is compared with
+# (Re-DocRED: at most a few dozen). Over it: the object is refused with one line.
+MAX_SURFACE_FORMS = 1_000

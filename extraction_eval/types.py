@@ -20,26 +20,74 @@ from pydantic import (
     model_validator,
 )
 
+from extraction_eval.limits import MAX_SURFACE_FORMS
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
 
+class Mention(_Frozen):
+    """One surface form of an entity in the text (Re-DocRED lists every one); offsets are
+    half-open character offsets when given."""
+
+    name: str
+    start: int | None = None
+    end: int | None = None
+    sent_id: int | None = None
+
+
+def _omit_empty(out: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    for key in keys:
+        if out.get(key) in (None, []):
+            out.pop(key, None)
+    return out
+
+
 class Entity(_Frozen):
+    """``mentions`` (every surface form, with offsets) and ``aliases`` (other names of the same
+    entity) make the entity a cluster: a prediction naming any of them names this entity."""
+
     name: str
     type: str
     evidence: str | None = None
     start: int | None = None
     end: int | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
+    mentions: list[Mention] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+
+    @field_validator("mentions", "aliases")
+    @classmethod
+    def _bounded(cls, value: list[Any]) -> list[Any]:
+        if len(value) > MAX_SURFACE_FORMS:
+            raise ValueError(
+                f"{len(value):,} surface forms, over the limit of {MAX_SURFACE_FORMS:,} per entity"
+            )
+        return value
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_clusters(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An entity without mentions or aliases serialises as before they existed: stored
+        # payloads, content hashes and cache keys of existing datasets do not change.
+        return _omit_empty(handler(self), ("mentions", "aliases"))
 
 
 class Relationship(_Frozen):
+    """``head`` / ``tail`` index the item's entities (the gold format of ../shared/data: names
+    may repeat in a document); None when the endpoints are given by name only."""
+
     source: str
     type: str
     target: str
     evidence: str | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
+    head: int | None = None
+    tail: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_indices(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_empty(handler(self), ("head", "tail"))
 
 
 class Extraction(_Frozen):
