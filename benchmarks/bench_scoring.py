@@ -34,7 +34,7 @@ from extraction_eval.evaluators import (
     align_entities,
     score_item,
 )
-from extraction_eval.evaluators.matching import name_key, name_similarity
+from extraction_eval.evaluators.similarity import name_key, name_similarity
 from extraction_eval.types import Entity, Extraction, Relationship
 
 

@@ -144,6 +144,24 @@ class Schema(_Frozen):
     # gold label -> the label the pipeline is asked for and scored with (entity and
     # relationship types alike); a label not named here keeps its name
     labels: dict[str, str] = Field(default_factory=dict)
+    # groups of names of one entity (an alias table for this dataset): a prediction naming any
+    # name of a group matches a gold entity named by another
+    aliases: list[list[str]] = Field(default_factory=list)
+
+    @field_validator("aliases")
+    @classmethod
+    def _alias_groups(cls, value: list[list[str]]) -> list[list[str]]:
+        if len(value) > MAX_SURFACE_FORMS * 10:
+            raise ValueError(
+                f"aliases: {len(value):,} groups, over the limit of {MAX_SURFACE_FORMS * 10:,}"
+            )
+        for group in value:
+            if len(group) > MAX_SURFACE_FORMS:
+                raise ValueError(
+                    f"aliases: a group of {len(group):,} names, over the limit of "
+                    f"{MAX_SURFACE_FORMS:,}"
+                )
+        return value
 
     @field_validator("labels")
     @classmethod
@@ -185,7 +203,7 @@ class Schema(_Frozen):
         # A schema without declarations serialises as before they existed: stored items,
         # exports, content hashes and cache keys of existing datasets do not change.
         out: dict[str, Any] = handler(self)
-        for key in ("attributes", "relationship_attributes", "labels"):
+        for key in ("attributes", "relationship_attributes", "labels", "aliases"):
             if not out.get(key):
                 out.pop(key, None)
         return out

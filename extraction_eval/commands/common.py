@@ -157,3 +157,21 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             fail("interrupted; what finished is saved (runs: continue with --resume)", 130)
 
     return wrapper
+
+
+def alias_settings(aliases: Path | None, no_aliases: bool, err: SafeConsole) -> dict[str, object]:
+    """``--aliases FILE`` / ``--no-aliases`` as ``ScoringConfig`` fields; the table's skipped
+    groups are one warning line each on ``err``."""
+    if aliases is not None and no_aliases:
+        raise UsageError("--aliases and --no-aliases exclude each other; give one")
+    if no_aliases:
+        return {"aliases": False}
+    if aliases is None:
+        return {}
+    from extraction_eval.datasets.aliases import read_alias_table
+
+    check_readable("--aliases", aliases)
+    table = read_alias_table(aliases)
+    for warning in table.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    return {"alias_groups": tuple(tuple(g) for g in table.groups)}

@@ -90,12 +90,23 @@ _MAX_OBJECTS = _option(
     help="Entities or relationships per item (gold or answer) above which the item is an error"
     " instead of being scored (matching memory grows with their product)."
 )
+_ALIASES = _option(
+    "--aliases",
+    help="Alias table FILE: groups of names of one entity (JSON list of lists, or CSV/TSV one"
+    " group a line); a prediction naming one name of a group matches gold named by another.",
+)
+_NO_ALIASES = _option(
+    "--no-aliases",
+    help="Score surface names only: gold mentions, aliases and alias tables are not used.",
+)
 _NO_CACHE = _option("--no-cache", help=NO_CACHE_HELP)
 _REFRESH_CACHE = _option("--refresh-cache", help=REFRESH_CACHE_HELP)
 _CONFIG = _option(
     "--config", help="A TOML file with these options' settings; options given win over it."
 )
 
+Aliases = Annotated[Path | None, _ALIASES]
+NoAliases = Annotated[bool, _NO_ALIASES]
 Dataset = Annotated[str, _DATASET]
 DatasetOrFile = Annotated[str | None, _DATASET]
 Name = Annotated[str | None, _NAME]

@@ -15,6 +15,7 @@ from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
     HumanOpt,
     PpiOpt,
+    alias_settings,
     cache_mode,
     check_ppi,
     check_readable,
@@ -98,6 +99,8 @@ def run_cmd(
     ci: o.Ci = "expanded",
     ppi: PpiOpt = False,
     human: HumanOpt = None,
+    aliases: o.Aliases = None,
+    no_aliases: o.NoAliases = False,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import check_run, find_baseline
@@ -121,6 +124,7 @@ def run_cmd(
         threshold=threshold,
         max_objects=max_objects,
         ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
+        **alias_settings(aliases, no_aliases, err_console),  # type: ignore[arg-type]
     )
     config = RunConfig(
         dataset=dataset,

@@ -62,6 +62,7 @@ def _run(
     schema: Path | None = None,
     max_objects: int = DEFAULT_MAX_OBJECTS,
     ci: str = "expanded",
+    aliases: dict[str, Any] | None = None,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -97,6 +98,7 @@ def _run(
             seed=seed,
             max_objects=max_objects,
             ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
+            **(aliases or {}),
         )
     except InvalidValue as exc:
         raise UsageError(error_line(exc)) from None
@@ -179,6 +181,8 @@ def score(
         ),
     ] = None,
     ci: o.Ci = "expanded",
+    aliases: o.Aliases = None,
+    no_aliases: o.NoAliases = False,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -190,6 +194,9 @@ def score(
     """
     err = SafeConsole(stderr=True)
     try:
+        from extraction_eval.commands.common import alias_settings
+
+        alias_fields = alias_settings(aliases, no_aliases, err)
         _run(
             gold,
             predictions,
@@ -207,6 +214,7 @@ def score(
             schema,
             max_objects,
             ci,
+            alias_fields,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

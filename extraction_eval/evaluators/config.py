@@ -78,7 +78,16 @@ class ScoringConfig:
     ci: CiMethod = "expanded"
     # objects of one kind (entities, relationships) per item and side; more is the item's error
     max_objects: int = DEFAULT_MAX_OBJECTS
+    # gold entities' mentions and aliases (and the alias groups below) name the entity too;
+    # False (--no-aliases) scores the surface names only
+    aliases: bool = True
+    # an alias table (--aliases FILE): groups of names of one entity, merged where they share
+    # a name (so overlapping or cyclic groups become one group), each sorted
+    alias_groups: tuple[tuple[str, ...], ...] = ()
     _inverse: dict[str, str] = field(init=False, repr=False, compare=False, hash=False)
+    _alias_index: dict[str, tuple[str, ...]] = field(
+        init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         # InvalidValue is a ValueError too: callers that catch ValueError keep working.
@@ -101,6 +110,16 @@ class ScoringConfig:
             inverse[a] = b
             inverse[b] = a
         object.__setattr__(self, "_inverse", inverse)
+        groups = merge_alias_groups(self.alias_groups)
+        object.__setattr__(self, "alias_groups", groups)
+        object.__setattr__(self, "_alias_index", alias_index(groups))
+
+    def aliases_of(self, name: str) -> tuple[str, ...]:
+        """The alias-table group holding ``name`` (compared casefolded, spaces collapsed), or
+        () when the table has none or aliases are off."""
+        if not self.aliases or not self._alias_index:
+            return ()
+        return self._alias_index.get(type_key(name), ())
 
     def inverse_of(self, relation_type_key: str) -> str | None:
         """The inverse of a (normalised) relationship type, if one is configured."""
@@ -119,6 +138,10 @@ class ScoringConfig:
             "seed": self.seed,
             "confidence": self.confidence,
             "ci": self.ci,
+            # left out at their defaults, so configs recorded before they existed read back
+            # (and compare) as they were
+            **({} if self.aliases else {"aliases": False}),
+            **({"alias_groups": [list(g) for g in self.alias_groups]} if self.alias_groups else {}),
         }
 
     def count_fields(self) -> dict[str, object]:
@@ -138,3 +161,45 @@ def _normalise_pairs(pairs: Iterable[Iterable[str]]) -> tuple[tuple[str, str], .
             raise ValueError(f"an inverse pair needs exactly two types, got {items!r}")
         out.append((type_key(items[0]), type_key(items[1])))
     return tuple(out)
+
+
+def merge_alias_groups(groups: Iterable[Iterable[str]]) -> tuple[tuple[str, ...], ...]:
+    """Groups that share a name (casefolded) are one entity's names: merge them (union-find),
+    so a table that chains A=B, B=C, C=A is one group, not a loop. Each group sorted, groups
+    sorted, names of fewer than two distinct keys dropped: the result is canonical."""
+    parent: dict[str, str] = {}
+    spelling: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        root = k
+        while parent[root] != root:
+            root = parent[root]
+        while parent[k] != root:
+            parent[k], k = root, parent[k]
+        return root
+
+    for group in groups:
+        keys: list[str] = []
+        for name in group:
+            if not isinstance(name, str) or not name.strip():
+                continue
+            k = type_key(name)
+            if k not in parent:
+                parent[k] = k
+                spelling[k] = name.strip()
+            elif name.strip() < spelling[k]:
+                spelling[k] = name.strip()
+            keys.append(k)
+        for k in keys[1:]:
+            a, b = find(keys[0]), find(k)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    members: dict[str, list[str]] = {}
+    for k in parent:
+        members.setdefault(find(k), []).append(spelling[k])
+    return tuple(sorted(tuple(sorted(m)) for m in members.values() if len(m) > 1))
+
+
+def alias_index(groups: tuple[tuple[str, ...], ...]) -> dict[str, tuple[str, ...]]:
+    """Each name's key -> its whole group."""
+    return {type_key(name): group for group in groups for name in group}

@@ -25,13 +25,16 @@ An errored item is an empty prediction (``pred=None``), as in scoring. Pure: no 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from extraction_eval.evaluators.clusters import entity_forms
 from extraction_eval.evaluators.config import ScoringConfig, type_key
 from extraction_eval.evaluators.item import ItemScore, score_item
 from extraction_eval.evaluators.matching import align_entities, align_relationships
+from extraction_eval.evaluators.similarity import name_key, name_similarity
 from extraction_eval.evaluators.taxonomy import relationship_label
 from extraction_eval.types import Entity, Extraction, Relationship, Schema
 
@@ -69,6 +72,8 @@ class SideObject:
     label: str
     type: str
     grounded: bool
+    # the gold entity's mention or alias this prediction matched, when not its own name
+    via: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +81,7 @@ class SideObject:
             "label": self.label,
             "type": self.type,
             "grounded": self.grounded,
+            **({} if self.via is None else {"via": self.via}),
         }
 
 
@@ -327,6 +333,20 @@ def follow(score: ItemScore) -> FollowedRun:
     )
 
 
+def _via(gold: Entity, side: SideObject | None, cfg: ScoringConfig) -> SideObject | None:
+    """``side`` with the gold entity's surface form its name matched best, when that is a
+    mention or alias rather than the gold's own name (the scorer compares with every form)."""
+    if side is None or cfg.match == "span":
+        return side
+    forms = entity_forms(gold, cfg)
+    if len(forms) < 2:
+        return side
+    keys = [name_key(f, cfg.match) for f in forms]
+    sim, _ = name_similarity([name_key(side.label, cfg.match)], keys, cfg.match, cfg.threshold)
+    best = int(sim[0].argmax())
+    return side if best == 0 else dataclasses.replace(side, via=forms[best])
+
+
 def _evidence_change(a: SideObject | None, b: SideObject | None) -> EvidenceChange | None:
     if a is None or b is None or a.grounded == b.grounded:
         return None
@@ -367,6 +387,8 @@ def _gold_diffs(
         (sa, ia), (sb, ib) = states_a[j], states_b[j]
         a = None if ia is None else _side(kind, preds_a, ia, run_a.grounded)
         b = None if ib is None else _side(kind, preds_b, ib, run_b.grounded)
+        if isinstance(g, Entity) and (g.mentions or g.aliases or cfg.alias_groups):
+            a, b = _via(g, a, cfg), _via(g, b, cfg)
         change: Change | None = None
         if sa == "ignored" or sb == "ignored":
             pass  # an ignore region in either run: not counted either way

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from extraction_eval.evaluators.clusters import gold_clusters
 from extraction_eval.evaluators.config import ScoringConfig, type_key
 from extraction_eval.evaluators.item import ItemScore, Kind, score_item
 from extraction_eval.evaluators.matching import align_entities, align_relationships
@@ -151,8 +152,9 @@ def score_dataset_item(
     p = pred if pred is not None else Extraction()
     # the scoring's own alignment on the whole gold decides which predictions an ignored
     # gold object takes with it
-    ents = align_entities(list(p.entities), list(gold.entities), config)
-    rels = align_relationships(list(p.relationships), list(gold.relationships), config)
+    clusters = gold_clusters(list(gold.entities), config, asked)
+    ents = align_entities(list(p.entities), list(gold.entities), config, clusters)
+    rels = align_relationships(list(p.relationships), list(gold.relationships), config, clusters)
     drop_pe = {x.pred for x in ents.pairs if x.gold in ignore.entities}
     drop_pr = {x.pred for x in rels.pairs if x.gold in ignore.relationships}
     pe = _kept(p.entities, drop_pe)

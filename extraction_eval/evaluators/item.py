@@ -17,6 +17,7 @@ from extraction_eval.evaluators.attributes import (
     check_attributes,
     violating_objects,
 )
+from extraction_eval.evaluators.clusters import gold_clusters
 from extraction_eval.evaluators.config import MatchMode, ScoringConfig, type_key
 from extraction_eval.evaluators.evidence import Span, TextIndex, find_in_other_text
 from extraction_eval.evaluators.matching import (
@@ -26,7 +27,6 @@ from extraction_eval.evaluators.matching import (
     align_entities,
     align_relationships,
     any_name_matches,
-    name_key,
 )
 from extraction_eval.evaluators.metrics import (
     Counts,
@@ -38,6 +38,7 @@ from extraction_eval.evaluators.metrics import (
     recall,
     vacuous,
 )
+from extraction_eval.evaluators.similarity import name_key
 from extraction_eval.evaluators.taxonomy import (
     CATEGORIES,
     TaxonomyEntry,
@@ -205,6 +206,15 @@ class ItemScore:
             counts[p.match_type] += 1
         return counts
 
+    def alias_match_counts(self) -> dict[str, int]:
+        """Matches made through a gold entity's mention or alias rather than its own name
+        (entities, typed entities, relationships with such an endpoint)."""
+        return {
+            "entities": sum(1 for p in self.entity_pairs if p.surface),
+            "entities_typed": sum(1 for p in self.entity_typed_pairs if p.surface),
+            "relationships": sum(1 for p in self.relationship_pairs if p.via_alias),
+        }
+
     def entity_match_type_counts(self) -> dict[str, int]:
         counts = {"exact": 0, "fuzzy": 0}
         for p in self.entity_pairs:
@@ -291,6 +301,7 @@ class ItemScore:
             },
             "match_types": self.match_type_counts(),
             "entity_match_types": self.entity_match_type_counts(),
+            **_alias_json(self.alias_match_counts()),
             "pairs": {
                 "entities": [_entity_pair_json(p) for p in self.entity_pairs],
                 "entities_typed": [_entity_pair_json(p) for p in self.entity_typed_pairs],
@@ -300,6 +311,7 @@ class ItemScore:
                         "gold": p.gold,
                         "match_type": p.match_type,
                         "similarity": p.similarity,
+                        **({"via_alias": True} if p.via_alias else {}),
                     }
                     for p in self.relationship_pairs
                 ],
@@ -345,7 +357,16 @@ class ItemScore:
 
 
 def _entity_pair_json(p: EntityPair) -> dict[str, Any]:
-    return {"pred": p.pred, "gold": p.gold, "similarity": p.similarity, "type_equal": p.type_equal}
+    out = {"pred": p.pred, "gold": p.gold, "similarity": p.similarity, "type_equal": p.type_equal}
+    if p.surface:
+        out["surface"] = p.surface  # the gold entity's surface form that matched (0: its name)
+    return out
+
+
+def _alias_json(counts: dict[str, int]) -> dict[str, Any]:
+    """``alias_matches`` when any match came through a mention or alias (absent otherwise, so
+    items of gold without clusters read as they did)."""
+    return {"alias_matches": counts} if any(counts.values()) else {}
 
 
 def _tc_json(t: TypeCount) -> dict[str, Any]:
@@ -428,8 +449,9 @@ def score_item(
     gr: list[Relationship] = list(gold.relationships)
     gold_empty = not ge and not gr
 
-    ents = align_entities(pe, ge, config)
-    rels = align_relationships(pr, gr, config)
+    clusters = gold_clusters(ge, config, schema)
+    ents = align_entities(pe, ge, config, clusters)
+    rels = align_relationships(pr, gr, config, clusters)
 
     index = TextIndex(text, config.evidence)
     groundings: list[Grounding] = []
@@ -453,6 +475,8 @@ def score_item(
         return find_in_other_text(s, item_id, context_texts)
 
     gold_names = [e.name for e in ge] + [x for r in gr for x in (r.source, r.target)]
+    if clusters is not None:
+        gold_names += [f for forms in clusters.forms for f in forms[1:]]
 
     def is_gold_entity(name: str) -> bool:
         return bool(any_name_matches([name], gold_names, config)[0])

@@ -12,18 +12,26 @@ order in which they were listed (identical objects are interchangeable).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
 
+from extraction_eval.evaluators.clusters import Clusters
 from extraction_eval.evaluators.config import MatchMode, ScoringConfig, type_key
+from extraction_eval.evaluators.similarity import (
+    EPS as _EPS,
+)
+from extraction_eval.evaluators.similarity import (
+    cluster_similarity,
+    equality_matrix,
+    jaccard_matrix,
+    name_key,
+    name_similarity,
+    word_set,
+)
 from extraction_eval.types import Entity, Relationship
 
 FloatArray = NDArray[np.float64]
@@ -40,94 +48,6 @@ RELATIONSHIP_MATCH_TYPES: tuple[RelationshipMatchType, ...] = (
 # Second level of the objective for relationships: the issue's order of match types.
 _RANK: dict[RelationshipMatchType, int] = {"exact": 3, "inverse": 2, "fuzzy": 1, "inverse-fuzzy": 0}
 _MAX_EXACT_WEIGHT = 2**53
-# Absorbs float error in 1 - d/len so that e.g. a similarity of exactly 0.85 passes 0.85.
-_EPS = 1e-12
-_WORD = re.compile(r"\w+")
-_PARALLEL_CELLS = 250_000
-
-
-@lru_cache(maxsize=1 << 16)
-def name_key(name: str, mode: MatchMode) -> str:
-    """The comparable form of a name: trimmed for ``exact``, casefolded and whitespace-collapsed
-    otherwise (span mode uses casefold for its name-based diagnostics)."""
-    if mode == "exact":
-        return name.strip()
-    return " ".join(name.casefold().split())
-
-
-def _codes(pred: Sequence[Hashable], gold: Sequence[Hashable]) -> tuple[IntArray, IntArray]:
-    table: dict[Hashable, int] = {}
-    p = np.fromiter((table.setdefault(k, len(table)) for k in pred), dtype=np.intp, count=len(pred))
-    g = np.fromiter((table.setdefault(k, len(table)) for k in gold), dtype=np.intp, count=len(gold))
-    return p, g
-
-
-def equality_matrix(pred: Sequence[Hashable], gold: Sequence[Hashable]) -> BoolArray:
-    """``pred[i] == gold[j]`` for all pairs, without a Python loop over pairs."""
-    p, g = _codes(pred, gold)
-    return np.equal.outer(p, g)
-
-
-def name_similarity(
-    pred_keys: Sequence[str], gold_keys: Sequence[str], mode: MatchMode, threshold: float
-) -> tuple[FloatArray, BoolArray]:
-    """Similarity matrix in [0, 1] and the admissibility mask for already-keyed names.
-
-    ``exact``/``casefold``: 1.0 on equal keys, else 0 (not admissible). ``fuzzy`` (and span
-    mode's name diagnostics): rapidfuzz normalized Levenshtein similarity of the casefolded
-    keys, admissible when >= threshold; equal keys score exactly 1.0.
-    """
-    if mode in ("exact", "casefold"):
-        eq = equality_matrix(pred_keys, gold_keys)
-        return eq.astype(np.float64), eq
-    if not pred_keys or not gold_keys:
-        sim = np.zeros((len(pred_keys), len(gold_keys)), dtype=np.float64)
-        return sim, sim.astype(bool)
-    # Threads only pay off on big matrices (rapidfuzz releases the GIL).
-    workers = -1 if len(pred_keys) * len(gold_keys) >= _PARALLEL_CELLS else 1
-    sim = process.cdist(
-        pred_keys,
-        gold_keys,
-        scorer=Levenshtein.normalized_similarity,
-        dtype=np.float64,
-        workers=workers,
-    )
-    return sim, sim >= threshold - _EPS
-
-
-def word_set(text: str) -> frozenset[str]:
-    """Lowercased (casefolded) word set used by span mode; punctuation is not a word."""
-    return frozenset(_WORD.findall(text.casefold()))
-
-
-def jaccard_matrix(pred: Sequence[frozenset[str]], gold: Sequence[frozenset[str]]) -> FloatArray:
-    """Pairwise Jaccard similarity via a sparse incidence product (two empty sets -> 1.0)."""
-    from scipy import sparse  # deferred: scipy costs ~0.5 s to import, the CLI's --help none
-
-    n, m = len(pred), len(gold)
-    if n == 0 or m == 0:
-        return np.zeros((n, m), dtype=np.float64)
-    vocab: dict[str, int] = {}
-
-    def postings(sets: Sequence[frozenset[str]]) -> tuple[list[int], list[int]]:
-        indptr = [0]
-        indices: list[int] = []
-        for s in sets:
-            indices.extend(vocab.setdefault(w, len(vocab)) for w in s)
-            indptr.append(len(indices))
-        return indices, indptr
-
-    p_idx, p_ptr = postings(pred)
-    g_idx, g_ptr = postings(gold)
-    width = max(len(vocab), 1)
-    p = sparse.csr_matrix((np.ones(len(p_idx)), p_idx, p_ptr), shape=(n, width))
-    g = sparse.csr_matrix((np.ones(len(g_idx)), g_idx, g_ptr), shape=(m, width))
-    inter = np.asarray((p @ g.T).toarray(), dtype=np.float64)
-    sizes_p = np.diff(np.asarray(p_ptr, dtype=np.float64))
-    sizes_g = np.diff(np.asarray(g_ptr, dtype=np.float64))
-    union = sizes_p[:, None] + sizes_g[None, :] - inter
-    safe = np.where(union > 0, union, 1.0)
-    return np.asarray(np.where(union > 0, inter / safe, 1.0), dtype=np.float64)
 
 
 def _weights_fit(k: int, max_rank: int, quantum: int) -> tuple[int, int, bool]:
@@ -263,6 +183,9 @@ class EntityPair:
     gold: int
     similarity: float
     type_equal: bool
+    # which of the gold entity's surface forms matched (clusters.entity_forms): 0 is its name,
+    # more is a mention or an alias
+    surface: int = 0
 
     @property
     def match_type(self) -> Literal["exact", "fuzzy"]:
@@ -285,12 +208,17 @@ def span_quote_relationship(r: Relationship) -> str:
 
 
 def align_entities(
-    pred: Sequence[Entity], gold: Sequence[Entity], config: ScoringConfig
+    pred: Sequence[Entity],
+    gold: Sequence[Entity],
+    config: ScoringConfig,
+    clusters: Clusters | None = None,
 ) -> EntityAlignment:
     """Untyped (by name) and typed alignments of one item's entities.
 
     Objects are put in canonical order first, so which objects pair up never depends on the
-    order they were listed in; indices in the result refer to the lists as given.
+    order they were listed in; indices in the result refer to the lists as given. With
+    ``clusters`` (of ``gold`` as given), a prediction is compared with every surface form of a
+    gold entity and the best decides.
     """
     if not pred or not gold:
         return EntityAlignment((), ())
@@ -321,28 +249,44 @@ def align_entities(
         same.sort(key=lambda p: (p.pred, p.gold))
         return EntityAlignment(tuple(same), tuple(same))
     type_eq = equality_matrix(p_types, g_types)
+    which: IntArray | None = None
     if config.match == "span":
         sim = jaccard_matrix(p_sets, g_sets)
         adm = type_eq & (sim >= config.span_threshold - _EPS)
+    elif clusters is not None:
+        forms = [[name_key(f, config.match) for f in clusters.forms[j]] for j in go]
+        sim, adm, which = cluster_similarity(p_keys, forms, config.match, config.threshold)
     else:
         sim, adm = name_similarity(p_keys, g_keys, config.match, config.threshold)
     r, c = assign(adm, sim, type_eq, max_rank=1)
-    pairs = _entity_pairs(r, c, sim, type_eq, po, go)
+    pairs = _entity_pairs(r, c, sim, type_eq, po, go, which)
     if all(p.type_equal for p in pairs):
         # The untyped optimum already has only type-equal pairs, so it is also a typed optimum
         # (same objective on a subset of the same admissible pairs): skip a second solve.
         return EntityAlignment(pairs, pairs)
     r, c = assign(adm & type_eq, sim)
-    return EntityAlignment(pairs, _entity_pairs(r, c, sim, type_eq, po, go))
+    return EntityAlignment(pairs, _entity_pairs(r, c, sim, type_eq, po, go, which))
 
 
 def _entity_pairs(
-    r: IntArray, c: IntArray, sim: FloatArray, type_eq: BoolArray, po: list[int], go: list[int]
+    r: IntArray,
+    c: IntArray,
+    sim: FloatArray,
+    type_eq: BoolArray,
+    po: list[int],
+    go: list[int],
+    which: IntArray | None = None,
 ) -> tuple[EntityPair, ...]:
+    surface = [0] * len(r) if which is None else which[r, c].tolist()
     out = [
-        EntityPair(po[i], go[j], x, t)
-        for i, j, x, t in zip(
-            r.tolist(), c.tolist(), sim[r, c].tolist(), type_eq[r, c].tolist(), strict=True
+        EntityPair(po[i], go[j], x, t, f)
+        for i, j, x, t, f in zip(
+            r.tolist(),
+            c.tolist(),
+            sim[r, c].tolist(),
+            type_eq[r, c].tolist(),
+            surface,
+            strict=True,
         )
     ]
     out.sort(key=lambda p: (p.pred, p.gold))
@@ -355,6 +299,8 @@ class RelationshipPair:
     gold: int
     match_type: RelationshipMatchType
     similarity: float  # mean endpoint similarity (span mode: Jaccard of the quotes)
+    # an endpoint matched through a mention or alias of its gold entity, not its own name
+    via_alias: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,8 +364,39 @@ def _endpoint_similarity(
     return rows_s[:, gs], rows_t[:, gt], rows_s[:, gt], rows_t[:, gs]
 
 
+def _endpoint_cluster_similarity(
+    p_src: Sequence[str],
+    p_tgt: Sequence[str],
+    g_src: Sequence[tuple[str, ...]],
+    g_tgt: Sequence[tuple[str, ...]],
+    mode: MatchMode,
+    threshold: float,
+) -> tuple[tuple[FloatArray, FloatArray, FloatArray, FloatArray], BoolArray, BoolArray]:
+    """:func:`_endpoint_similarity` where each gold endpoint is a cluster of forms (its own name
+    first): the best form decides. Also (via_straight, via_swapped): the pair's endpoints
+    matched better through another form than through the gold's own names."""
+    p_index: dict[str, int] = {}
+    g_index: dict[tuple[str, ...], int] = {}
+    ps = [p_index.setdefault(k, len(p_index)) for k in p_src]
+    pt = [p_index.setdefault(k, len(p_index)) for k in p_tgt]
+    gs = [g_index.setdefault(k, len(g_index)) for k in g_src]
+    gt = [g_index.setdefault(k, len(g_index)) for k in g_tgt]
+    clusters = list(g_index)
+    sim, _, which = cluster_similarity(list(p_index), clusters, mode, threshold)
+    alias = which > 0
+    rows_s, rows_t = sim[ps], sim[pt]
+    via_s, via_t = alias[ps], alias[pt]
+    sims = (rows_s[:, gs], rows_t[:, gt], rows_s[:, gt], rows_t[:, gs])
+    via_straight = via_s[:, gs] | via_t[:, gt]
+    via_swapped = via_s[:, gt] | via_t[:, gs]
+    return sims, via_straight, via_swapped
+
+
 def align_relationships(
-    pred: Sequence[Relationship], gold: Sequence[Relationship], config: ScoringConfig
+    pred: Sequence[Relationship],
+    gold: Sequence[Relationship],
+    config: ScoringConfig,
+    clusters: Clusters | None = None,
 ) -> RelationshipAlignment:
     """Relationship alignment; a pair matches when types agree and endpoints match.
 
@@ -428,6 +405,8 @@ def align_relationships(
     ``fuzzy`` means at least one endpoint matched below similarity 1.0. Span mode: same type
     and Jaccard of the evidence quotes >= span_threshold (``exact`` when the word sets are equal).
     Ties are broken by match type (exact > inverse > fuzzy > inverse-fuzzy), then similarity.
+    With ``clusters`` (the item's gold entities), a gold endpoint matches any surface form of
+    its entity; a match through a form other than the gold's own name is ``via_alias``.
     """
     n, m = len(pred), len(gold)
     if n == 0 or m == 0:
@@ -469,7 +448,22 @@ def align_relationships(
         inverse = np.zeros((n, m), dtype=bool)
     sym_list = [t in config.symmetric for t in p_types]
     symmetric = np.asarray(sym_list, dtype=bool)
-    ss, tt, st, ts = _endpoint_similarity(p_src, p_tgt, g_src, g_tgt, key_mode, config.threshold)
+    via_straight: BoolArray | None = None
+    via_swapped: BoolArray | None = None
+    if clusters is not None and config.match != "span":
+        src_forms, tgt_forms = clusters.relationship_forms(gs)
+        (ss, tt, st, ts), via_straight, via_swapped = _endpoint_cluster_similarity(
+            p_src,
+            p_tgt,
+            [tuple(name_key(f, key_mode) for f in fs) for fs in src_forms],
+            [tuple(name_key(f, key_mode) for f in fs) for fs in tgt_forms],
+            key_mode,
+            config.threshold,
+        )
+    else:
+        ss, tt, st, ts = _endpoint_similarity(
+            p_src, p_tgt, g_src, g_tgt, key_mode, config.threshold
+        )
     thr = 1.0 if config.match in ("exact", "casefold", "span") else config.threshold - _EPS
     straight = (ss >= thr) & (tt >= thr)
     swapped = (st >= thr) & (ts >= thr)
@@ -500,10 +494,17 @@ def align_relationships(
     adm = rank >= 0
     r, c = assign(adm, sim, np.maximum(rank, 0), max_rank=max(_RANK.values()))
     by_rank = {v: k for k, v in _RANK.items()}
+    if via_straight is not None and via_swapped is not None:
+        # the orientation a pair matched in: straight when its types agree and its endpoints
+        # match in place, else swapped (a symmetric type, or the inverse type)
+        in_place = (same & straight)[r, c]
+        via = np.where(in_place, via_straight[r, c], via_swapped[r, c]).tolist()
+    else:
+        via = [False] * len(r)
     pairs = [
-        RelationshipPair(po[i], go[j], by_rank[k], x)
-        for i, j, k, x in zip(
-            r.tolist(), c.tolist(), rank[r, c].tolist(), sim[r, c].tolist(), strict=True
+        RelationshipPair(po[i], go[j], by_rank[k], x, v)
+        for i, j, k, x, v in zip(
+            r.tolist(), c.tolist(), rank[r, c].tolist(), sim[r, c].tolist(), via, strict=True
         )
     ]
     pairs.sort(key=lambda p: (p.pred, p.gold))

@@ -127,6 +127,8 @@ class ReportAccumulator:
         self.failed_ids: list[str] = []
         self.match_types: dict[str, int] = dict.fromkeys(RELATIONSHIP_MATCH_TYPES, 0)
         self.entity_match_types = {"exact": 0, "fuzzy": 0}
+        # matches made through a gold entity's mention or alias (clusters.py)
+        self.alias_matches = {"entities": 0, "entities_typed": 0, "relationships": 0}
         self.taxonomy: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
         self.entity_types = _TypeSums()
         self.relationship_types = _TypeSums()
@@ -171,6 +173,8 @@ class ReportAccumulator:
             self.match_types[k] += n
         for k, n in s.entity_match_type_counts().items():
             self.entity_match_types[k] += n
+        for k, n in s.alias_match_counts().items():
+            self.alias_matches[k] += n
         for k, n in s.taxonomy_counts().items():
             self.taxonomy[k] += n
         self.entity_types.add(s.entity_types)
@@ -255,6 +259,7 @@ class ReportAccumulator:
             ),
             "match_types": dict(self.match_types),
             "entity_match_types": dict(self.entity_match_types),
+            "alias_matches": dict(self.alias_matches),
             "per_type": {
                 "entities": self.entity_types.to_json(),
                 "relationships": self.relationship_types.to_json(),

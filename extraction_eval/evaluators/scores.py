@@ -23,11 +23,20 @@ def item_scores(score: ItemScore) -> list[Score]:
         return f"tp={x.tp} fp={x.fp} fn={x.fn}{note}"
 
     mt = " ".join(f"{k}={n}" for k, n in score.match_type_counts().items() if n)
+    alias = score.alias_match_counts()
+
+    def via(n: int) -> str:
+        return f"; via alias={n}" if n else ""
+
     out = [
         Score(name="entity_precision", value=_f(v["entity_precision"]), comment=c(e)),
         Score(name="entity_recall", value=_f(v["entity_recall"]), comment=c(e)),
-        Score(name="entity_f1", value=_f(v["entity_f1"]), comment=c(e)),
-        Score(name="entity_typed_f1", value=_f(v["entity_typed_f1"]), comment=c(t)),
+        Score(name="entity_f1", value=_f(v["entity_f1"]), comment=c(e) + via(alias["entities"])),
+        Score(
+            name="entity_typed_f1",
+            value=_f(v["entity_typed_f1"]),
+            comment=c(t) + via(alias["entities_typed"]),
+        ),
         Score(
             name="type_accuracy",
             value=_f(v["type_accuracy"]),
@@ -38,7 +47,7 @@ def item_scores(score: ItemScore) -> list[Score]:
         Score(
             name="relationship_f1",
             value=_f(v["relationship_f1"]),
-            comment=c(r) + (f"; {mt}" if mt else ""),
+            comment=c(r) + (f"; {mt}" if mt else "") + via(alias["relationships"]),
         ),
         Score(
             name="relationship_accuracy",

@@ -36,11 +36,8 @@ from typing import Any, Literal
 from extraction_eval.errors import InvalidValue, one_line
 from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.evaluators.gold_view import ignored_gold
-from extraction_eval.evaluators.matching import (
-    align_entities,
-    align_relationships,
-    name_key,
-)
+from extraction_eval.evaluators.matching import align_entities, align_relationships
+from extraction_eval.evaluators.similarity import name_key
 from extraction_eval.types import Entity, Extraction, GoldOverride, Relationship
 
 ABSENT = "<absent>"

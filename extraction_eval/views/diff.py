@@ -136,6 +136,10 @@ def _side_cell(state: str, side: SideObject | None, gold_label: str, gold_type: 
     text = Text(STATE_MARKS[state])
     if side.label != gold_label:
         text.append(f" {side.label}")
+        if side.via is not None and side.via != side.label:
+            text.append(f" (as {side.via!r})", style="dim")
+        elif side.via is not None:
+            text.append(" (a mention)", style="dim")
     if side.type.casefold() != gold_type.casefold():
         text.append(f" ({side.type})", style="yellow")
     if not side.grounded:

@@ -98,6 +98,22 @@ def _per_type(report: dict[str, Any], more: str) -> Table | None:
     return table
 
 
+def alias_line(report: dict[str, Any]) -> str | None:
+    """How many matches came through a gold entity's mention or alias ("entities 166 · ..."),
+    or why none could (aliases off); None when nothing matched that way."""
+    config = report.get("config") or {}
+    if config.get("aliases") is False:
+        return "off (--no-aliases): surface names only"
+    alias = report.get("alias_matches") or {}
+    if not any(isinstance(v, int) and v for v in alias.values()):
+        return None
+    return (
+        f"entities {alias.get('entities', 0)} · typed {alias.get('entities_typed', 0)} · "
+        f"relationships {alias.get('relationships', 0)} (matched by a mention or alias, not the"
+        " gold's own name)"
+    )
+
+
 def _facts(report: dict[str, Any]) -> Table:
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold", no_wrap=True)
@@ -117,6 +133,8 @@ def _facts(report: dict[str, Any]) -> Table:
         f"({rels.get('tp', '?')}/{rel_predicted} predicted relationships)",
     )
     facts.add_row("relationship matches", _counts_line(report.get("match_types") or {}))
+    if line := alias_line(report):
+        facts.add_row("through aliases", line)
     failed = (report.get("no_prediction") or {}).get("count", 0)
     ev = report.get("evidence") or {}
     cov = ev.get("evidence_coverage_rate")

@@ -27,7 +27,7 @@ def test_a_real_solve_imports_scipy_when_needed() -> None:
     loaded = _loaded_after(
         "import numpy as np\n"
         "from extraction_eval.evaluators import assign\n"
-        "from extraction_eval.evaluators.matching import jaccard_matrix\n"
+        "from extraction_eval.evaluators.similarity import jaccard_matrix\n"
         "r, c = assign(np.ones((2, 2), dtype=bool), np.eye(2))\n"
         "assert sorted(zip(r.tolist(), c.tolist())) == [(0, 0), (1, 1)]\n"
         "assert jaccard_matrix([frozenset('ab')], [frozenset('bc')]).tolist() == [[1 / 3]]"

@@ -138,7 +138,10 @@ def test_write_is_sorted_byte_stable_and_round_trips(tmp_path: Path) -> None:
     text = buf.getvalue()
     first = json.loads(text.splitlines()[0])
     assert list(first) == sorted(first)
-    assert "head" not in text and "unknown_key" not in text and "null" not in text
+    assert "unknown_key" not in text and "null" not in text
+    # head/tail index the entities (names repeat: "Ann Lee" twice) and round-trip
+    assert first["relationships"][0]["head"] == 0 and first["relationships"][0]["tail"] == 1
+    assert "mentions" not in text and "aliases" not in text  # absent: left out, never []
     assert '"é"' in text  # UTF-8 kept, not \u-escaped
     again, warnings = parse_lines(text.splitlines())
     assert warnings == [] and again == items

@@ -7,8 +7,8 @@ import pytest
 
 from extraction_eval.evaluators import ScoringConfig, align_entities, align_relationships, assign
 from extraction_eval.evaluators.config import MatchMode
-from extraction_eval.evaluators.matching import (
-    identity_matching,
+from extraction_eval.evaluators.matching import identity_matching
+from extraction_eval.evaluators.similarity import (
     jaccard_matrix,
     name_key,
     name_similarity,

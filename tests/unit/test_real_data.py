@@ -87,7 +87,7 @@ def test_perturbed_counts_agree_with_multiset_intersection(name: str, match: str
     from collections import Counter
 
     from extraction_eval.evaluators import aggregate, score_item
-    from extraction_eval.evaluators.matching import name_key
+    from extraction_eval.evaluators.similarity import name_key
     from extraction_eval.types import Entity, Extraction
 
     mode: MatchMode = "exact" if match == "exact" else "casefold"
