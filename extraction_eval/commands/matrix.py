@@ -4,12 +4,14 @@ command, so ``--help`` loads none of them."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
 
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
+    alias_settings,
     check_readable,
     console,
     err_console,
@@ -53,6 +55,8 @@ def matrix_cmd(
     no_cache: o.NoCache = False,
     refresh_cache: o.RefreshCache = False,
     ci: o.CiOrFile = None,
+    aliases: o.Aliases = None,
+    no_aliases: o.NoAliases = False,
     correction: Annotated[
         str | None,
         typer.Option(
@@ -73,7 +77,11 @@ def matrix_cmd(
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
     # every option by its name (None: not given), before anything else is bound here
-    overrides = {k: v for k, v in locals().items() if k not in ("config", "dry_run", "details")}
+    overrides = {
+        k: v
+        for k, v in locals().items()
+        if k not in ("config", "dry_run", "details", "aliases", "no_aliases")
+    }
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
     from extraction_eval.experiments.matrix_config import MatrixConfig
     from extraction_eval.views.matrix import render_matrix, render_matrix_estimate
@@ -82,6 +90,10 @@ def matrix_cmd(
     if config is not None:
         check_readable("--config", config)
     matrix = MatrixConfig.resolve(config, overrides).named()  # a default name has a timestamp
+    alias_fields = alias_settings(aliases, no_aliases, err_console)
+    if alias_fields:  # every cell scores with the same names of one entity
+        scoring = dataclasses.replace(matrix.base.scoring, **alias_fields)  # type: ignore[arg-type]
+        matrix = dataclasses.replace(matrix, base=dataclasses.replace(matrix.base, scoring=scoring))
     if dry_run:
         render_matrix_estimate(matrix, estimate_matrix(matrix), console)
         return

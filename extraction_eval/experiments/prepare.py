@@ -39,6 +39,11 @@ from extraction_eval.prompts.versions import select_run_prompt
 from extraction_eval.types import DatasetItem, Schema
 
 # Config keys that must not change when a run is resumed: results would mix two experiments.
+# scoring settings a resume must keep: (recorded key, its flag, its default)
+_ALIAS_SETTINGS: tuple[tuple[str, str, object], ...] = (
+    ("aliases", "--no-aliases", True),
+    ("alias_groups", "--aliases", []),
+)
 _RESUME_INVARIANTS = (
     "model",
     "temperature",
@@ -187,6 +192,14 @@ def check_reuse(
         k
         for k in _RESUME_INVARIANTS
         if k not in skip and _recorded(existing.config, k, record) != record.get(k)
+    ]
+    # which names are one entity decides every count: a changed alias table is another run
+    # (a run recorded before these settings existed had them at their defaults)
+    was, now = existing.config.get("scoring") or {}, record.get("scoring") or {}
+    changed += [
+        flag
+        for key, flag, default in _ALIAS_SETTINGS
+        if was.get(key, default) != now.get(key, default)
     ]
     if changed:
         raise UsageError(
