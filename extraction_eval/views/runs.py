@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from extraction_eval.evaluators.severity import item_severity
-from extraction_eval.views.score_report import fmt_number, render_report
+from extraction_eval.views.score_report import alias_line, fmt_number, render_report
 from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no runner
@@ -321,6 +321,8 @@ def render_run_header(run: RunRecord, console: Console, *, failing: int | None =
     if report:
         facts.add_row("entities", _f1_line(report, "entities"))
         facts.add_row("relationships", _f1_line(report, "relationships"))
+        if aliases := alias_line(report):
+            facts.add_row("through aliases", aliases)
     if summary.get("latency_p50_ms") is not None:
         facts.add_row(
             "latency p50 / p95 ms",

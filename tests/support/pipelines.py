@@ -89,3 +89,27 @@ async def timed_async(*, item: Any, **_: Any) -> dict[str, Any]:
     if HOOK is not None:
         HOOK(item)
     return _first_gold_entity(item)
+
+
+def by_mention(*, item: Any, **_: Any) -> dict[str, Any]:
+    """The gold itself, each entity named by its last mention or alias (relationships name
+    their endpoints alike): every answer right, none by the gold's own name where it has
+    another."""
+    names = []
+    for e in item.expected.entities:
+        others = [m.name for m in e.mentions if m.name != e.name] + list(e.aliases)
+        names.append(others[-1] if others else e.name)
+    by_name = {e.name: n for e, n in zip(item.expected.entities, names, strict=True)}
+    return {
+        "entities": [
+            {"name": n, "type": e.type} for e, n in zip(item.expected.entities, names, strict=True)
+        ],
+        "relationships": [
+            {
+                "source": by_name.get(r.source, r.source),
+                "type": r.type,
+                "target": by_name.get(r.target, r.target),
+            }
+            for r in item.expected.relationships
+        ],
+    }
