@@ -1,6 +1,7 @@
 """Paired comparison of two stored runs: pair items by id, re-score both runs' stored outputs
 against the gold of the run's dataset version, and hand the count rows to
-:mod:`extraction_eval.evaluators.paired` (bootstrap CI of Δ, McNemar, per type, the gate).
+:mod:`extraction_eval.evaluators.stats.paired_delta` (bootstrap CI of Δ, McNemar, per type,
+the gate).
 
 Both runs count under one scoring config (A's). The runner stores each result's count row (and
 the diff's view of its alignment) tagged with what it was scored with; a local run's rows
@@ -28,17 +29,17 @@ from extraction_eval.evaluators.counts import (
     COLUMNS,
 )
 from extraction_eval.evaluators.diff_counts import DiffCounts
-from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
-from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
-from extraction_eval.evaluators.paired import (
+from extraction_eval.evaluators.stats.intervals import CI_METHODS, CiMethod
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTIONS, Correction
+from extraction_eval.evaluators.stats.paired_delta import (
     GateFailure,
     PairedAccumulator,
     PairedComparison,
     check_tolerances,
     regression_gate,
 )
-from extraction_eval.evaluators.power import PowerAnalysis, analyse
-from extraction_eval.evaluators.verdict_rules import MIN_ITEMS
+from extraction_eval.evaluators.stats.power import PowerAnalysis, analyse
+from extraction_eval.evaluators.stats.verdict_rules import MIN_ITEMS
 from extraction_eval.limits import MAX_RESAMPLES
 from extraction_eval.types import DatasetItem, Extraction
 from extraction_eval.validation import check_choice, check_int
@@ -65,7 +66,7 @@ class RunComparison:
     warnings: list[str] = field(default_factory=list)
     gate: list[GateFailure] | None = None  # set by ``check_gate``
     tolerances: dict[str, float] = field(default_factory=dict)
-    # headline metric -> what this comparison could detect (evaluators/power.py)
+    # headline metric -> what this comparison could detect (evaluators/stats/power.py)
     power: dict[str, PowerAnalysis] = field(default_factory=dict)
 
     def check_gate(self, tolerances: Mapping[str, float]) -> list[GateFailure]:
@@ -197,7 +198,7 @@ class CompareOptions:
     compares itself with its baseline); ``ci``: the interval method (None: the one A was
     run with); ``correction``: how the metrics' p-values are adjusted as one family; fewer
     than ``min_items`` paired items make every verdict ``insufficient``
-    (evaluators/verdict_rules.py). Checked on construction, before any work."""
+    (evaluators/stats/verdict_rules.py). Checked on construction, before any work."""
 
     resamples: int = 10_000
     seed: int = 42

@@ -20,7 +20,7 @@ from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score
 from extraction_eval.evaluators.counts import StoredCounts, counts_key, decode_counts, item_row
 from extraction_eval.evaluators.diff import diff_followed, diff_item, follow
 from extraction_eval.evaluators.gold_view import scored_gold
-from extraction_eval.evaluators.paired import PairedAccumulator
+from extraction_eval.evaluators.stats.paired_delta import PairedAccumulator
 from extraction_eval.types import DatasetItem, Extraction
 
 

@@ -1,5 +1,5 @@
 """``extraction-eval power``: how many items a comparison needs, from stored runs' per-item
-counts (the statistics are :mod:`extraction_eval.evaluators.power`'s).
+counts (the statistics are :mod:`extraction_eval.evaluators.stats.power`'s).
 
 With one run (the baseline), the second run is taken to vary as the baseline does, with an
 assumed correlation between the two runs' per-item influence values; with ``against``, the
@@ -12,7 +12,7 @@ from extraction_eval.analysis.paired import pair_and_score
 from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators.counts import COLUMNS
-from extraction_eval.evaluators.power import POWER_METRICS, PowerAnalysis, analyse
+from extraction_eval.evaluators.stats.power import POWER_METRICS, PowerAnalysis, analyse
 from extraction_eval.validation import check_choice, check_number
 
 

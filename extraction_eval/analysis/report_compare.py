@@ -28,8 +28,8 @@ from extraction_eval.evaluators.diff import (
 )
 from extraction_eval.evaluators.diff_counts import DiffCounts
 from extraction_eval.evaluators.gold_view import scored_gold
-from extraction_eval.evaluators.intervals import METHOD_TEXT
-from extraction_eval.evaluators.multiple import CORRECTION_TEXT
+from extraction_eval.evaluators.stats.intervals import METHOD_TEXT
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTION_TEXT
 from extraction_eval.types import DatasetItem, Extraction
 
 

@@ -93,7 +93,7 @@ def build_cmd(
             build = build_gold(config, store, backend, write=not no_upload)
     finally:
         backend.close()
-    from extraction_eval.evaluators.agreement import gold_agreement
+    from extraction_eval.evaluators.stats.gold_agreement import gold_agreement
 
     render_build(build, config, console, err_console, agreement=gold_agreement(build.votes))
 

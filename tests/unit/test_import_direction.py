@@ -38,6 +38,9 @@ LAYERS: dict[str, int] = {
     "extraction_eval.atomic": 0,  # files written whole or not at all
     # building blocks
     "extraction_eval.evaluators": 1,
+    # statistics over many items' scores (bootstrap, paired Δ, power, PPI, ...): beside the
+    # per-item scorers they summarise, on their layer (test_shelves keeps them apart)
+    "extraction_eval.evaluators.stats": 1,
     "extraction_eval.llm": 1,
     "extraction_eval.backends": 1,
     "extraction_eval.prompts": 1,

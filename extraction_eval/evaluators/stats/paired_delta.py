@@ -4,7 +4,7 @@ McNemar's exact test on per-item outcomes, per-type F1 side by side, a verdict p
 Pure: integer count rows in, figures out. One row per item and run (:data:`COLUMNS`, from
 :func:`item_row`); A's and B's rows of one item sit side by side, so every bootstrap replicate
 draws item indices once and recomputes both runs' micro metrics on the same items
-(:func:`~extraction_eval.evaluators.stats.resampled_sums`). A failed item is scored as
+(:func:`~extraction_eval.evaluators.stats.bootstrap.resampled_sums`). A failed item is scored as
 everywhere: an empty prediction that never earns the both-empty 1.0.
 
     acc = PairedAccumulator()
@@ -34,18 +34,18 @@ from extraction_eval.evaluators.counts import (
     item_row,
     metric_arrays,
 )
-from extraction_eval.evaluators.intervals import (
+from extraction_eval.evaluators.item import ItemScore, TypeCount
+from extraction_eval.evaluators.metrics import LOWER_IS_BETTER, Counts, f1
+from extraction_eval.evaluators.stats.bootstrap import resampled_sums
+from extraction_eval.evaluators.stats.intervals import (
     METHOD_TEXT,
     CiMethod,
     bootstrap_p_value,
     quantile_levels,
 )
-from extraction_eval.evaluators.item import ItemScore, TypeCount
-from extraction_eval.evaluators.mcnemar import McNemar, mcnemar_exact
-from extraction_eval.evaluators.metrics import LOWER_IS_BETTER, Counts, f1
-from extraction_eval.evaluators.multiple import CORRECTION_TEXT, Correction
-from extraction_eval.evaluators.stats import resampled_sums
-from extraction_eval.evaluators.verdict_rules import MIN_ITEMS, corrected, insufficient
+from extraction_eval.evaluators.stats.mcnemar import McNemar, mcnemar_exact
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTION_TEXT, Correction
+from extraction_eval.evaluators.stats.verdict_rules import MIN_ITEMS, corrected, insufficient
 from extraction_eval.validation import check_int
 
 Verdict = Literal["improved", "regressed", "no significant change", "undefined", "insufficient"]

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from extraction_eval.evaluators.multiple import Correction, adjust_named
+from extraction_eval.evaluators.stats.multiple_testing import Correction, adjust_named
 
 # Below this many paired items a verdict is "insufficient".
 MIN_ITEMS = 10
