@@ -34,7 +34,7 @@ def power_cmd(
 ) -> None:
     """How many items do I need? The smallest |Δ| a paired comparison with the baseline's N
     detects at 80% power, and the N needed to detect --delta."""
-    from extraction_eval.analysis.power import run_power
+    from extraction_eval.analysis.compare.power import run_power
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.views.power import render_power

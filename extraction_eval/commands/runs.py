@@ -350,8 +350,12 @@ def compare_cmd(
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
     gate. With --item: one item's text with gold, A and B objects side by side."""
-    from extraction_eval.analysis.diff import compare_item
-    from extraction_eval.analysis.paired import CompareOptions, compare_and_diff, parse_tolerances
+    from extraction_eval.analysis.compare.run_diff import compare_item
+    from extraction_eval.analysis.compare.runs import (
+        CompareOptions,
+        compare_and_diff,
+        parse_tolerances,
+    )
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.validation import check_int
@@ -371,9 +375,9 @@ def compare_cmd(
         render_item_comparison(compare_item(store, a, b, item), console)
         return
     result, diff = compare_and_diff(
-        store,
         a,
         b,
+        store=store,
         options=CompareOptions(
             top=top,
             resamples=resamples,
@@ -411,7 +415,7 @@ def compare_cmd(
 
 def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:
     """Each run's PPI-corrected P/R/F1 with the verified items of ``human``."""
-    from extraction_eval.analysis.ppi import read_human_gold, run_ppi
+    from extraction_eval.analysis.compare.ppi import read_human_gold, run_ppi
 
     verified, warnings = read_human_gold(human)
     for warning in warnings:

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.analysis.report_data import ReportData, merge_rows
+from extraction_eval.analysis.html_report.data import ReportData, merge_rows
 from extraction_eval.atomic import atomic_text
 from extraction_eval.reports import charts, require
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.html_report.data import build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app

@@ -51,6 +51,8 @@ LAYERS: dict[str, int] = {
     "extraction_eval.experiments": 3,  # the run path: plan, drive, record, finalize, shards
     "extraction_eval.analysis": 3,  # read-only over stored runs: compare, diff, report data
     "extraction_eval.seeds": 3,  # datasets from elsewhere: production traces, ensemble gold
+    # the processes the package starts (half of a large HTML report): analysis asks for one
+    "extraction_eval.workers": 3,
     # presentation (views render what the library returns) and the commands that call both
     "extraction_eval.commands": 4,
     "extraction_eval.views": 4,

@@ -7,7 +7,9 @@ import json
 import math
 import random
 from collections import Counter
+from collections.abc import Iterable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,13 +21,23 @@ from extraction_eval.evaluators.item import ItemScore
 from extraction_eval.evaluators.report import aggregate
 from extraction_eval.evaluators.stats.paired_delta import (
     PairedAccumulator,
+    PairedComparison,
     check_tolerances,
     mcnemar_exact,
-    paired_compare,
     regression_gate,
 )
 from extraction_eval.experiments.summary import run_values
 from extraction_eval.types import Entity, Extraction, Relationship
+
+def paired_compare(
+    pairs: Iterable[tuple[ItemScore, ItemScore]], **options: Any
+) -> PairedComparison:
+    """(A's score, B's score) per item folded into an accumulator, then compared."""
+    acc = PairedAccumulator()
+    for a, b in pairs:
+        acc.add(a, b)
+    return acc.compare(**options)
+
 
 CFG = ScoringConfig(match="exact", resamples=200, seed=1)
 TEXT = "Ann met Bob in Paris. Acme hired Cy."
@@ -371,7 +383,7 @@ def test_no_paired_items_has_no_interval_and_fails_a_gate() -> None:
 
 
 def test_parse_tolerances() -> None:
-    from extraction_eval.analysis.paired import parse_tolerances
+    from extraction_eval.analysis.compare.runs import parse_tolerances
 
     assert parse_tolerances(["entity_f1=0.01", " error_rate = 0 "]) == {
         "entity_f1": 0.01,

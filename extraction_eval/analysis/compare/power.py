@@ -8,7 +8,7 @@ two runs are paired by item and the spread of their difference is measured.
 
 from __future__ import annotations
 
-from extraction_eval.analysis.paired import pair_and_score
+from extraction_eval.analysis.compare.counting import rescore_pairs
 from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators.counts import COLUMNS
@@ -39,7 +39,7 @@ def run_power(
     scoring = run_scoring(baseline)
     items = run_gold(store, baseline)
     other = against or baseline
-    paired = pair_and_score(store, baseline, other, items, scoring)
+    paired = rescore_pairs(store, baseline, other, items, scoring)
     a, b = paired.accumulator.matrices()
     return analyse(
         a,

@@ -23,21 +23,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.paired import GoldLoader
-from extraction_eval.analysis.report_build import (
+from extraction_eval.analysis.compare.runs import GoldLoader
+from extraction_eval.analysis.html_report.build import (
     CHUNK,
     ItemStream,
     ReportPart,
-    Worker,
     collector_paused,
     range_stream,
 )
-from extraction_eval.analysis.report_compare import comparison_view, diff_lists, diff_view
+from extraction_eval.analysis.html_report.pairing import comparison_view, diff_lists, diff_view
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import GoldView
 from extraction_eval.evaluators.taxonomy import CATEGORIES
 from extraction_eval.types import DatasetItem
+from extraction_eval.workers.report_worker import Worker
 
 __all__ = [
     "CHUNK",

@@ -155,7 +155,7 @@ class TypeComparison:
 
 @dataclass(frozen=True, slots=True)
 class PairedComparison:
-    """Everything :func:`paired_compare` finds; ``to_json`` has a stable key order."""
+    """Everything :meth:`PairedAccumulator.compare` finds; ``to_json`` has a stable key order."""
 
     items: int
     resamples: int
@@ -351,31 +351,6 @@ class PairedAccumulator:
         )
 
 
-def paired_compare(
-    pairs: Iterable[tuple[ItemScore, ItemScore]],
-    *,
-    resamples: int = 10_000,
-    seed: int = 42,
-    confidence: float = 0.95,
-    method: CiMethod = "expanded",
-    correction: Correction = "holm",
-    min_items: int = MIN_ITEMS,
-) -> PairedComparison:
-    """Compare run A with run B on the same items: ``pairs`` yields (A's score, B's score) of
-    each item. Byte-identical ``to_json`` for the same items and seed, in any item order."""
-    acc = PairedAccumulator()
-    for a, b in pairs:
-        acc.add(a, b)
-    return acc.compare(
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-        method=method,
-        correction=correction,
-        min_items=min_items,
-    )
-
-
 def _scalar(values: NDArray[np.float64]) -> float | None:
     v = float(values[0])
     return None if np.isnan(v) else v
@@ -445,7 +420,7 @@ def paired_compare_counts(
     correction: Correction = "holm",
     min_items: int = MIN_ITEMS,
 ) -> PairedComparison:
-    """:func:`paired_compare` on count matrices (n × :data:`WIDTH`, row i of both = item i):
+    """The paired comparison on count matrices (n × :data:`WIDTH`, row i of both = item i):
     the entry point for callers that keep their own rows (e.g. a config matrix).
 
     ``method``: how bootstrap quantiles make the CI of Δ (:mod:`.intervals`). ``correction``:
