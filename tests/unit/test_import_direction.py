@@ -1,7 +1,7 @@
 """The package's import direction (README "Design"), checked on the source with ``ast``.
 
-``cli -> commands, views/reports -> experiments / analysis / seeds -> pipeline -> evaluators,
-llm, backends, prompts, datasets -> types``: a module may import its own layer or lower ones,
+``cli -> commands, views/reports -> experiments / analysis / seeds / workers -> pipeline ->
+evaluators (with evaluators.stats), llm, backends, prompts, datasets -> types``: a module may import its own layer or lower ones,
 never a higher one; ``analysis`` (read-only over stored runs) never starts a run (the modes,
 the driver, prepare); ``evaluators`` (pure scoring) imports nothing from ``llm`` or
 ``backends``; ``datasets`` (our JSONL files) imports only ``types`` and ``errors``, so every
