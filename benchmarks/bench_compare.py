@@ -101,7 +101,7 @@ def build(store_dir: Path, n: int, changed: float) -> None:
                 }
             )
         )
-    store = LocalStore(seed=False)
+    store = LocalStore(sample=False)
     store.upload_items("bench-compare", items)
     outputs: dict[str, list[Extraction | None]] = {}
     rng = random.Random(1)
@@ -203,7 +203,7 @@ def main() -> None:
         )
         from extraction_eval.backends.local import LocalStore
 
-        store = LocalStore(seed=False)
+        store = LocalStore(sample=False)
         a, b = store.get_run("A"), store.get_run("B")
         assert a is not None and b is not None
 
@@ -233,7 +233,7 @@ def main() -> None:
         with conn:
             conn.execute("UPDATE results SET counts = NULL")  # as rows recorded before m008
         conn.close()
-        store = LocalStore(seed=False)
+        store = LocalStore(sample=False)
         library("rows without stored counts: re-scored")
         store.close()
         cli(home, "re-scored")

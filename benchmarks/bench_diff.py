@@ -82,7 +82,7 @@ def main() -> None:
             from extraction_eval.backends.local import LocalStore
             from extraction_eval.types import DatasetItem, Extraction, ItemResult
 
-            store = LocalStore(Path(tmp) / "store.db", seed=False)
+            store = LocalStore(Path(tmp) / "store.db", sample=False)
             items = []
             for i in range(n):
                 row = sentences[i % len(sentences)]

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from extraction_eval.version import __version__
 
 if TYPE_CHECKING:
-    from extraction_eval.analysis.compare.run_diff import diff_runs
     from extraction_eval.analysis.compare import CompareOptions, RunComparison, compare_runs
+    from extraction_eval.analysis.compare.run_diff import diff_runs
     from extraction_eval.analysis.score_files import ScoredFiles, score_files
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.analysis.worst import run_worst_items

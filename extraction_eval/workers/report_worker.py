@@ -155,7 +155,7 @@ def work(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> Non
     with (
         collector_paused(),
         ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool,
-        LocalStore(Path(path), seed=False) as store,
+        LocalStore(Path(path), sample=False) as store,
     ):
         part = ReportPart(store, runs, pool, streamed=True)
         part.fill(range_stream(store, runs, after))

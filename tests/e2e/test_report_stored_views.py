@@ -18,7 +18,8 @@ from extraction_eval.analysis.html_report.data import CHUNK, build_report_data
 from extraction_eval.analysis.html_report.pairing import comparison_view
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.reports.html import read_embedded, render_report
+from extraction_eval.reports.html import render_report
+from tests.support.report_page import read_embedded
 from tests.support.report_runs import FILLERS, make_runs
 
 

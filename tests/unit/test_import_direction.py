@@ -1,13 +1,13 @@
 """The package's import direction (README "Design"), checked on the source with ``ast``.
 
 ``cli -> commands, views/reports -> experiments / analysis / seeds / workers -> pipeline ->
-evaluators (with evaluators.stats), llm, backends, prompts, datasets -> types``: a module may import its own layer or lower ones,
-never a higher one; ``analysis`` (read-only over stored runs) never starts a run (the modes,
-the driver, prepare); ``evaluators`` (pure scoring) imports nothing from ``llm`` or
-``backends``; ``datasets`` (our JSONL files) imports only ``types`` and ``errors``, so every
-building block may read them; ``views`` (Rich presentation) never imports ``commands``, which
-call them. Nothing is imported to check this, so a violation is found even in a module no test
-loads.
+evaluators (with evaluators.stats), llm, backends, prompts, datasets -> types``: a module may
+import its own layer or lower ones, never a higher one; ``analysis`` (read-only over stored
+runs) never starts a run (the modes, the driver, prepare); ``evaluators`` (pure scoring)
+imports nothing from ``llm`` or ``backends``; ``datasets`` (our JSONL files) imports only
+``types`` and ``errors``, so every building block may read them; ``views`` (Rich
+presentation) never imports ``commands``, which call them. Nothing is imported to check this,
+so a violation is found even in a module no test loads.
 
 Every import counts, wherever it sits: at module level, deferred inside a function, or under
 ``if TYPE_CHECKING:`` (a type-only import is still a dependency a reader has to follow, and it

@@ -29,6 +29,7 @@ from extraction_eval.evaluators.stats.paired_delta import (
 from extraction_eval.experiments.summary import run_values
 from extraction_eval.types import Entity, Extraction, Relationship
 
+
 def paired_compare(
     pairs: Iterable[tuple[ItemScore, ItemScore]], **options: Any
 ) -> PairedComparison:
