@@ -7,7 +7,7 @@ Plain JSON-able data (no HTML here); ``extraction_eval.reports`` renders it. Bui
 time; the item table is kept as columns (a few values per item); each item's details are
 serialized as they are made, ``CHUNK`` items to a compressed chunk, so the page parses only the
 chunk of an item someone expands. Per item, nothing is scored again where the runner stored its
-alignment (``report_items``); charts are drawn from aggregates (the summaries, a latency
+alignment (``items``); charts are drawn from aggregates (the summaries, a latency
 histogram).
 """
 
