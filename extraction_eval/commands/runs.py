@@ -17,6 +17,7 @@ import typer
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
     CorrectionOpt,
+    FormatOpt,
     HumanOpt,
     MinItemsOpt,
     PpiOpt,
@@ -26,6 +27,7 @@ from extraction_eval.commands.common import (
     err_console,
     fail,
     handle_errors,
+    output_format,
 )
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
@@ -306,16 +308,6 @@ def finalize_cmd(
         raise typer.Exit(1)
 
 
-FailOnRegressionOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="METRIC=TOLERANCE: exit 1 when the paired 95% CI of Δ reaches a drop larger than"
-        " TOLERANCE (its low bound is below −TOLERANCE; mirrored for lower-is-better rates)."
-        " Repeatable.",
-    ),
-]
-
-
 @handle_errors
 def compare_cmd(
     run_a: str,
@@ -334,8 +326,8 @@ def compare_cmd(
         bool,
         typer.Option(help="Compare runs of different dataset versions or item sets (warns)."),
     ] = False,
-    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
-    fail_on_regression: FailOnRegressionOpt = None,
+    fmt: FormatOpt = "table",
+    fail_on_regression: o.FailOnRegression = None,
     ci: Annotated[
         str | None,
         typer.Option(
@@ -365,8 +357,7 @@ def compare_cmd(
     check_int("top", top, minimum=0)
     check_int("resamples", resamples, minimum=1)
     check_int("seed", seed, minimum=0)
-    if fmt not in ("text", "json"):
-        fail(f"--format must be text or json, got {fmt!r}")
+    fmt = output_format(fmt)
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
     store = LocalStore()
