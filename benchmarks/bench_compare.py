@@ -8,7 +8,7 @@ retyped; run B predicts the same as A except on a share of the items (``--change
 0.3), where it has its own noise, and 1% errored items. Results are written straight into a
 temp store (no pipeline) with the counts the runner stores with each result (m008). We time:
 
-    library   compare_and_diff(store, A, B)           (one pass: stored counts, diff, bootstrap)
+    library   compare_and_diff(A, B, store=store) (one pass: stored counts, diff, bootstrap)
     phases    the paired statistics alone, and the bootstrap alone on the count rows
     old rows  the same with the stored counts dropped (rows recorded before m008: re-scored)
     cli       `extraction-eval compare A B` (text and --format json) as child processes
@@ -101,7 +101,7 @@ def build(store_dir: Path, n: int, changed: float) -> None:
                 }
             )
         )
-    store = LocalStore(seed=False)
+    store = LocalStore(sample=False)
     store.upload_items("bench-compare", items)
     outputs: dict[str, list[Extraction | None]] = {}
     rng = random.Random(1)
@@ -196,21 +196,21 @@ def main() -> None:
             build(home, n, args.changed)
         print(f"setup: {n} items, two runs stored ({t})")
 
-        from extraction_eval.analysis.paired import (
+        from extraction_eval.analysis.compare.runs import (
             CompareOptions,
             compare_and_diff,
-            compare_stored_runs,
+            compare_runs,
         )
         from extraction_eval.backends.local import LocalStore
 
-        store = LocalStore(seed=False)
+        store = LocalStore(sample=False)
         a, b = store.get_run("A"), store.get_run("B")
         assert a is not None and b is not None
 
         def library(label: str) -> None:
             with Timer() as whole:
                 result, diff = compare_and_diff(
-                    store, a, b, options=CompareOptions(resamples=10_000, seed=42)
+                    a, b, store=store, options=CompareOptions(resamples=10_000, seed=42)
                 )
             f1 = result.comparison.metric("entity_f1")
             print(
@@ -220,10 +220,10 @@ def main() -> None:
                 f" CI [{f1.ci_low:+.4f}, {f1.ci_high:+.4f}] {f1.verdict})"
             )
             with Timer() as t:
-                compare_stored_runs(store, a, b, options=CompareOptions(resamples=10_000, seed=42))
+                compare_runs(a, b, store=store, options=CompareOptions(resamples=10_000, seed=42))
             print(f"  the paired statistics alone:                {t}")
             with Timer() as t:
-                compare_and_diff(store, a, b, options=CompareOptions(resamples=1, seed=42))
+                compare_and_diff(a, b, store=store, options=CompareOptions(resamples=1, seed=42))
             print(f"  all but the bootstrap (1 resample):         {t}")
 
         library("stored counts")
@@ -233,7 +233,7 @@ def main() -> None:
         with conn:
             conn.execute("UPDATE results SET counts = NULL")  # as rows recorded before m008
         conn.close()
-        store = LocalStore(seed=False)
+        store = LocalStore(sample=False)
         library("rows without stored counts: re-scored")
         store.close()
         cli(home, "re-scored")

@@ -17,7 +17,7 @@ replacement and ask:
    how often ANY of the compared metrics gets a verdict (the family-wise error) without and
    with the correction.
 3. **Power**: B's recall per document is raised (p → p + 0.04, capped): the empirical rate of
-   "improved" vs the power :mod:`extraction_eval.evaluators.power` predicts from each
+   "improved" vs the power :mod:`extraction_eval.evaluators.stats.power` predicts from each
    replicate's own sample (its measured sd of the difference) for the population's true Δ.
 
 Monte-Carlo error: ± 1.96 · √(c (1 − c) / R) for R replicates.
@@ -37,9 +37,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from extraction_eval.evaluators.counts import COLUMNS, WIDTH
-from extraction_eval.evaluators.paired import paired_compare_counts
-from extraction_eval.evaluators.power import analyse
-from extraction_eval.evaluators.stats import bootstrap_prf
+from extraction_eval.evaluators.stats.bootstrap import bootstrap_prf
+from extraction_eval.evaluators.stats.paired_delta import paired_compare_counts
+from extraction_eval.evaluators.stats.power import analyse
 
 POP = 20_000
 NS = (10, 30, 100, 300)
@@ -175,7 +175,7 @@ def power(pop: dict[str, NDArray[np.float64]], args: argparse.Namespace) -> None
     true_delta = f1(pb) - f1(pa)
     print(
         f"\n3. power: B's per-document recall + {shift} (population Δ entity F1 ="
-        f" {true_delta:+.4f}); predicted = mean over replicates of evaluators/power.py's"
+        f" {true_delta:+.4f}); predicted = mean over replicates of evaluators/stats/power.py's"
         " power from the replicate's own sample"
     )
     print("      N   method       empirical        predicted")

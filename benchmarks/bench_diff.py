@@ -1,4 +1,4 @@
-"""Wall time and peak memory of ``compare``'s item diff (``analysis.diff.diff_runs``) on two
+"""Wall time and peak memory of ``compare``'s item diff (``compare.run_diff.diff_runs``) on two
 stored runs that really differ. Measured, not asserted.
 
 Synthetic, from the shared CoNLL04 gold: N items cycling its sentences (new ids). Run A's
@@ -77,12 +77,12 @@ def main() -> None:
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             os.environ["EXTRACTION_EVAL_HOME"] = tmp
-            from extraction_eval.analysis.diff import diff_runs
+            from extraction_eval.analysis.compare.run_diff import diff_runs
             from extraction_eval.analysis.stored import in_both_runs
             from extraction_eval.backends.local import LocalStore
             from extraction_eval.types import DatasetItem, Extraction, ItemResult
 
-            store = LocalStore(Path(tmp) / "store.db", seed=False)
+            store = LocalStore(Path(tmp) / "store.db", sample=False)
             items = []
             for i in range(n):
                 row = sentences[i % len(sentences)]

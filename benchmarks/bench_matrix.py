@@ -60,7 +60,7 @@ def setup_store(home: str, n: int) -> None:
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.prompts.template import load_local_prompt
 
-    store = LocalStore(seed=False)
+    store = LocalStore(sample=False)
     store.upload_items(CELL_DATASET, make_items(n, "c"))
     store.upload_items(SINGLE_DATASET, make_items(CELLS * n, "s"))
     bundled = load_local_prompt()
@@ -91,7 +91,7 @@ def worker(args: argparse.Namespace) -> None:
     finalize = time_calls(driver, "finalize")  # bootstrap CIs, summary: per run
     prepare = time_calls(matrix_module if args.worker == "matrix" else local_mode, "prepare")
     table = time_calls(matrix_module, "matrix_table")  # the matrix's table (paired CIs)
-    store = LocalStore(seed=False)
+    store = LocalStore(sample=False)
     stamp = args.stamp
     pipeline = PipelineConfig(base_url=args.openai_url, price_in=0.0, price_out=0.0)
     if args.worker == "single":

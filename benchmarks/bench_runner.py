@@ -39,7 +39,7 @@ def main() -> None:
     from extraction_eval.pipeline.base import PipelineConfig
     from extraction_eval.types import DatasetItem, Entity, Extraction
 
-    store = LocalStore(seed=False)
+    store = LocalStore(sample=False)
     items = [
         DatasetItem(
             id=f"b{i:05d}",
@@ -98,7 +98,7 @@ def runner_overhead(items: list[Any], concurrency: int) -> float:
         async def extract(self, item: DatasetItem) -> PipelineOutput:
             return PipelineOutput(extraction=item.expected, raw="{}")
 
-    store = LocalStore(seed=False)
+    store = LocalStore(sample=False)
     run = store.create_run(name="overhead", dataset="bench", dataset_version=1, config={})
     runner = ItemRunner(
         pipeline=Instant(),

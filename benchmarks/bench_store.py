@@ -42,7 +42,7 @@ def _result(i: int) -> ItemResult:
 
 def bench(n: int, synchronous: str) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        store = LocalStore(Path(tmp) / "store.db", seed=False)
+        store = LocalStore(Path(tmp) / "store.db", sample=False)
         assert store._conn is not None
         store._conn.execute(f"PRAGMA synchronous={synchronous}")
         run = store.create_run(name="bench", dataset="bench", dataset_version=1, config={})

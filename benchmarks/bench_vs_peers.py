@@ -212,7 +212,7 @@ def mode_a(args: argparse.Namespace) -> dict[str, Any]:
     )
     from extraction_eval.experiments.run import run_experiment
 
-    store = LocalStore(seed=False)
+    store = LocalStore(sample=False)
     config = _our_config(args, "local")
     finalize = time_calls(driver, "finalize")
     started: list[float] = []
@@ -269,9 +269,9 @@ def mode_b(args: argparse.Namespace) -> dict[str, Any]:
     from extraction_eval.experiments.run import run_experiment
 
     config = _our_config(args, "langfuse")
-    verify = time_calls(langfuse_mode, "check_run")  # the read-back, with any re-post
+    verify = time_calls(langfuse_mode, "verify_in_langfuse")  # the read-back, with any re-post
     with Timed() as t:
-        outcome = run_experiment(config, store=LocalStore(seed=False))
+        outcome = run_experiment(config, store=LocalStore(sample=False))
     return {
         "wall": t.wall,
         "cpu": t.cpu,
@@ -561,7 +561,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         procs.append(openai_proc)
         from extraction_eval.backends.local import LocalStore
 
-        with LocalStore(seed=False) as store:
+        with LocalStore(sample=False) as store:
             store.upload_items(DATASET, make_items(n))
 
         ctx = {

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from extraction_eval.version import __version__
 
 if TYPE_CHECKING:
-    from extraction_eval.analysis.diff import diff_runs
-    from extraction_eval.analysis.paired import CompareOptions, RunComparison, compare_runs
+    from extraction_eval.analysis.compare import CompareOptions, RunComparison, compare_runs
+    from extraction_eval.analysis.compare.run_diff import diff_runs
     from extraction_eval.analysis.score_files import ScoredFiles, score_files
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.analysis.worst import run_worst_items
@@ -64,9 +64,9 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["finalize_run", "merge_runs"], "extraction_eval.experiments.shards"),
     **dict.fromkeys(["ScoredFiles", "score_files"], "extraction_eval.analysis.score_files"),
     **dict.fromkeys(
-        ["CompareOptions", "RunComparison", "compare_runs"], "extraction_eval.analysis.paired"
+        ["CompareOptions", "RunComparison", "compare_runs"], "extraction_eval.analysis.compare"
     ),
-    **dict.fromkeys(["diff_runs"], "extraction_eval.analysis.diff"),
+    **dict.fromkeys(["diff_runs"], "extraction_eval.analysis.compare.run_diff"),
     **dict.fromkeys(["get_run"], "extraction_eval.analysis.stored"),
     **dict.fromkeys(["run_worst_items"], "extraction_eval.analysis.worst"),
     **dict.fromkeys(["GoldConfig"], "extraction_eval.seeds.ensemble.config"),

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extraction_eval.analysis.paired import (
+from extraction_eval.analysis.compare.runs import (
     CompareOptions,
     RunComparison,
-    compare_stored_runs,
+    compare_runs,
     parse_tolerances,
 )
 from extraction_eval.analysis.stored import get_run
@@ -88,10 +88,10 @@ def check_run(
     checks = RunChecks(thresholds=outcome.failed_thresholds(config.fail_under, config.fail_over))
     if baseline is not None:
         store = store or LocalStore()
-        checks.baseline = compare_stored_runs(
-            store,
+        checks.baseline = compare_runs(
             baseline.run,
             store.get_run_by_id(outcome.run.id),
+            store=store,
             options=CompareOptions(tolerances=dict(baseline.tolerances), refuse_as="baseline"),
         )
     return checks

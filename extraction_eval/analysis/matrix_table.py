@@ -15,13 +15,13 @@ from numpy.typing import NDArray
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators import ContextIndex, GoldView, ScoringConfig
-from extraction_eval.evaluators.clustered import RepeatVariance, repeat_variance
 from extraction_eval.evaluators.counts import COLUMNS as PAIRED_COLUMNS
 from extraction_eval.evaluators.counts import WIDTH as PAIRED_WIDTH
 from extraction_eval.evaluators.counts import item_row
-from extraction_eval.evaluators.multiple import Correction, adjust_named
-from extraction_eval.evaluators.paired import PairedComparison, paired_compare_counts
-from extraction_eval.evaluators.repeats import (
+from extraction_eval.evaluators.stats.cluster_bootstrap import RepeatVariance, repeat_variance
+from extraction_eval.evaluators.stats.multiple_testing import Correction, adjust_named
+from extraction_eval.evaluators.stats.paired_delta import PairedComparison, paired_compare_counts
+from extraction_eval.evaluators.stats.repeat_spread import (
     Agreement,
     Spread,
     best_cells,
@@ -187,7 +187,7 @@ def not_significantly_different(
     bootstrap CI of Δ (cell − best) contains 0, or the comparison's p-value, adjusted over
     every (metric, cell) comparison of the matrix (``correction``), is not below α, or the
     evidence is insufficient (too few shared items). On the items both runs have a result,
-    each bootstrap replicate draws the same items for both (``evaluators/paired.py``;
+    each bootstrap replicate draws the same items for both (``evaluators/stats/paired_delta.py``;
     ``scoring``'s resamples, seed, confidence and CI method). With several tied best cells,
     the first (by name) is the reference. One comparison per (reference, cell) pair serves
     every metric. Also returns each comparison (Δ, CI, raw and adjusted p, verdict)."""

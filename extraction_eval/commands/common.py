@@ -6,7 +6,7 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn, ParamSpec, TypeVar
+from typing import Annotated, Literal, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.markup import escape
@@ -34,6 +34,31 @@ MinItemsOpt = Annotated[
     int,
     typer.Option(help="Fewer paired items than this: every verdict is 'insufficient'."),
 ]
+
+
+# One --format vocabulary for what a command prints: table (for people) | json (for programs),
+# as `score` has always spelled it. "text", the old name of table on compare / power / gold
+# review, is still accepted, with a note on stderr (stdout stays the table).
+FORMATS = ("table", "json")
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format", help="table (for people) | json (stdout); 'text' is table's old name."
+    ),
+]
+
+
+def output_format(fmt: str) -> Literal["table", "json"]:
+    """``--format`` checked before any work: ``table`` or ``json``; the old ``text`` is
+    ``table``, said once on stderr so a script can be updated."""
+    if fmt == "text":
+        err_console.print(
+            "note: --format text is now --format table (text still works)", highlight=False
+        )
+        return "table"
+    if fmt not in FORMATS:
+        fail(f"--format must be table or json, got {fmt!r}")
+    return "json" if fmt == "json" else "table"
 
 
 PpiOpt = Annotated[

@@ -13,11 +13,13 @@ import typer
 
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
+    FormatOpt,
     check_readable,
     check_writable,
     console,
     err_console,
     handle_errors,
+    output_format,
 )
 
 gold_app = typer.Typer(
@@ -93,7 +95,7 @@ def build_cmd(
             build = build_gold(config, store, backend, write=not no_upload)
     finally:
         backend.close()
-    from extraction_eval.evaluators.agreement import gold_agreement
+    from extraction_eval.evaluators.stats.gold_agreement import gold_agreement
 
     render_build(build, config, console, err_console, agreement=gold_agreement(build.votes))
 
@@ -104,13 +106,14 @@ def review_cmd(
     dataset: Annotated[str, typer.Argument(help="Dataset whose last build to review.")],
     item: Annotated[str | None, typer.Option(help="Show this item only.")] = None,
     below: Annotated[float, typer.Option(help="Items whose lowest confidence is below.")] = 0.75,
-    fmt: Annotated[Literal["text", "json"], typer.Option("--format")] = "text",
+    fmt: FormatOpt = "table",
 ) -> None:
     """Items of the last build that need a person: each object with the disagreeing votes."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.seeds.ensemble.review import review_items
     from extraction_eval.views.gold import render_review
 
+    fmt = output_format(fmt)
     found = review_items(LocalStore(), dataset, below=below, item=item)
     if fmt == "json":
         typer.echo(json.dumps([{"item_id": i, **a} for i, a in found], sort_keys=True, indent=1))

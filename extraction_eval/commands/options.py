@@ -139,6 +139,15 @@ _CI = typer.Option(
     help="Bootstrap interval: expanded (Hesterberg's expanded percentile, honest at small N)"
     " | percentile.",
 )
+# the regression gate (compare; run-experiment with --baseline)
+FailOnRegression = Annotated[
+    list[str] | None,
+    _option(
+        help="METRIC=TOLERANCE: exit 1 when the paired 95% CI of Δ reaches a drop larger than"
+        " TOLERANCE (its low bound is below −TOLERANCE; mirrored for lower-is-better rates)."
+        " Repeatable.",
+    ),
+]
 Ci = Annotated[str, _CI]
 CiOrFile = Annotated[str | None, _CI]
 Threshold = Annotated[float, _THRESHOLD]

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from extraction_eval.commands.common import console, fail, handle_errors
+from extraction_eval.commands.common import FormatOpt, console, handle_errors, output_format
 
 
 @handle_errors
@@ -30,17 +30,16 @@ def power_cmd(
     ] = 0.5,
     power: Annotated[float, typer.Option(help="The power to plan for.")] = 0.8,
     dataset: Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+    fmt: FormatOpt = "table",
 ) -> None:
     """How many items do I need? The smallest |Δ| a paired comparison with the baseline's N
     detects at 80% power, and the N needed to detect --delta."""
-    from extraction_eval.analysis.power import run_power
+    from extraction_eval.analysis.compare.power import run_power
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.views.power import render_power
 
-    if fmt not in ("text", "json"):
-        fail(f"--format must be text or json, got {fmt!r}")
+    fmt = output_format(fmt)
     store = LocalStore()
     base = get_run(store, baseline, dataset)
     other = get_run(store, against, dataset) if against is not None else None

@@ -22,7 +22,7 @@ def report_cmd(
 ) -> None:
     """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
     taxonomy, latency and cost, and every item with its evidence highlighted in the text."""
-    from extraction_eval.analysis.report_data import build_report_data, run_items
+    from extraction_eval.analysis.html_report.data import build_report_data, run_items
     from extraction_eval.atomic import WriteFailed
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.errors import UsageError

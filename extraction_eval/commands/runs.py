@@ -17,6 +17,7 @@ import typer
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
     CorrectionOpt,
+    FormatOpt,
     HumanOpt,
     MinItemsOpt,
     PpiOpt,
@@ -26,6 +27,7 @@ from extraction_eval.commands.common import (
     err_console,
     fail,
     handle_errors,
+    output_format,
 )
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
@@ -306,16 +308,6 @@ def finalize_cmd(
         raise typer.Exit(1)
 
 
-FailOnRegressionOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="METRIC=TOLERANCE: exit 1 when the paired 95% CI of Δ reaches a drop larger than"
-        " TOLERANCE (its low bound is below −TOLERANCE; mirrored for lower-is-better rates)."
-        " Repeatable.",
-    ),
-]
-
-
 @handle_errors
 def compare_cmd(
     run_a: str,
@@ -334,8 +326,8 @@ def compare_cmd(
         bool,
         typer.Option(help="Compare runs of different dataset versions or item sets (warns)."),
     ] = False,
-    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
-    fail_on_regression: FailOnRegressionOpt = None,
+    fmt: FormatOpt = "table",
+    fail_on_regression: o.FailOnRegression = None,
     ci: Annotated[
         str | None,
         typer.Option(
@@ -350,8 +342,12 @@ def compare_cmd(
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
     gate. With --item: one item's text with gold, A and B objects side by side."""
-    from extraction_eval.analysis.diff import compare_item
-    from extraction_eval.analysis.paired import CompareOptions, compare_and_diff, parse_tolerances
+    from extraction_eval.analysis.compare.run_diff import compare_item
+    from extraction_eval.analysis.compare.runs import (
+        CompareOptions,
+        compare_and_diff,
+        parse_tolerances,
+    )
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.validation import check_int
@@ -361,8 +357,7 @@ def compare_cmd(
     check_int("top", top, minimum=0)
     check_int("resamples", resamples, minimum=1)
     check_int("seed", seed, minimum=0)
-    if fmt not in ("text", "json"):
-        fail(f"--format must be text or json, got {fmt!r}")
+    fmt = output_format(fmt)
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
     store = LocalStore()
@@ -371,9 +366,9 @@ def compare_cmd(
         render_item_comparison(compare_item(store, a, b, item), console)
         return
     result, diff = compare_and_diff(
-        store,
         a,
         b,
+        store=store,
         options=CompareOptions(
             top=top,
             resamples=resamples,
@@ -411,7 +406,7 @@ def compare_cmd(
 
 def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:
     """Each run's PPI-corrected P/R/F1 with the verified items of ``human``."""
-    from extraction_eval.analysis.ppi import read_human_gold, run_ppi
+    from extraction_eval.analysis.compare.ppi import read_human_gold, run_ppi
 
     verified, warnings = read_human_gold(human)
     for warning in warnings:

@@ -35,7 +35,7 @@ from extraction_eval.evaluators.matching import (
 from extraction_eval.evaluators.metrics import Counts, f1, precision, recall
 from extraction_eval.evaluators.report import ReportAccumulator, aggregate
 from extraction_eval.evaluators.scores import item_scores
-from extraction_eval.evaluators.stats import bootstrap_prf
+from extraction_eval.evaluators.stats.bootstrap import bootstrap_prf
 from extraction_eval.evaluators.taxonomy import CATEGORIES, TaxonomyEntry
 
 __all__ = [

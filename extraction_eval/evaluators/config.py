@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Literal, get_args
 
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
+from extraction_eval.evaluators.stats.intervals import CI_METHODS, CiMethod
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_RESAMPLES
 from extraction_eval.validation import check_choice, check_int, check_number
 
@@ -74,7 +74,7 @@ class ScoringConfig:
     resamples: int = 10_000
     seed: int = 42
     confidence: float = 0.95
-    # how bootstrap quantiles make an interval (evaluators/intervals.py)
+    # how bootstrap quantiles make an interval (evaluators/stats/intervals.py)
     ci: CiMethod = "expanded"
     # objects of one kind (entities, relationships) per item and side; more is the item's error
     max_objects: int = DEFAULT_MAX_OBJECTS

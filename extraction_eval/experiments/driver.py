@@ -5,6 +5,10 @@ A mode supplies only what differs (see ``local_mode`` and ``langfuse_mode``): wh
 and prompt come from and the tracer (both go into ``prepare``), a ``ScoreSink`` for scores
 that go somewhere besides the mirror, and the scheduler that calls ``Driver.run_item`` then
 ``Driver.record`` for every item, at most ``concurrency`` at a time on one event loop.
+
+Between its neighbours: ``run`` (the entry point) picks the mode that builds this driver;
+``runner`` does each item's work (pipeline call, scoring) that this driver schedules and
+records.
 """
 
 from __future__ import annotations

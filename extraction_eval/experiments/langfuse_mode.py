@@ -59,9 +59,9 @@ from extraction_eval.experiments.langfuse_verify import (
     DEFAULT_VERIFY_TIMEOUT_S,
     VERIFY_TIMEOUT_ENV,
     VerificationError,
-    check_run,
     score_delivery_log,
     unverified_line,
+    verify_in_langfuse,
     verify_timeout_s,
 )
 from extraction_eval.experiments.prepare import PreparedRun, plan, prepare, release_lock
@@ -321,7 +321,7 @@ def run_prepared(
         outcome.langfuse_verified = unverified_line(score_delivery_log.take())
         return outcome
     recorded = driver.recorded
-    outcome.langfuse_verified = check_run(
+    outcome.langfuse_verified = verify_in_langfuse(
         lf,
         outcome=outcome,
         store=store,

@@ -208,7 +208,7 @@ def verified_line(
     return line
 
 
-def check_run(
+def verify_in_langfuse(
     lf: Langfuse,
     *,
     outcome: RunOutcome,

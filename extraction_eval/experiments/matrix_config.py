@@ -15,7 +15,7 @@ from typing import Any
 from extraction_eval.backends.local import RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators.config import ScoringConfig
-from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTIONS, Correction
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.partition import resolve_shard
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_REPEATS

@@ -17,7 +17,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex, GoldView
-from extraction_eval.evaluators.preload import preload_scoring
+from extraction_eval.evaluators.stats.scipy_preload import preload_scoring
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import (
     Budget,

@@ -1,5 +1,11 @@
 """``run_experiment``: the public entry point, shared by the CLI and notebooks. The one place
-that decides the mode; both modes run the same driver (``experiments/driver.py``)."""
+that decides the mode; both modes run the same driver (``experiments/driver.py``).
+
+The three run modules, outermost first: ``run`` decides *where* a run happens (local or
+LangFuse mode) and is the only entry; ``driver`` is the loop both modes share, *when* each
+item runs and where its result goes (mirror, console, score sinks, summary); ``runner`` is
+*one item's* work (pipeline call, error capture, scoring) and the re-scoring of stored
+results into a summary."""
 
 from __future__ import annotations
 

@@ -3,6 +3,10 @@
 ``ItemRunner.run_item`` (pipeline call + error capture + scoring) is what the shared driver
 (``driver.py``) runs for every item in both modes; ``run_bounded`` is local mode's scheduler;
 ``finalize`` re-scores the stored results into the run summary.
+
+Not to be confused with its neighbours: ``run`` picks the mode (the entry point), ``driver``
+loops over the items and records them; this module is what happens to one item, and knows
+nothing of modes or the loop.
 """
 
 from __future__ import annotations

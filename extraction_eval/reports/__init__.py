@@ -1,6 +1,6 @@
 """HTML presentation of runs (``extraction-eval report``): one self-contained file.
 
-Same layer as ``views`` (Rich presentation): renders what ``analysis.report_data`` returns.
+Same layer as ``views`` (Rich presentation): renders what ``analysis.html_report.data`` returns.
 jinja2 is imported here only, so the CLI does not load it at import time.
 """
 

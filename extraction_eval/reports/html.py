@@ -15,14 +15,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
-import zlib
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.analysis.report_data import ReportData, merge_rows
+from extraction_eval.analysis.html_report.data import ReportData
 from extraction_eval.atomic import atomic_text
 from extraction_eval.reports import charts, require
 
@@ -258,27 +256,3 @@ def write_report(data: ReportData, out: Path) -> int:
             size += len(encoded)
             fh.write(piece)
     return size
-
-
-_DATA_BLOCK = re.compile(
-    r'<script type="application/(json|octet-stream)" id="(report-data|report-table|chunk-\d+)">'
-    r"(.*?)</script>",
-    re.S,
-)
-
-
-def read_embedded(html: str) -> dict[str, Any]:
-    """What a written report embeds, read back: the page's ``meta`` (runs, types,
-    categories), the item ``table`` and every item as one dict (``items``, as
-    :attr:`ReportData.items`). For tests and for checking a file someone sent."""
-    blocks = {m.group(2): m.group(3) for m in _DATA_BLOCK.finditer(html)}
-    meta = json.loads(blocks["report-data"])
-    table = json.loads(blocks["report-table"])
-    chunks = sorted((int(k.split("-")[1]), v) for k, v in blocks.items() if k.startswith("chunk-"))
-
-    def details() -> Iterator[dict[str, Any]]:
-        for _, text in chunks:
-            yield from json.loads(zlib.decompress(base64.b64decode(text)))
-
-    items = merge_rows(table, details(), meta["types"], meta["categories"])
-    return {**meta, "table": table, "items": items}

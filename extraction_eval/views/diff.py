@@ -13,7 +13,7 @@ from rich.text import Text
 from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no store and no scorer
-    from extraction_eval.analysis.diff import ItemComparison, RunDiff
+    from extraction_eval.analysis.compare.run_diff import ItemComparison, RunDiff
     from extraction_eval.evaluators.diff import GoldObjectDiff, SideObject
     from extraction_eval.evaluators.diff_counts import DiffCounts
     from extraction_eval.types import ItemResult

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from extraction_eval.analysis.matrix_table import HEADLINE, CellRow, MatrixTable
-from extraction_eval.evaluators.multiple import CORRECTION_TEXT
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTION_TEXT
 from extraction_eval.experiments.budget import CostEstimate, sum_estimates
 from extraction_eval.experiments.matrix import MatrixOutcome
 from extraction_eval.experiments.matrix_config import Cell, MatrixConfig

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from extraction_eval.evaluators.verdict_rules import APPROXIMATE_BELOW
+from extraction_eval.evaluators.stats.verdict_rules import APPROXIMATE_BELOW
 from extraction_eval.views.score_report import fmt_number
 from extraction_eval.views.tables import print_table
 

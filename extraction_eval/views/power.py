@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from extraction_eval.evaluators.power import PowerAnalysis
+from extraction_eval.evaluators.stats.power import PowerAnalysis
 
 
 def render_power(p: PowerAnalysis, baseline: str, against: str | None, console: Console) -> None:

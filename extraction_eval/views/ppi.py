@@ -6,8 +6,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from extraction_eval.analysis.ppi import RunPPI
-from extraction_eval.evaluators.ppi import Estimate
+from extraction_eval.analysis.compare.ppi import RunPPI
+from extraction_eval.evaluators.stats.ppi import Estimate
 from extraction_eval.views.tables import print_table
 
 

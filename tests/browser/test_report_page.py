@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from extraction_eval.analysis.report_data import ReportData, build_report_data
+from extraction_eval.analysis.html_report.data import ReportData, build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.reports.html import write_report

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.html_report.data import build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.reports.html import write_report

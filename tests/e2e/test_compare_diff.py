@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from extraction_eval.analysis.diff import diff_runs
+from extraction_eval.analysis.compare.run_diff import diff_runs
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from extraction_eval.analysis.diff import diff_runs
-from extraction_eval.analysis.paired import (
+from extraction_eval.analysis.compare.run_diff import diff_runs
+from extraction_eval.analysis.compare.runs import (
     CompareOptions,
     compare_and_diff,
-    compare_stored_runs,
+    compare_runs,
     run_gold,
 )
 from extraction_eval.backends.local import LocalStore
@@ -85,12 +85,11 @@ def test_runs_store_counts_and_compare_reads_them_without_rescoring(
         assert len(rows) == 48 and all(r[4] for r in rows)  # every row has its counts
     a, b = store.get_run("first"), store.get_run("base")
     assert a is not None and b is not None
-    expected = compare_stored_runs(store, a, b, options=CompareOptions(resamples=300)).to_json()
+    expected = compare_runs(a, b, store=store, options=CompareOptions(resamples=300)).to_json()
     _no_scoring(monkeypatch)
     # the paired statistics of two different runs: nothing re-scored
     assert (
-        compare_stored_runs(store, a, b, options=CompareOptions(resamples=300)).to_json()
-        == expected
+        compare_runs(a, b, store=store, options=CompareOptions(resamples=300)).to_json() == expected
     )
     store.close()
     # the whole command: the items whose outputs differ are diffed from the stored views
@@ -110,9 +109,9 @@ def test_the_stored_count_path_prints_the_bytes_of_the_rescoring_path(
     store = LocalStore()
     a, b = store.get_run("first"), store.get_run("base")
     assert a is not None and b is not None
-    result, diff = compare_and_diff(store, a, b, options=CompareOptions(resamples=300, top=5))
-    apart = compare_stored_runs(
-        store, a, b, gold=lambda r: run_gold(store, r), options=CompareOptions(resamples=300)
+    result, diff = compare_and_diff(a, b, store=store, options=CompareOptions(resamples=300, top=5))
+    apart = compare_runs(
+        a, b, store=store, gold=lambda r: run_gold(store, r), options=CompareOptions(resamples=300)
     )
     assert result.to_json() == apart.to_json()
     assert diff.to_json() == diff_runs(store, a, b, top=5).to_json()
@@ -188,11 +187,11 @@ def test_counts_made_with_other_settings_are_not_used(
         return real(**kwargs)
 
     monkeypatch.setattr(evaluators_gold_view, "score_item", counting)
-    compare_stored_runs(store, a, a, options=CompareOptions(resamples=10))
+    compare_runs(a, a, store=store, options=CompareOptions(resamples=10))
     assert calls == []  # A's own counts fit A's settings
     outputs_a = {r[0]: r[1] for r in store.iter_compare_rows(a.id)}
     for other in (b, c):
-        compare_stored_runs(store, a, other, options=CompareOptions(resamples=10, force=True))
+        compare_runs(a, other, store=store, options=CompareOptions(resamples=10, force=True))
         # the other run's counts are not used: an item whose output differs from A's is
         # re-scored; one with A's very output has A's counts (same output, gold and settings)
         differ = {r[0] for r in store.iter_compare_rows(other.id) if r[1] != outputs_a[r[0]]}

@@ -248,7 +248,7 @@ def test_compare_and_report_score_against_the_gold_the_runs_trusted(
     # m2 lacks only the low-confidence entities: against the trusted gold it misses nothing
     assert data["metrics"]["entity_recall"]["a"] == 1.0
     # the report's figures too
-    from extraction_eval.analysis.report_data import build_report_data
+    from extraction_eval.analysis.html_report.data import build_report_data
 
     report = build_report_data(store, [store.get_run("m2-t"), store.get_run("m3-t")])  # type: ignore[list-item]
     assert report.comparison is not None

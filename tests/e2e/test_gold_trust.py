@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
-from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.compare.runs import CompareOptions, compare_runs
+from extraction_eval.analysis.html_report.data import build_report_data
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.experiments.config import RunConfig
@@ -129,8 +129,8 @@ def test_low_confidence_gold_is_an_ignore_region_everywhere(c7: Path, tmp_path: 
     assert _counts(scored) == (19, 0, 0) and scored["ignored"] == {"gold": 2, "predictions": 2}
 
     # compare (A = trusted: its floor for both sides), report, matrix
-    comparison = compare_stored_runs(
-        store, trusted, all_run, options=CompareOptions(resamples=50)
+    comparison = compare_runs(
+        trusted, all_run, store=store, options=CompareOptions(resamples=50)
     ).to_json()
     metrics = comparison["metrics"]
     for metric in ("entity_precision", "entity_recall", "entity_f1", "entity_typed_f1"):

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from extraction_eval.analysis.report_data import build_report_data
+from extraction_eval.analysis.html_report.data import build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from extraction_eval.reports.html import read_embedded, render_report, script_json
+from extraction_eval.reports.html import render_report, script_json
+from tests.support.report_page import read_embedded
 from tests.support.report_runs import FILLERS, HOSTILE, make_runs
 
 runner = CliRunner()

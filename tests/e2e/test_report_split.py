@@ -1,4 +1,4 @@
-"""A large report is built in two processes (``analysis/report_build``): this process builds
+"""A large report is built in two processes (``html_report.build``): this process builds
 the first items up to a chunk boundary while a worker process builds the rest, and the parts
 are joined in dataset order. The report must be the one a single process builds, byte for
 byte: the table, the compressed chunks, the comparison (its bootstrap included), the latency
@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-import extraction_eval.analysis.report_build as report_build
-import extraction_eval.analysis.report_data as report_data
-import extraction_eval.analysis.report_items as report_items
-from extraction_eval.analysis.report_data import CHUNK, ReportData, build_report_data
+import extraction_eval.analysis.html_report.build as report_build
+import extraction_eval.analysis.html_report.data as report_data
+import extraction_eval.analysis.html_report.items as report_items
+import extraction_eval.workers.report_worker as report_worker
+from extraction_eval.analysis.html_report.data import CHUNK, ReportData, build_report_data
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.reports.html import render_report
@@ -51,7 +52,7 @@ def test_a_split_build_is_the_single_process_build(
     started: list[int] = []
     real = report_data.Worker
 
-    def watched(path: Path, runs_: object, after: int) -> report_build.Worker:
+    def watched(path: Path, runs_: object, after: int) -> report_worker.Worker:
         started.append(after)
         return real(path, runs_, after)  # type: ignore[arg-type]
 
@@ -74,7 +75,7 @@ def test_a_split_build_is_the_single_process_build(
         "raise SystemExit('worker down')",  # before it sent anything
         # after its counts and rows, with a failing exit: its rows are not trusted
         "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer);"
-        " from extraction_eval.analysis.report_build import work; work();"
+        " from extraction_eval.workers.report_worker import work; work();"
         " raise SystemExit('worker down')",
     ],
 )
@@ -89,7 +90,7 @@ def test_a_failed_worker_leaves_its_items_to_this_process(
     failed is one line of the warning (its stderr is not the user's terminal)."""
     runs = [get_run(store, "split-a"), get_run(store, "split-b")]
     alone = build_report_data(store, runs, split=0)
-    monkeypatch.setattr(report_build.Worker, "code", code)
+    monkeypatch.setattr(report_worker.Worker, "code", code)
     with caplog.at_level(logging.WARNING):
         both = build_report_data(store, runs, split=CHUNK)
     warned = [r.getMessage() for r in caplog.records if "worker process failed" in r.getMessage()]
@@ -105,7 +106,7 @@ def test_a_hung_worker_is_stopped_and_its_items_built_here(
     process's own half, at least a minute; shortened here), and its range is built here."""
     runs = [get_run(store, "split-a"), get_run(store, "split-b")]
     alone = build_report_data(store, runs, split=0)
-    monkeypatch.setattr(report_build.Worker, "code", "import time; time.sleep(600)")
+    monkeypatch.setattr(report_worker.Worker, "code", "import time; time.sleep(600)")
     monkeypatch.setattr(report_data, "WORKER_WAIT_MIN_S", 0.5)
     monkeypatch.setattr(report_data, "WORKER_WAIT_FACTOR", 0.0)
     started = time.monotonic()
@@ -121,7 +122,7 @@ def test_no_worker_to_be_had_builds_it_all_here(
 ) -> None:
     runs = [get_run(store, "split-a"), get_run(store, "split-b")]
     alone = build_report_data(store, runs, split=0)
-    monkeypatch.setattr(report_build.sys, "executable", "/nonexistent/python")
+    monkeypatch.setattr(report_worker.sys, "executable", "/nonexistent/python")
     both = build_report_data(store, runs, split=CHUNK)
     assert "cannot start a worker process" in caplog.text
     _same(alone, both)

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-import extraction_eval.analysis.report_build as report_build
-import extraction_eval.analysis.report_compare as report_compare
-import extraction_eval.analysis.report_items as report_items
-from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
-from extraction_eval.analysis.report_compare import comparison_view
-from extraction_eval.analysis.report_data import CHUNK, build_report_data
+import extraction_eval.analysis.compare.along as compare_along
+import extraction_eval.analysis.html_report.build as report_build
+import extraction_eval.analysis.html_report.items as report_items
+from extraction_eval.analysis.compare.runs import CompareOptions, compare_runs
+from extraction_eval.analysis.html_report.data import CHUNK, build_report_data
+from extraction_eval.analysis.html_report.pairing import comparison_view
 from extraction_eval.analysis.stored import get_run
 from extraction_eval.backends.local import LocalStore
-from extraction_eval.reports.html import read_embedded, render_report
+from extraction_eval.reports.html import render_report
+from tests.support.report_page import read_embedded
 from tests.support.report_runs import FILLERS, make_runs
 
 
@@ -129,8 +130,11 @@ def test_no_cycle_collection_while_building(
 
 
 def _compare_view(store: LocalStore) -> dict[str, object]:
-    paired = compare_stored_runs(
-        store, get_run(store, "rep-a"), get_run(store, "rep-b"), options=CompareOptions(force=True)
+    paired = compare_runs(
+        get_run(store, "rep-a"),
+        get_run(store, "rep-b"),
+        store=store,
+        options=CompareOptions(force=True),
     )
     return comparison_view(paired)
 
@@ -142,7 +146,7 @@ def test_the_comparison_is_counted_as_the_report_reads_the_runs(
     again over both runs; the figures are compare's own (stored counts, and re-scored rows)."""
     for store in stores:
         expected = _compare_view(store)
-        monkeypatch.setattr(report_compare, "compare_stored_runs", _not_called)
+        monkeypatch.setattr(compare_along, "compare_runs", _not_called)
         data = build_report_data(store, [get_run(store, "rep-a"), get_run(store, "rep-b")])
         monkeypatch.undo()
         assert data.comparison is not None
@@ -169,9 +173,9 @@ def test_a_result_the_report_did_not_stream_sends_compare_to_read_the_runs(
 
     def reading(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append("read")
-        return compare_stored_runs(*args, **kwargs)
+        return compare_runs(*args, **kwargs)
 
-    monkeypatch.setattr(report_compare, "compare_stored_runs", reading)
+    monkeypatch.setattr(compare_along, "compare_runs", reading)
     data = build_report_data(store, [get_run(store, "rep-a"), run_b])
     assert calls == ["read"]
     assert data.comparison is not None

@@ -17,10 +17,10 @@ from extraction_eval.errors import NotFoundError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
-from extraction_eval.reports.html import read_embedded
 from tests.support import report_runs
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import FakeLangfuse
+from tests.support.report_page import read_embedded
 
 DATASET = "lf-report-set"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from extraction_eval.backends.langfuse import LangfuseTracer, fetch_prompt, push_prompt
 from extraction_eval.errors import ProviderError
 from extraction_eval.llm.fake import FakeProvider
-from extraction_eval.llm.tracing import CallTracer
+from extraction_eval.llm.tracing import CallTracer, GenerationHandle
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.llm import LLMPipeline
 from extraction_eval.types import DatasetItem
@@ -26,9 +27,22 @@ def _generation(server: FakeLangfuse) -> dict[str, Any]:
     return span
 
 
-def test_tracer_satisfies_the_protocol(lf: Any) -> None:
+def _keywords(function: Any) -> dict[str, tuple[Any, Any]]:
+    """A callable's parameters (kind, default), ``self`` aside."""
+    parameters = inspect.signature(function).parameters.items()
+    return {n: (p.kind, p.default) for n, p in parameters if n != "self"}
+
+
+def test_tracer_satisfies_the_protocol(server: FakeLangfuse, lf: Any) -> None:
+    """The pipeline calls any ``CallTracer`` with the protocol's keywords: LangfuseTracer takes
+    exactly those (names, keyword-only, defaults), and so does the handle it yields."""
     tracer: CallTracer = LangfuseTracer(lf)
-    assert tracer is not None
+    assert _keywords(tracer.generation) == _keywords(CallTracer.generation)
+    with tracer.generation(name="extract", model="m", model_parameters={}, input=[]) as handle:
+        assert _keywords(handle.update) == _keywords(GenerationHandle.update)
+        handle.update(output=ANSWER)
+    lf.flush()
+    assert json.loads(_generation(server)["attributes"]["langfuse.observation.output"]) == ANSWER
 
 
 def test_generation_span_carries_model_parameters_usage_and_prompt(

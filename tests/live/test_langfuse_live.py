@@ -191,7 +191,7 @@ def test_shards_finalize_and_paired_compare(monkeypatch: pytest.MonkeyPatch, tmp
     gold from this LangFuse."""
     from pathlib import Path
 
-    from extraction_eval.analysis.paired import CompareOptions, compare_stored_runs
+    from extraction_eval.analysis.compare.runs import CompareOptions, compare_runs
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.datasets.bundled import sample_items
     from extraction_eval.experiments.config import RunConfig
@@ -220,7 +220,7 @@ def test_shards_finalize_and_paired_compare(monkeypatch: pytest.MonkeyPatch, tmp
     run_experiment(RunConfig(dataset=dataset, name=other, backend="langfuse"), store=stores[0])
     a, b = stores[0].get_run(name), stores[0].get_run(other)
     assert a is not None and b is not None
-    result = compare_stored_runs(stores[0], a, b, options=CompareOptions(resamples=200))
+    result = compare_runs(a, b, store=stores[0], options=CompareOptions(resamples=200))
     data = result.to_json()
     assert data["items"] == 8
     assert data["metrics"]["entity_f1"]["delta"] == 0.0  # the same pipeline on the same items

@@ -1,4 +1,4 @@
-"""Runs big enough to split a report's build at a chunk boundary (``report_build``): 1,234
+"""Runs big enough to split a report's build at a chunk boundary (``html_report.build``): 1,234
 items whose entity and relationship types change along the dataset (so the worker's part brings
 types the first part has not seen), and three scripted pipelines: ``split_a``; ``split_b``, which
 answers otherwise on every third item and fails on every 97th; ``split_c``, A's answers (scored

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.evaluators.agreement import (
+from extraction_eval.evaluators.stats.gold_agreement import (
     gold_agreement,
     krippendorff_alpha_nominal,
     pairwise_agreement,

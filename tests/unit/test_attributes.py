@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from extraction_eval.datasets.jsonl import item_to_json, parse_lines
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import ScoringConfig, aggregate, item_scores, score_item
-from extraction_eval.evaluators.stats import bootstrap_ratios
+from extraction_eval.evaluators.stats.bootstrap import bootstrap_ratios
 from extraction_eval.experiments.config import check_fail_under_attributes, parse_fail_under
 from extraction_eval.experiments.summary import run_values
 from extraction_eval.llm.gemini_provider import to_gemini_schema
@@ -323,7 +323,7 @@ def _direct_bootstrap(
 
 def test_attribute_ci_matches_a_direct_numpy_bootstrap() -> None:
     rows = [(2, 3), (0, 1), (0, 0), (5, 5), (1, 4), (3, 3), (0, 0), (2, 2)]
-    from extraction_eval.evaluators.intervals import quantile_levels
+    from extraction_eval.evaluators.stats.intervals import quantile_levels
 
     ci = bootstrap_ratios(
         {"polarity": np.array(rows, dtype=np.int64)},

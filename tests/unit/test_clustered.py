@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extraction_eval.evaluators.clustered import repeat_variance, split_variance
+from extraction_eval.evaluators.stats.cluster_bootstrap import repeat_variance, split_variance
 
 # two repeats of two items, (tp, fp, fn); every item predicts 2 objects
 RUN1 = np.asarray([[2, 0, 0], [0, 2, 0]], dtype=np.int64)

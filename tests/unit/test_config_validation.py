@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from extraction_eval.analysis.diff import diff_runs
+from extraction_eval.analysis.compare.run_diff import diff_runs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ScoringConfig

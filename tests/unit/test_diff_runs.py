@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from extraction_eval.analysis import diff as run_diff
-from extraction_eval.analysis.diff import compare_item, diff_runs
+from extraction_eval.analysis.compare import run_diff
+from extraction_eval.analysis.compare.run_diff import compare_item, diff_runs
 from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError

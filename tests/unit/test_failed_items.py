@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.cli import app
 from extraction_eval.evaluators import ItemScore, ScoringConfig, aggregate, item_scores, score_item
-from extraction_eval.evaluators.stats import bootstrap_prf
+from extraction_eval.evaluators.stats.bootstrap import bootstrap_prf
 from extraction_eval.experiments.runner import ItemRunner, run_bounded
 from extraction_eval.pipeline.base import PipelineOutput
 from extraction_eval.types import DatasetItem, Entity, Extraction, ItemResult, Relationship

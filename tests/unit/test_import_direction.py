@@ -1,13 +1,13 @@
 """The package's import direction (README "Design"), checked on the source with ``ast``.
 
-``cli -> commands, views/reports -> experiments / analysis / seeds -> pipeline -> evaluators,
-llm, backends, prompts, datasets -> types``: a module may import its own layer or lower ones,
-never a higher one; ``analysis`` (read-only over stored runs) never starts a run (the modes,
-the driver, prepare); ``evaluators`` (pure scoring) imports nothing from ``llm`` or
-``backends``; ``datasets`` (our JSONL files) imports only ``types`` and ``errors``, so every
-building block may read them; ``views`` (Rich presentation) never imports ``commands``, which
-call them. Nothing is imported to check this, so a violation is found even in a module no test
-loads.
+``cli -> commands, views/reports -> experiments / analysis / seeds / workers -> pipeline ->
+evaluators (with evaluators.stats), llm, backends, prompts, datasets -> types``: a module may
+import its own layer or lower ones, never a higher one; ``analysis`` (read-only over stored
+runs) never starts a run (the modes, the driver, prepare); ``evaluators`` (pure scoring)
+imports nothing from ``llm`` or ``backends``; ``datasets`` (our JSONL files) imports only
+``types`` and ``errors``, so every building block may read them; ``views`` (Rich
+presentation) never imports ``commands``, which call them. Nothing is imported to check this,
+so a violation is found even in a module no test loads.
 
 Every import counts, wherever it sits: at module level, deferred inside a function, or under
 ``if TYPE_CHECKING:`` (a type-only import is still a dependency a reader has to follow, and it
@@ -38,6 +38,9 @@ LAYERS: dict[str, int] = {
     "extraction_eval.atomic": 0,  # files written whole or not at all
     # building blocks
     "extraction_eval.evaluators": 1,
+    # statistics over many items' scores (bootstrap, paired Δ, power, PPI, ...): beside the
+    # per-item scorers they summarise, on their layer (test_shelves keeps them apart)
+    "extraction_eval.evaluators.stats": 1,
     "extraction_eval.llm": 1,
     "extraction_eval.backends": 1,
     "extraction_eval.prompts": 1,
@@ -48,6 +51,8 @@ LAYERS: dict[str, int] = {
     "extraction_eval.experiments": 3,  # the run path: plan, drive, record, finalize, shards
     "extraction_eval.analysis": 3,  # read-only over stored runs: compare, diff, report data
     "extraction_eval.seeds": 3,  # datasets from elsewhere: production traces, ensemble gold
+    # the processes the package starts (half of a large HTML report): analysis asks for one
+    "extraction_eval.workers": 3,
     # presentation (views render what the library returns) and the commands that call both
     "extraction_eval.commands": 4,
     "extraction_eval.views": 4,

@@ -10,13 +10,13 @@ import pytest
 
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
-from extraction_eval.evaluators.intervals import (
+from extraction_eval.evaluators.stats.bootstrap import bootstrap_prf, bootstrap_ratios
+from extraction_eval.evaluators.stats.intervals import (
     bootstrap_p_value,
     expansion,
     interval,
     quantile_levels,
 )
-from extraction_eval.evaluators.stats import bootstrap_prf, bootstrap_ratios
 
 
 def test_percentile_levels_are_alpha_halves() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators.repeats import (
+from extraction_eval.evaluators.stats.repeat_spread import (
     best_cells,
     canonical_extraction,
     item_agreement,

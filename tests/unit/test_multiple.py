@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extraction_eval.evaluators.multiple import adjust, adjust_named, holm
+from extraction_eval.evaluators.stats.multiple_testing import adjust, adjust_named, holm
 
 
 def test_holm_by_hand() -> None:

@@ -7,7 +7,9 @@ import json
 import math
 import random
 from collections import Counter
+from collections.abc import Iterable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,16 +18,27 @@ from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig, score_item
 from extraction_eval.evaluators.counts import COLUMNS, METRICS, item_row, metric_arrays
 from extraction_eval.evaluators.item import ItemScore
-from extraction_eval.evaluators.paired import (
+from extraction_eval.evaluators.report import aggregate
+from extraction_eval.evaluators.stats.paired_delta import (
     PairedAccumulator,
+    PairedComparison,
     check_tolerances,
     mcnemar_exact,
-    paired_compare,
     regression_gate,
 )
-from extraction_eval.evaluators.report import aggregate
 from extraction_eval.experiments.summary import run_values
 from extraction_eval.types import Entity, Extraction, Relationship
+
+
+def paired_compare(
+    pairs: Iterable[tuple[ItemScore, ItemScore]], **options: Any
+) -> PairedComparison:
+    """(A's score, B's score) per item folded into an accumulator, then compared."""
+    acc = PairedAccumulator()
+    for a, b in pairs:
+        acc.add(a, b)
+    return acc.compare(**options)
+
 
 CFG = ScoringConfig(match="exact", resamples=200, seed=1)
 TEXT = "Ann met Bob in Paris. Acme hired Cy."
@@ -371,7 +384,7 @@ def test_no_paired_items_has_no_interval_and_fails_a_gate() -> None:
 
 
 def test_parse_tolerances() -> None:
-    from extraction_eval.analysis.paired import parse_tolerances
+    from extraction_eval.analysis.compare.runs import parse_tolerances
 
     assert parse_tolerances(["entity_f1=0.01", " error_rate = 0 "]) == {
         "entity_f1": 0.01,
@@ -409,7 +422,7 @@ def test_mcnemar_p_value_is_scipys_binomtest_to_the_last_bit() -> None:
 
     from scipy.stats import binomtest
 
-    from extraction_eval.evaluators.mcnemar import binom_two_sided_p
+    from extraction_eval.evaluators.stats.mcnemar import binom_two_sided_p
 
     cases = [(k, n) for n in range(1, 121) for k in range(n + 1)]
     rng = random.Random(8)
@@ -425,7 +438,7 @@ def test_distinct_columns_are_what_np_unique_gives() -> None:
     # paired_sums resamples each distinct non-zero column once; finding them by their bytes
     # (np.unique sorted 100,000-field records: ~0.6 s at 100,000 items) must give np.unique's
     # columns in its order, or the bootstrap's canonical row order and draws would change
-    from extraction_eval.evaluators.paired import _unique_columns
+    from extraction_eval.evaluators.stats.paired_delta import _unique_columns
 
     rng = np.random.default_rng(3)
     for n in (1, 4, 50, 400):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from extraction_eval.evaluators.counts import WIDTH
-from extraction_eval.evaluators.paired import PairedAccumulator
+from extraction_eval.evaluators.stats.paired_delta import PairedAccumulator
 
 
 def _accumulator(seed: int) -> PairedAccumulator:

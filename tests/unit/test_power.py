@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from extraction_eval.evaluators.power import (
+from extraction_eval.evaluators.stats.power import (
     analyse,
     influence,
     mde,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extraction_eval.evaluators.ppi import ppi_prf, ppi_ratio
+from extraction_eval.evaluators.stats.ppi import ppi_prf, ppi_ratio
 
 Z = 1.959964  # z(0.975)
 

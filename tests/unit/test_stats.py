@@ -7,8 +7,8 @@ import pytest
 from numpy.typing import NDArray
 
 from extraction_eval.evaluators import ScoringConfig, aggregate, bootstrap_prf, score_item
-from extraction_eval.evaluators import stats as stats_module
-from extraction_eval.evaluators.stats import resample_weights
+from extraction_eval.evaluators.stats import bootstrap as stats_module
+from extraction_eval.evaluators.stats.bootstrap import resample_weights
 from extraction_eval.types import Entity, Extraction
 
 
@@ -64,7 +64,7 @@ def test_interval_brackets_the_micro_value() -> None:
 
 
 def test_chunking_does_not_change_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    import extraction_eval.evaluators.stats as stats
+    import extraction_eval.evaluators.stats.bootstrap as stats
 
     rows = np.random.default_rng(1).integers(0, 5, size=(30, 3))
     whole = bootstrap_prf({"e": rows}, resamples=300, seed=7)
@@ -106,7 +106,7 @@ def test_report_ci_shape_and_switch_off() -> None:
 
 def test_resampled_sums_stay_exact_for_large_counts() -> None:
     # float32 is used only while every sum is exact in it; 2**23 + 1 per item cannot be
-    from extraction_eval.evaluators.stats import resampled_sums
+    from extraction_eval.evaluators.stats.bootstrap import resampled_sums
 
     big = np.asarray([[2**23 + 1, 1], [2**23 + 2, 0]], dtype=np.int64)  # 1 + 1: 2**24 + 3
     sums = resampled_sums(big, resamples=50, seed=1)
@@ -119,7 +119,7 @@ def test_resampled_sums_stay_exact_for_large_counts() -> None:
 
 
 def test_row_by_row_weights_equal_the_vectorised_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    from extraction_eval.evaluators import stats
+    from extraction_eval.evaluators.stats import bootstrap as stats
 
     monkeypatch.setattr(stats, "_ROW_BY_ROW", 10)
     row_by_row = resample_weights(40, 30, np.random.default_rng(8))
@@ -137,7 +137,7 @@ def test_resampled_sums_are_the_weights_times_the_rows_whether_rows_repeat_or_no
     # otherwise: both give exactly the item-weights product on the same draws, chunk by chunk
     # (here with the multinomial draw of many repeated rows turned off: see the test below)
     monkeypatch.setattr(stats_module, "_ITEMS_PER_ROW", 10**9)
-    from extraction_eval.evaluators import stats
+    from extraction_eval.evaluators.stats import bootstrap as stats
 
     monkeypatch.setattr(stats, "_CHUNK_CELLS", 6000 * 40)  # several chunks
     rng = np.random.default_rng(4)

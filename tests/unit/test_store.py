@@ -19,7 +19,7 @@ from extraction_eval.backends.local import (
     default_home,
     default_store_path,
 )
-from extraction_eval.backends.local.migrations import MIGRATIONS, applied_migrations, migrate
+from extraction_eval.backends.local.migrations import MIGRATIONS, migrate
 from extraction_eval.errors import BackendError, NotFoundError, UsageError
 from extraction_eval.llm.base import Completion, ResponseCache
 from extraction_eval.types import (
@@ -61,6 +61,13 @@ def store(tmp_path: Path) -> Iterator[LocalStore]:
     s = LocalStore(tmp_path / "s.db", seed=False)
     yield s
     s.close()
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Names already applied, in the order they were applied (none: no table yet)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone():
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
 def _tables(path: Path) -> set[str]:
@@ -185,6 +192,20 @@ def test_sample_dataset_is_present_on_a_fresh_store_and_seeded_once() -> None:
     store = LocalStore()  # second open: still version 1, nothing re-uploaded
     assert store.get_dataset(SAMPLE_DATASET).version == 1
     store.close()
+
+
+def test_sample_false_opens_without_the_sample_and_seed_is_its_old_name(tmp_path: Path) -> None:
+    """``sample`` says what it adds ("seed" also names the bootstrap's seed and a package);
+    ``seed=`` still works for callers not moved yet, and wins when given."""
+    for name, kwargs in (
+        ("a", {"sample": False}),
+        ("b", {"seed": False}),
+        ("c", {"sample": True, "seed": False}),
+    ):
+        with LocalStore(tmp_path / f"{name}.db", **kwargs) as store:
+            assert store.list_datasets() == [], kwargs
+    with LocalStore(tmp_path / "d.db", sample=True) as store:
+        assert store.get_dataset(SAMPLE_DATASET).version == 1
 
 
 def test_user_dataset_named_like_the_sample_is_never_overwritten(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
 """The embedded local store: one SQLite file, one connection, tables grouped by family.
 
-``store`` opens the connection (WAL, ``migrations``: named and append-only, sample seeding)
-and puts the families together into ``LocalStore``: ``datasets`` (versioned items), ``runs``
-(runs, results, scores, failure taxonomy), ``prompts`` (versions and labels), ``cache``
-(model responses), ``gold`` (ensemble-gold overrides and votes).
+``store`` opens the connection (WAL, ``migrations``: named and append-only, the bundled
+sample dataset) and puts the families together into ``LocalStore``: ``datasets`` (versioned
+items), ``runs`` (runs, results, scores, failure taxonomy), ``prompts`` (versions and
+labels), ``cache`` (model responses), ``gold`` (ensemble-gold overrides and votes).
 """
 
 from extraction_eval.backends.base import DatasetInfo, RunRecord, UploadReport

@@ -17,7 +17,8 @@ from pathlib import Path
 from extraction_eval.backends.local.migrations import MIGRATIONS
 from extraction_eval.errors import UsageError
 
-Schema = tuple[tuple[str, str, tuple[str, ...]], ...]  # (type, name, columns), sorted
+# the SQLite tables and indexes a store has: (type, name, columns), sorted (not types.Schema)
+TableLayout = tuple[tuple[str, str, tuple[str, ...]], ...]
 
 _ADVICE = "upgrade extraction-eval, or set EXTRACTION_EVAL_HOME to another folder"
 
@@ -56,7 +57,7 @@ def check_store_schema(conn: sqlite3.Connection, path: Path) -> None:
 
 
 @functools.cache
-def expected_schema(applied: tuple[str, ...]) -> Schema:
+def expected_schema(applied: tuple[str, ...]) -> TableLayout:
     """What the migrations ``applied`` (in their order) make, built in memory once."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
@@ -68,7 +69,7 @@ def expected_schema(applied: tuple[str, ...]) -> Schema:
         conn.close()
 
 
-def _schema(conn: sqlite3.Connection) -> Schema:
+def _schema(conn: sqlite3.Connection) -> TableLayout:
     rows = conn.execute(
         "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')"
         " AND name NOT LIKE 'sqlite_%' ORDER BY type, name"
@@ -83,7 +84,7 @@ def _schema(conn: sqlite3.Connection) -> Schema:
     return tuple(out)
 
 
-def _difference(expected: Schema, actual: Schema) -> str:
+def _difference(expected: TableLayout, actual: TableLayout) -> str:
     want = {(k, n): c for k, n, c in expected}
     have = {(k, n): c for k, n, c in actual}
     for key in sorted(have.keys() - want.keys()):

@@ -1,4 +1,5 @@
-"""``LocalStore``: the table families put together over one connection, plus sample seeding.
+"""``LocalStore``: the table families put together over one connection, plus the bundled sample
+dataset.
 
 Each family (``datasets``, ``runs`` and its ``pages``, ``prompts``, ``cache``, ``gold``,
 ``batches``) is a mixin over the one ``StoreConnection`` (``connection``), so call sites keep
@@ -52,14 +53,18 @@ class LocalStore(
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 
     One connection shared behind a lock: the runner records results from worker threads, and
-    SQLite serialises writers anyway. Opening migrates the schema and, unless ``seed=False``,
-    adds the bundled sample dataset ``extraction-eval`` if it is absent.
+    SQLite serialises writers anyway. Opening migrates the schema and, unless
+    ``sample=False``, adds the bundled sample dataset ``extraction-eval`` if it is absent.
+    ``seed`` is the old name of ``sample`` ("seed" is also the bootstrap's seed and the
+    ``seeds`` package), still accepted.
     """
 
-    def __init__(self, path: Path | None = None, *, seed: bool = True) -> None:
+    def __init__(
+        self, path: Path | None = None, *, sample: bool = True, seed: bool | None = None
+    ) -> None:
         super().__init__(Path(path) if path is not None else default_store_path())
-        if seed:
-            self._seed_sample()
+        if sample if seed is None else seed:
+            self._add_sample()
 
     def __enter__(self) -> LocalStore:
         return self
@@ -70,12 +75,12 @@ class LocalStore(
     def __repr__(self) -> str:
         return f"LocalStore({str(self._path)!r})"
 
-    def _seed_sample(self) -> None:
+    def _add_sample(self) -> None:
         """Make the README's first command work on a fresh machine; never overwrite a user's."""
         with self._tx(write=False) as conn:
             if _dataset_row(conn, SAMPLE_DATASET) is not None:
                 return
-        from extraction_eval.datasets.bundled import sample_items  # imported only when seeding
+        from extraction_eval.datasets.bundled import sample_items  # imported only when adding it
 
         items = sample_items()
         self.upload_items(

@@ -1,4 +1,4 @@
-"""PPI-corrected P/R/F1 of a stored run (:mod:`extraction_eval.evaluators.ppi`): the run's
+"""PPI-corrected P/R/F1 of a stored run (:mod:`extraction_eval.evaluators.stats.ppi`): the run's
 outputs scored against its dataset's model-voted gold on every item, and against a person's
 gold on the verified items (a ``--human`` JSONL file in the gold format: id, entities,
 relationships), with the run's own scoring settings."""
@@ -17,7 +17,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.datasets.jsonl import read_gold
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import score_dataset_item
-from extraction_eval.evaluators.ppi import PPIResult, ppi_prf
+from extraction_eval.evaluators.stats.ppi import PPIResult, ppi_prf
 from extraction_eval.types import Extraction
 
 

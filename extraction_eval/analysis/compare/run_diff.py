@@ -17,11 +17,12 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+from extraction_eval.analysis.compare.item_diff import diff_changed_item
 from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
-from extraction_eval.evaluators import ScoringConfig, score_dataset_item
-from extraction_eval.evaluators.diff import ItemDiff, diff_item
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators.diff import ItemDiff
 from extraction_eval.evaluators.diff_counts import DiffCounts, regression_order
 from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.types import DatasetItem, Extraction, ItemResult
@@ -75,16 +76,8 @@ def _gold_or_why(store: LocalStore, run: RunRecord) -> tuple[dict[str, DatasetIt
 
 
 def _diff(item: DatasetItem, ra: ItemResult, rb: ItemResult, config: ScoringConfig) -> ItemDiff:
-    pa, pb = _prediction(ra), _prediction(rb)
-    return diff_item(
-        item_id=item.id,
-        text=item.text,
-        gold=scored_gold(item),
-        pred_a=pa,
-        pred_b=pb,
-        config=config,
-        scores=(score_dataset_item(item, pa, config), score_dataset_item(item, pb, config)),
-    )
+    """Results read whole carry no stored views: both predictions are scored."""
+    return diff_changed_item(item, scored_gold(item), _prediction(ra), _prediction(rb), config)
 
 
 def diff_runs(

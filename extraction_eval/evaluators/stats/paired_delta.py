@@ -4,7 +4,7 @@ McNemar's exact test on per-item outcomes, per-type F1 side by side, a verdict p
 Pure: integer count rows in, figures out. One row per item and run (:data:`COLUMNS`, from
 :func:`item_row`); A's and B's rows of one item sit side by side, so every bootstrap replicate
 draws item indices once and recomputes both runs' micro metrics on the same items
-(:func:`~extraction_eval.evaluators.stats.resampled_sums`). A failed item is scored as
+(:func:`~extraction_eval.evaluators.stats.bootstrap.resampled_sums`). A failed item is scored as
 everywhere: an empty prediction that never earns the both-empty 1.0.
 
     acc = PairedAccumulator()
@@ -34,18 +34,18 @@ from extraction_eval.evaluators.counts import (
     item_row,
     metric_arrays,
 )
-from extraction_eval.evaluators.intervals import (
+from extraction_eval.evaluators.item import ItemScore, TypeCount
+from extraction_eval.evaluators.metrics import LOWER_IS_BETTER, Counts, f1
+from extraction_eval.evaluators.stats.bootstrap import resampled_sums
+from extraction_eval.evaluators.stats.intervals import (
     METHOD_TEXT,
     CiMethod,
     bootstrap_p_value,
     quantile_levels,
 )
-from extraction_eval.evaluators.item import ItemScore, TypeCount
-from extraction_eval.evaluators.mcnemar import McNemar, mcnemar_exact
-from extraction_eval.evaluators.metrics import LOWER_IS_BETTER, Counts, f1
-from extraction_eval.evaluators.multiple import CORRECTION_TEXT, Correction
-from extraction_eval.evaluators.stats import resampled_sums
-from extraction_eval.evaluators.verdict_rules import MIN_ITEMS, corrected, insufficient
+from extraction_eval.evaluators.stats.mcnemar import McNemar, mcnemar_exact
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTION_TEXT, Correction
+from extraction_eval.evaluators.stats.verdict_rules import MIN_ITEMS, corrected, insufficient
 from extraction_eval.validation import check_int
 
 Verdict = Literal["improved", "regressed", "no significant change", "undefined", "insufficient"]
@@ -155,7 +155,7 @@ class TypeComparison:
 
 @dataclass(frozen=True, slots=True)
 class PairedComparison:
-    """Everything :func:`paired_compare` finds; ``to_json`` has a stable key order."""
+    """Everything :meth:`PairedAccumulator.compare` finds; ``to_json`` has a stable key order."""
 
     items: int
     resamples: int
@@ -351,31 +351,6 @@ class PairedAccumulator:
         )
 
 
-def paired_compare(
-    pairs: Iterable[tuple[ItemScore, ItemScore]],
-    *,
-    resamples: int = 10_000,
-    seed: int = 42,
-    confidence: float = 0.95,
-    method: CiMethod = "expanded",
-    correction: Correction = "holm",
-    min_items: int = MIN_ITEMS,
-) -> PairedComparison:
-    """Compare run A with run B on the same items: ``pairs`` yields (A's score, B's score) of
-    each item. Byte-identical ``to_json`` for the same items and seed, in any item order."""
-    acc = PairedAccumulator()
-    for a, b in pairs:
-        acc.add(a, b)
-    return acc.compare(
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-        method=method,
-        correction=correction,
-        min_items=min_items,
-    )
-
-
 def _scalar(values: NDArray[np.float64]) -> float | None:
     v = float(values[0])
     return None if np.isnan(v) else v
@@ -445,7 +420,7 @@ def paired_compare_counts(
     correction: Correction = "holm",
     min_items: int = MIN_ITEMS,
 ) -> PairedComparison:
-    """:func:`paired_compare` on count matrices (n × :data:`WIDTH`, row i of both = item i):
+    """The paired comparison on count matrices (n × :data:`WIDTH`, row i of both = item i):
     the entry point for callers that keep their own rows (e.g. a config matrix).
 
     ``method``: how bootstrap quantiles make the CI of Δ (:mod:`.intervals`). ``correction``:

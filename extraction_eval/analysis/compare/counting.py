@@ -1,6 +1,6 @@
 """The counting pass of a paired comparison, fed one pair of stored rows at a time.
 
-``compare`` feeds it both runs read by item id (:func:`one_pass`); the HTML report, which
+``compare`` feeds it both runs read by item id (:func:`count_stored_pairs`); the HTML report, which
 reads both runs' rows item by item anyway, feeds it the same rows as it goes, so a two-run
 report does not read and decode both runs a second time. Stored counts are used where they
 were made as this comparison scores (A's settings, A's gold), the other pairs are re-scored;
@@ -9,18 +9,19 @@ the accumulator's figures do not depend on the order the pairs come in.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from extraction_eval.analysis.diff import DiffFold
+from extraction_eval.analysis.compare.item_diff import diff_changed_item
+from extraction_eval.analysis.compare.run_diff import DiffFold
 from extraction_eval.analysis.stored import in_both_runs
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.counts import StoredCounts, counts_key, decode_counts, item_row
-from extraction_eval.evaluators.diff import diff_followed, diff_item, follow
+from extraction_eval.evaluators.diff import FollowedRun, follow
 from extraction_eval.evaluators.gold_view import scored_gold
-from extraction_eval.evaluators.paired import PairedAccumulator
+from extraction_eval.evaluators.stats.paired_delta import PairedAccumulator
 from extraction_eval.types import DatasetItem, Extraction
 
 
@@ -181,43 +182,22 @@ class PairedPass:
                 gold_empty=not gold.entities and not gold.relationships, failed=pa is None
             )
             return
-        cfg = fold.out.config
         gold = scored_gold(item)
-        if self.share:  # the stored views (or the scores just made) were made with cfg
-            run_a = ca.followed_run(len(gold.entities), len(gold.relationships))
-            run_b = cb.followed_run(len(gold.entities), len(gold.relationships))
+        views: tuple[FollowedRun | None, FollowedRun | None] = (None, None)
+        if self.share:  # the stored views (or the scores just made) fit the diff's config
             if score_a is not None and score_b is not None:
-                run_a, run_b = follow(score_a), follow(score_b)
-            if run_a is not None and run_b is not None:
-                fold.changed(
-                    diff_followed(
-                        item_id=item.id,
-                        gold=gold,
-                        pred_a=pa,
-                        pred_b=pb,
-                        run_a=run_a,
-                        run_b=run_b,
-                        config=cfg,
-                    )
-                )
-                return
-        fold.changed(
-            diff_item(
-                item_id=item.id,
-                text=item.text,
-                gold=gold,
-                pred_a=pa,
-                pred_b=pb,
-                config=cfg,
-                scores=(score_dataset_item(item, pa, cfg), score_dataset_item(item, pb, cfg)),
-            )
-        )
+                views = (follow(score_a), follow(score_b))
+            else:
+                n_e, n_r = len(gold.entities), len(gold.relationships)
+                views = (ca.followed_run(n_e, n_r), cb.followed_run(n_e, n_r))
+        fold.changed(diff_changed_item(item, gold, pa, pb, fold.out.config, views))
 
 
-def one_pass(
+def count_stored_pairs(
     store: LocalStore, a: RunRecord, b: RunRecord, scoring: ScoringConfig, fold: DiffFold | None
 ) -> PairedCounts:
-    """Both runs read once by item id into a :class:`PairedPass`."""
+    """Both runs' stored rows read once by item id into a :class:`PairedPass` (local runs of
+    a numbered dataset version: their stored counts are used where they fit)."""
     counting = PairedPass(store, a, b, scoring, fold)
     out = counting.out
     for item_id, x, y in in_both_runs(
@@ -225,3 +205,42 @@ def one_pass(
     ):
         counting.add(item_id, x, y)
     return counting.finish()
+
+
+_Side = tuple[str | None, bool]
+
+
+def _outputs(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Side]]:
+    """(item id, (stored output JSON or None when the item errored, schema failure)) by id."""
+    for item_id, output, error, error_kind in store.iter_outputs(run.id):
+        failed = error is not None or output is None
+        yield item_id, (None if failed else output, error_kind == "schema")
+
+
+def rescore_pairs(
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    items: Mapping[str, DatasetItem],
+    scoring: ScoringConfig,
+) -> PairedCounts:
+    """Stream both runs' stored outputs by item id and re-score each paired item against
+    ``items`` (errored: an empty prediction that never passes); keeps count rows only. For
+    gold from elsewhere (LangFuse, a caller's loader), where stored counts cannot be trusted."""
+    out = PairedCounts(PairedAccumulator(), [], [], [])
+    pairs = in_both_runs(_outputs(store, a), _outputs(store, b), out.only_in_a, out.only_in_b)
+    for item_id, x, y in pairs:
+        item = items.get(item_id)
+        if item is None:
+            out.not_in_gold.append(item_id)
+            continue
+
+        def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
+            pred = None if output is None else Extraction.model_validate_json(output)
+            return score_dataset_item(item, pred, scoring)
+
+        score_a = scored(x[0])
+        # the same stored output (both canonical JSON) scores the same: once is enough
+        score_b = score_a if x[0] == y[0] else scored(y[0])
+        out.accumulator.add(score_a, score_b, a_schema_failure=x[1], b_schema_failure=y[1])
+    return out

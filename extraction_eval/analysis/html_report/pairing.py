@@ -1,35 +1,21 @@
-"""The two-run parts of the HTML report: the paired comparison (``compare A B``'s figures) as
-table rows, the diff's counts, and one item's A → B changes as labelled lists."""
+"""The two-run parts of the HTML report: the paired comparison (``compare A B``'s figures, made
+along the report's reading by :mod:`~extraction_eval.analysis.compare.along`) as table rows,
+the diff's counts, and one item's A → B changes as labelled lists (:class:`ItemPairing`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from extraction_eval.analysis.paired import (
-    RUNS_DIFFER,
-    CompareOptions,
-    GoldLoader,
-    RunComparison,
-    compare_counted,
-    compare_stored_runs,
-)
-from extraction_eval.analysis.paired_pass import PairedCounts, PairedPass, StoredRow
-from extraction_eval.analysis.report_items import RunSide
-from extraction_eval.analysis.stored import run_scoring
-from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.analysis.compare.item_diff import diff_changed_item
+from extraction_eval.analysis.compare.runs import RUNS_DIFFER, RunComparison
+from extraction_eval.analysis.html_report.items import RunSide
 from extraction_eval.backends.local.report_rows import ReportRow
-from extraction_eval.evaluators import ScoringConfig, score_dataset_item
-from extraction_eval.evaluators.diff import (
-    COUNTER_NAMES,
-    ItemDiff,
-    SideObject,
-    diff_followed,
-    diff_item,
-)
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators.diff import COUNTER_NAMES, ItemDiff, SideObject
 from extraction_eval.evaluators.diff_counts import DiffCounts
 from extraction_eval.evaluators.gold_view import scored_gold
-from extraction_eval.evaluators.intervals import METHOD_TEXT
-from extraction_eval.evaluators.multiple import CORRECTION_TEXT
+from extraction_eval.evaluators.stats.intervals import METHOD_TEXT
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTION_TEXT
 from extraction_eval.types import DatasetItem, Extraction
 
 
@@ -142,71 +128,6 @@ def comparison_view(result: RunComparison) -> dict[str, Any]:
     }
 
 
-class CompareAlong:
-    """``compare A B`` for the report: its counting pass (:class:`PairedPass`) fed with the
-    rows the report reads item by item anyway, so both runs are not read and decoded a second
-    time. Only when the report streamed every result of both runs (``streamed``: local runs
-    on one dataset version, and as many rows seen as each run has); otherwise, and for items
-    from elsewhere (``gold``), compare reads the runs itself. compare's defaults (10,000
-    resamples, seed 42): the figures ``compare A B`` prints."""
-
-    def __init__(self, store: LocalStore, a: RunRecord, b: RunRecord, streamed: bool) -> None:
-        self.store, self.a, self.b = store, a, b
-        self.options = CompareOptions(force=True)
-        self.counting = None
-        if streamed:  # the report's items are A's dataset version's, streamed from it
-            self.counting = PairedPass(store, a, b, run_scoring(a), None, from_dataset=True)
-        self.seen = [0, 0]
-
-    def add(self, item_id: str, ra: ReportRow | None, rb: ReportRow | None) -> None:
-        """One item of the report: A's and B's rows (None: no result)."""
-        if self.counting is None:
-            return
-        self.seen[0] += ra is not None
-        self.seen[1] += rb is not None
-        out = self.counting.out
-        if ra is None or rb is None:
-            if ra is not None or rb is not None:
-                (out.only_in_a if rb is None else out.only_in_b).append(item_id)
-            return
-        self.counting.add(
-            item_id,
-            StoredRow.of(ra.output, ra.error, ra.error_kind, ra.counts),
-            StoredRow.of(rb.output, rb.error, rb.error_kind, rb.counts),
-        )
-
-    def shipped(self) -> tuple[list[int], PairedCounts | None]:
-        """What a worker process counted (its pending items settled), for :meth:`merge`."""
-        return self.seen, None if self.counting is None else self.counting.finish()
-
-    def merge(self, seen: list[int], paired: PairedCounts | None) -> None:
-        """Add the counts of a worker's items (those after this one's)."""
-        self.seen = [mine + theirs for mine, theirs in zip(self.seen, seen, strict=True)]
-        if self.counting is None:
-            return
-        if paired is None:  # the worker could not pair its items: compare reads the runs
-            self.seen[0] = -1
-            return
-        out = self.counting.finish()
-        out.accumulator.extend(paired.accumulator)
-        out.only_in_a += paired.only_in_a
-        out.only_in_b += paired.only_in_b
-        out.not_in_gold += paired.not_in_gold
-
-    def result(self, gold: GoldLoader | None) -> RunComparison:
-        a, b, store = self.a, self.b, self.store
-        if self.counting is not None and self.seen == [
-            store.count_results(a.id),
-            store.count_results(b.id),
-        ]:
-            paired = self.counting.finish()
-            paired.accumulator.sort_rows()  # no sorted copy beside them (40 MB at 100k)
-            paired.only_in_a.sort()  # as compare lists them: by item id
-            paired.only_in_b.sort()
-            return compare_counted(a, b, paired, options=self.options)
-        return compare_stored_runs(store, a, b, gold=gold, options=self.options)
-
-
 class ItemPairing:
     """Two runs' sides of each item, diffed with A's scoring as ``compare`` diffs them: from
     the two stored views when B's were made as A's are (no scoring), else by scoring both."""
@@ -241,31 +162,6 @@ class ItemPairing:
         pa = None if a.pred is None else Extraction.model_validate(a.pred)
         pb = None if b.pred is None else Extraction.model_validate(b.pred)
         gold = scored_gold(item)  # labels mapped by the item's schema, as it was scored
-        n_e, n_r = len(gold.entities), len(gold.relationships)
-        if self.views_comparable and a.view is not None and b.view is not None:
-            view_a, view_b = a.view, b.view  # the stored views that fit this gold
-            if (len(view_a.entity_state), len(view_a.relationship_state)) == (n_e, n_r) and (
-                len(view_b.entity_state),
-                len(view_b.relationship_state),
-            ) == (n_e, n_r):
-                return diff_followed(
-                    item_id=item.id,
-                    gold=gold,
-                    pred_a=pa,
-                    pred_b=pb,
-                    run_a=view_a,
-                    run_b=view_b,
-                    config=self.scoring,
-                )
-        return diff_item(
-            item_id=item.id,
-            text=item.text,
-            gold=gold,
-            pred_a=pa,
-            pred_b=pb,
-            config=self.scoring,
-            scores=(
-                score_dataset_item(item, pa, self.scoring),
-                score_dataset_item(item, pb, self.scoring),
-            ),
-        )
+        # the stored views that fit this gold, when B's were made as A's are
+        views = (a.view, b.view) if self.views_comparable else (None, None)
+        return diff_changed_item(item, gold, pa, pb, self.scoring, views)

@@ -1,6 +1,8 @@
 """Paired comparison of two stored runs: pair items by id, re-score both runs' stored outputs
 against the gold of the run's dataset version, and hand the count rows to
-:mod:`extraction_eval.evaluators.paired` (bootstrap CI of Δ, McNemar, per type, the gate).
+:mod:`extraction_eval.evaluators.stats.paired_delta` (bootstrap CI of Δ, McNemar, per type,
+the gate). Two entry points: :func:`compare_runs` (the figures) and :func:`compare_and_diff`
+(the figures and the item diff, from one pass).
 
 Both runs count under one scoring config (A's). The runner stores each result's count row (and
 the diff's view of its alignment) tagged with what it was scored with; a local run's rows
@@ -14,33 +16,36 @@ LangFuse, and its rows are re-scored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.diff import DiffFold, RunDiff
-from extraction_eval.analysis.paired_pass import PairedCounts, one_pass
-from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
+from extraction_eval.analysis.compare.counting import (
+    PairedCounts,
+    count_stored_pairs,
+    rescore_pairs,
+)
+from extraction_eval.analysis.compare.run_diff import DiffFold, RunDiff
+from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
-from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
+from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.counts import (
     COLUMNS,
 )
 from extraction_eval.evaluators.diff_counts import DiffCounts
-from extraction_eval.evaluators.intervals import CI_METHODS, CiMethod
-from extraction_eval.evaluators.multiple import CORRECTIONS, Correction
-from extraction_eval.evaluators.paired import (
+from extraction_eval.evaluators.stats.intervals import CI_METHODS, CiMethod
+from extraction_eval.evaluators.stats.multiple_testing import CORRECTIONS, Correction
+from extraction_eval.evaluators.stats.paired_delta import (
     GateFailure,
-    PairedAccumulator,
     PairedComparison,
     check_tolerances,
     regression_gate,
 )
-from extraction_eval.evaluators.power import PowerAnalysis, analyse
-from extraction_eval.evaluators.verdict_rules import MIN_ITEMS
+from extraction_eval.evaluators.stats.power import PowerAnalysis, analyse
+from extraction_eval.evaluators.stats.verdict_rules import MIN_ITEMS
 from extraction_eval.limits import MAX_RESAMPLES
-from extraction_eval.types import DatasetItem, Extraction
+from extraction_eval.types import DatasetItem
 from extraction_eval.validation import check_choice, check_int
 
 # item id -> the item (text, gold, schema) of a run's dataset version
@@ -65,7 +70,7 @@ class RunComparison:
     warnings: list[str] = field(default_factory=list)
     gate: list[GateFailure] | None = None  # set by ``check_gate``
     tolerances: dict[str, float] = field(default_factory=dict)
-    # headline metric -> what this comparison could detect (evaluators/power.py)
+    # headline metric -> what this comparison could detect (evaluators/stats/power.py)
     power: dict[str, PowerAnalysis] = field(default_factory=dict)
 
     def check_gate(self, tolerances: Mapping[str, float]) -> list[GateFailure]:
@@ -145,44 +150,6 @@ class RunComparison:
         return out
 
 
-def _outputs(store: LocalStore, run: RunRecord) -> Iterator[tuple[str, _Side]]:
-    """(item id, (stored output JSON or None when the item errored, schema failure)) by id."""
-    for item_id, output, error, error_kind in store.iter_outputs(run.id):
-        failed = error is not None or output is None
-        yield item_id, (None if failed else output, error_kind == "schema")
-
-
-_Side = tuple[str | None, bool]
-
-
-def pair_and_score(
-    store: LocalStore,
-    a: RunRecord,
-    b: RunRecord,
-    items: Mapping[str, DatasetItem],
-    scoring: ScoringConfig,
-) -> PairedCounts:
-    """Stream both runs' stored outputs by item id and re-score each paired item against
-    ``items`` (errored: an empty prediction that never passes); keeps count rows only."""
-    out = PairedCounts(PairedAccumulator(), [], [], [])
-    pairs = in_both_runs(_outputs(store, a), _outputs(store, b), out.only_in_a, out.only_in_b)
-    for item_id, x, y in pairs:
-        item = items.get(item_id)
-        if item is None:
-            out.not_in_gold.append(item_id)
-            continue
-
-        def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
-            pred = None if output is None else Extraction.model_validate_json(output)
-            return score_dataset_item(item, pred, scoring)
-
-        score_a = scored(x[0])
-        # the same stored output (both canonical JSON) scores the same: once is enough
-        score_b = score_a if x[0] == y[0] else scored(y[0])
-        out.accumulator.add(score_a, score_b, a_schema_failure=x[1], b_schema_failure=y[1])
-    return out
-
-
 def _shown(ids: list[str]) -> str:
     more = len(ids) - _SHOWN_IDS
     return ", ".join(ids[:_SHOWN_IDS]) + (f", ... ({more} more)" if more > 0 else "")
@@ -197,7 +164,7 @@ class CompareOptions:
     compares itself with its baseline); ``ci``: the interval method (None: the one A was
     run with); ``correction``: how the metrics' p-values are adjusted as one family; fewer
     than ``min_items`` paired items make every verdict ``insufficient``
-    (evaluators/verdict_rules.py). Checked on construction, before any work."""
+    (evaluators/stats/verdict_rules.py). Checked on construction, before any work."""
 
     resamples: int = 10_000
     seed: int = 42
@@ -228,27 +195,11 @@ def compare_runs(
     options: CompareOptions | None = None,
     dataset: str | None = None,
     store: LocalStore | None = None,
-) -> RunComparison:
-    """Compare stored run A (the baseline) with run B, by name or record: the notebook's
-    ``extraction-eval compare A B`` (see :func:`compare_stored_runs`). ``store``: the local
-    store (default: ``EXTRACTION_EVAL_HOME``'s)."""
-    from extraction_eval.analysis.stored import get_run
-
-    store = store if store is not None else LocalStore()
-    run_a = a if isinstance(a, RunRecord) else get_run(store, a, dataset)
-    run_b = b if isinstance(b, RunRecord) else get_run(store, b, dataset)
-    return compare_stored_runs(store, run_a, run_b, options=options)
-
-
-def compare_stored_runs(
-    store: LocalStore,
-    a: RunRecord,
-    b: RunRecord,
-    *,
-    options: CompareOptions | None = None,
     gold: GoldLoader | None = None,
 ) -> RunComparison:
-    """Compare run A (baseline) with run B on the items both have.
+    """Compare stored run A (the baseline) with run B on the items both have, by name or
+    record: ``extraction-eval compare A B`` without the item diff (:func:`compare_and_diff`
+    adds it). ``store``: the local store (default: ``EXTRACTION_EVAL_HOME``'s).
 
     Both runs count as scored against A's gold with A's scoring config (an errored item is an
     empty prediction that never passes, as everywhere): the counts stored with a local run's
@@ -256,55 +207,70 @@ def compare_stored_runs(
     dataset versions or item sets are refused unless ``options.force`` (then named in
     ``warnings``). ``options.tolerances`` runs the regression gate. ``gold`` replaces
     :func:`~extraction_eval.analysis.stored.run_gold` (tests, notebooks)."""
+    store, run_a, run_b = _records(a, b, dataset, store)
     options = options or CompareOptions()
-    differences, scoring, warnings = _prelude(a, b, options)
-    if gold is None and _counts_readable(a):
-        paired = one_pass(store, a, b, scoring, None)
+    differences, scoring, warnings = _check_datasets(run_a, run_b, options)
+    if gold is None and _counts_readable(run_a):
+        paired = count_stored_pairs(store, run_a, run_b, scoring, None)
     else:
-        items = (gold or (lambda run: run_gold(store, run)))(a)
-        paired = pair_and_score(store, a, b, items, scoring)
-    return _epilogue(a, b, paired, scoring, differences, warnings, options)
-
-
-def compare_counted(
-    a: RunRecord, b: RunRecord, paired: PairedCounts, *, options: CompareOptions | None = None
-) -> RunComparison:
-    """:func:`compare_stored_runs` from the counts of a :class:`PairedPass` the caller fed
-    with both runs' stored rows (the HTML report, as it reads them): the same result."""
-    options = options or CompareOptions()
-    differences, scoring, warnings = _prelude(a, b, options)
-    return _epilogue(a, b, paired, scoring, differences, warnings, options)
+        items = (gold or (lambda run: run_gold(store, run)))(run_a)
+        paired = rescore_pairs(store, run_a, run_b, items, scoring)
+    return _finish_comparison(run_a, run_b, paired, scoring, differences, warnings, options)
 
 
 def compare_and_diff(
-    store: LocalStore,
-    a: RunRecord,
-    b: RunRecord,
+    a: str | RunRecord,
+    b: str | RunRecord,
     *,
     options: CompareOptions | None = None,
+    dataset: str | None = None,
+    store: LocalStore | None = None,
 ) -> tuple[RunComparison, RunDiff]:
-    """:func:`compare_stored_runs` and :func:`~extraction_eval.analysis.diff.diff_runs`
+    """:func:`compare_runs` and :func:`~extraction_eval.analysis.compare.run_diff.diff_runs`
     (what ``compare`` shows) from ONE pass over both runs: the same results as calling both.
 
     Local runs: the count rows stored with each result are used as they are when they were
     scored as this comparison scores (A's settings, the full gold of A's dataset version);
     other rows are re-scored. Only items whose outputs differ are diffed, and only their gold
     (and that of re-scored items) is read."""
+    store, run_a, run_b = _records(a, b, dataset, store)
     options = options or CompareOptions()
-    if not _counts_readable(a):  # gold from LangFuse: the two parts as they are
-        from extraction_eval.analysis.diff import diff_runs
+    if not _counts_readable(run_a):  # gold from LangFuse: the two parts as they are
+        from extraction_eval.analysis.compare.run_diff import diff_runs
 
-        result = compare_stored_runs(store, a, b, options=options)
-        return result, diff_runs(store, a, b, top=options.top)
-    differences, scoring, warnings = _prelude(a, b, options)
-    cfg = run_scoring(a)
-    diff = RunDiff(a.name, b.name, cfg, cfg != run_scoring(b), DiffCounts(), [])
+        result = compare_runs(run_a, run_b, store=store, options=options)
+        return result, diff_runs(store, run_a, run_b, top=options.top)
+    differences, scoring, warnings = _check_datasets(run_a, run_b, options)
+    cfg = run_scoring(run_a)
+    diff = RunDiff(run_a.name, run_b.name, cfg, cfg != run_scoring(run_b), DiffCounts(), [])
     fold = DiffFold(diff, options.top)
-    paired = one_pass(store, a, b, scoring, fold)
-    result = _epilogue(a, b, paired, scoring, differences, warnings, options)
+    paired = count_stored_pairs(store, run_a, run_b, scoring, fold)
+    result = _finish_comparison(run_a, run_b, paired, scoring, differences, warnings, options)
     diff.only_in_a, diff.only_in_b = list(paired.only_in_a), list(paired.only_in_b)
     diff.no_gold = list(paired.not_in_gold)
     return result, fold.finish()
+
+
+def _records(
+    a: str | RunRecord, b: str | RunRecord, dataset: str | None, store: LocalStore | None
+) -> tuple[LocalStore, RunRecord, RunRecord]:
+    """The store (default: ``EXTRACTION_EVAL_HOME``'s) and both runs, named or given."""
+    from extraction_eval.analysis.stored import get_run
+
+    store = store if store is not None else LocalStore()
+    run_a = a if isinstance(a, RunRecord) else get_run(store, a, dataset)
+    run_b = b if isinstance(b, RunRecord) else get_run(store, b, dataset)
+    return store, run_a, run_b
+
+
+def _compare_counted(
+    a: RunRecord, b: RunRecord, paired: PairedCounts, options: CompareOptions
+) -> RunComparison:
+    """:func:`compare_runs` from the counts of a :class:`PairedPass` a caller of this package
+    fed with both runs' stored rows (``along``: the HTML report, as it reads them): the same
+    result."""
+    differences, scoring, warnings = _check_datasets(a, b, options)
+    return _finish_comparison(a, b, paired, scoring, differences, warnings, options)
 
 
 def _counts_readable(a: RunRecord) -> bool:
@@ -312,7 +278,7 @@ def _counts_readable(a: RunRecord) -> bool:
     return a.backend == "local" and isinstance(a.dataset_version, int)
 
 
-def _prelude(
+def _check_datasets(
     a: RunRecord, b: RunRecord, options: CompareOptions
 ) -> tuple[list[str], ScoringConfig, list[str]]:
     """Refuse different datasets (unless ``force``); A's scoring config; a warning when B
@@ -338,7 +304,7 @@ def _prelude(
     return differences, scoring, warnings
 
 
-def _epilogue(
+def _finish_comparison(
     a: RunRecord,
     b: RunRecord,
     paired: PairedCounts,

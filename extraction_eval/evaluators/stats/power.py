@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 # metric -> (numerator columns with weights, denominator columns with weights), in the
-# paired count rows' column names (evaluators/paired.py COLUMNS)
+# paired count rows' column names (evaluators/stats/paired_delta.py COLUMNS)
 _PRF = ("entity", "entity_typed", "relationship")
 RATIOS: dict[str, tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]] = {}
 for _g in _PRF:

@@ -7,7 +7,7 @@ pooling the counts (micro P/R/F1 over the K × n item results): its interval cov
 item sampling *and* the run-to-run variation (sampling temperature) of the pooled estimate.
 
 **Variance split** (one-way random effects on the metric's influence values ψ_ik = (num_ik −
-R · den_ik) / mean(den), R the pooled ratio; see evaluators/power.py): the run-to-run
+R · den_ik) / mean(den), R the pooled ratio; see evaluators/stats/power.py): the run-to-run
 variance σ²_run = mean over items of the variance of ψ_ik over the K runs; the variance of
 the item means is σ²_item + σ²_run / K, so σ²_item = var_i(ψ̄_i) − σ²_run / K (floored at 0).
 One run of n items has variance (σ²_item + σ²_run) / n; the shares say which dominates.
@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from extraction_eval.evaluators.intervals import CiMethod, quantile_levels
 from extraction_eval.evaluators.metrics import prf_arrays
-from extraction_eval.evaluators.power import influence
-from extraction_eval.evaluators.ppi import parts
-from extraction_eval.evaluators.stats import resampled_sums
+from extraction_eval.evaluators.stats.bootstrap import resampled_sums
+from extraction_eval.evaluators.stats.intervals import CiMethod, quantile_levels
+from extraction_eval.evaluators.stats.power import influence
+from extraction_eval.evaluators.stats.ppi import parts
 
 _INDEX = {"precision": 0, "recall": 1, "f1": 2}
 

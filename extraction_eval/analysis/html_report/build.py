@@ -1,10 +1,11 @@
-"""The item-by-item part of the HTML report's build (``report_data``), for one contiguous
+"""The item-by-item part of the HTML report's build (``data``), for one contiguous
 range of the dataset's items: the item table's columns, the compressed details chunks, the
 latencies and, for two runs, the per-item diff's counts and compare's counting pass.
 
-A large report is built as two ranges at once, the second in a worker process (a fresh
-interpreter, fed and answering by pickles on its standard streams: nothing forked from a
-process holding SQLite connections or threads). The worker's part is appended to the first in
+A large report is built as two ranges at once, the second in a worker process
+(:mod:`extraction_eval.workers.report_worker`: a fresh interpreter, fed and answering by
+pickles on its standard streams, nothing forked from a process holding SQLite connections or
+threads). The worker's part is appended to the first in
 dataset order (:meth:`ReportPart.absorb`), so the report is the one a single process builds,
 byte for byte.
 """
@@ -13,24 +14,17 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import pickle
-import subprocess
-import sys
-import tempfile
-import threading
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from extraction_eval.analysis.paired_pass import PairedCounts
-from extraction_eval.analysis.report_compare import CompareAlong, ItemPairing
-from extraction_eval.analysis.report_items import (
+from extraction_eval.analysis.compare.along import CompareAlong
+from extraction_eval.analysis.compare.counting import PairedCounts
+from extraction_eval.analysis.html_report.items import (
     RunSide,
     StoredViews,
     gold_objects,
@@ -38,6 +32,7 @@ from extraction_eval.analysis.report_items import (
     run_side,
     same_answer,
 )
+from extraction_eval.analysis.html_report.pairing import ItemPairing
 from extraction_eval.analysis.stored import run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.report_rows import ReportRow
@@ -56,7 +51,6 @@ __all__ = [
     "PartCounts",
     "PartRows",
     "ReportPart",
-    "Worker",
     "collector_paused",
     "range_stream",
 ]
@@ -357,142 +351,6 @@ class ReportPart:
         self.table.extend(other.table)
         for mine, theirs in zip(self.latencies, other.latencies, strict=True):
             mine.extend(theirs)
-
-
-class Worker:
-    """A fresh interpreter building the items after position ``after`` (to the end) of the
-    store at ``path``: its own connection, its own zlib thread. It sends its counts first
-    (:meth:`counts`), then its rows (:meth:`rows`), so this process can finish the comparison
-    before it holds both halves of the table. Either is None when the worker failed (its
-    error went to stderr): the caller then builds that range itself."""
-
-    # isolated (-I: no current directory, user site or PYTHON* variables on its path), then
-    # this process's sys.path before anything of the package is imported: the same modules
-    code = (
-        "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer);"
-        " from extraction_eval.analysis.report_build import work; work()"
-    )
-
-    def __init__(self, path: Path, runs: Sequence[RunRecord], after: int) -> None:
-        # its stderr kept aside: a failure becomes one line of the caller's warning
-        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", self.code],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self.errors,
-            )
-        except BaseException:
-            self.errors.close()
-            raise
-        self.cpu = self.peak_mb = 0.0  # its user + system seconds and peak RSS, once done
-        self.timed_out: float | None = None  # the wait after which it was stopped
-        self._timer: threading.Timer | None = None
-        stdin = self.proc.stdin
-        assert stdin is not None
-        try:
-            pickle.dump(list(sys.path), stdin)
-            pickle.dump((str(path), list(runs), after), stdin)
-            stdin.close()
-        except OSError:
-            pass  # it died at start: counts() says so
-
-    def watch(self, seconds: float) -> None:
-        """Stop the worker if it has not answered within ``seconds`` from now (a hung worker
-        would otherwise hold the report forever): the caller then builds its range itself."""
-
-        def expire() -> None:
-            if self.proc.poll() is None:
-                self.timed_out = seconds
-                self.proc.kill()
-
-        self._timer = threading.Timer(seconds, expire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def why(self) -> str:
-        """Why it failed, in one line: the wait it outlived, else the last line it wrote to
-        stderr (its exception), cut to 300 characters."""
-        if self.timed_out is not None:
-            return f"it had not answered {self.timed_out:.0f} s after this process was done"
-        try:
-            self.errors.seek(0)
-            tail = self.errors.read()[-4096:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            tail = ""
-        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
-        return lines[-1][:300] if lines else f"exit status {self.proc.returncode}"
-
-    def _read(self, kind: type[Any]) -> Any:
-        stdout = self.proc.stdout
-        assert stdout is not None
-        try:
-            got = pickle.load(stdout)
-        except Exception:  # nothing (or half) sent: it failed and said why on stderr
-            return None
-        return got if isinstance(got, kind) else None
-
-    def counts(self) -> PartCounts | None:
-        got: PartCounts | None = self._read(PartCounts)
-        return got
-
-    def rows(self) -> PartRows | None:
-        got: PartRows | None = self._read(PartRows)
-        status = self._done()
-        return got if status == 0 else None
-
-    def _done(self) -> int:
-        """wait4 on the worker: reaped, its own CPU and peak RSS noted; its exit status."""
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        if not hasattr(os, "wait4"):  # Windows: no resource figures
-            return self.proc.wait()
-        _, status, usage = os.wait4(self.proc.pid, 0)
-        self.proc.returncode = os.waitstatus_to_exitcode(status)
-        self.cpu = usage.ru_utime + usage.ru_stime
-        # kilobytes on Linux, bytes on macOS
-        self.peak_mb = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-        return self.proc.returncode
-
-    def stop(self) -> None:
-        """Ends the worker when it is not read to the end (no orphan left)."""
-        if self._timer is not None:
-            self._timer.cancel()
-        if self.proc.returncode is None:
-            self.proc.kill()  # it polls first: a worker that has exited is reaped there
-            if self.proc.returncode is None:
-                self._done()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
-
-    def close(self) -> None:
-        """Let go of its kept stderr (after :meth:`why` was asked)."""
-        self.errors.close()
-
-
-def work(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
-    """The worker's entry: a job in, its :class:`PartCounts` then its :class:`PartRows` out
-    (pickles)."""
-    source = stdin or sys.stdin.buffer
-    path, runs, after = pickle.load(source)
-    out = stdout or sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print must not land in the pickles
-    with (
-        collector_paused(),
-        ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool,
-        LocalStore(Path(path), seed=False) as store,
-    ):
-        part = ReportPart(store, runs, pool, streamed=True)
-        part.fill(range_stream(store, runs, after))
-        for message in (part.counted(), part.rows()):
-            pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
-            # no memo: a million small objects without a cycle among them; the memo (here
-            # and in the reader) would cost more memory than the few shared objects it saves
-            pickler.fast = True
-            pickler.dump(message)
-            out.flush()
 
 
 class _Indexes:

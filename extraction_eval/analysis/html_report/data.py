@@ -7,7 +7,7 @@ Plain JSON-able data (no HTML here); ``extraction_eval.reports`` renders it. Bui
 time; the item table is kept as columns (a few values per item); each item's details are
 serialized as they are made, ``CHUNK`` items to a compressed chunk, so the page parses only the
 chunk of an item someone expands. Per item, nothing is scored again where the runner stored its
-alignment (``report_items``); charts are drawn from aggregates (the summaries, a latency
+alignment (``items``); charts are drawn from aggregates (the summaries, a latency
 histogram).
 """
 
@@ -23,21 +23,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.paired import GoldLoader
-from extraction_eval.analysis.report_build import (
+from extraction_eval.analysis.compare.runs import GoldLoader
+from extraction_eval.analysis.html_report.build import (
     CHUNK,
     ItemStream,
     ReportPart,
-    Worker,
     collector_paused,
     range_stream,
 )
-from extraction_eval.analysis.report_compare import comparison_view, diff_lists, diff_view
+from extraction_eval.analysis.html_report.pairing import comparison_view, diff_lists, diff_view
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import GoldView
 from extraction_eval.evaluators.taxonomy import CATEGORIES
 from extraction_eval.types import DatasetItem
+from extraction_eval.workers.report_worker import Worker
 
 __all__ = [
     "CHUNK",

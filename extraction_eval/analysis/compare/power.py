@@ -1,5 +1,5 @@
 """``extraction-eval power``: how many items a comparison needs, from stored runs' per-item
-counts (the statistics are :mod:`extraction_eval.evaluators.power`'s).
+counts (the statistics are :mod:`extraction_eval.evaluators.stats.power`'s).
 
 With one run (the baseline), the second run is taken to vary as the baseline does, with an
 assumed correlation between the two runs' per-item influence values; with ``against``, the
@@ -8,11 +8,11 @@ two runs are paired by item and the spread of their difference is measured.
 
 from __future__ import annotations
 
-from extraction_eval.analysis.paired import pair_and_score
+from extraction_eval.analysis.compare.counting import rescore_pairs
 from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators.counts import COLUMNS
-from extraction_eval.evaluators.power import POWER_METRICS, PowerAnalysis, analyse
+from extraction_eval.evaluators.stats.power import POWER_METRICS, PowerAnalysis, analyse
 from extraction_eval.validation import check_choice, check_number
 
 
@@ -39,7 +39,7 @@ def run_power(
     scoring = run_scoring(baseline)
     items = run_gold(store, baseline)
     other = against or baseline
-    paired = pair_and_score(store, baseline, other, items, scoring)
+    paired = rescore_pairs(store, baseline, other, items, scoring)
     a, b = paired.accumulator.matrices()
     return analyse(
         a,

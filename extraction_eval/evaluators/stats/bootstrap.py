@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from extraction_eval.evaluators.intervals import CiMethod, quantile_levels
 from extraction_eval.evaluators.metrics import prf_arrays
+from extraction_eval.evaluators.stats.intervals import CiMethod, quantile_levels
 
 # Bound memory: one chunk of resample weights holds at most this many cells.
 _CHUNK_CELLS = 2_000_000
