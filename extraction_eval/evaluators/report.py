@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from extraction_eval.evaluators.config import ScoringConfig
-from extraction_eval.evaluators.intervals import METHOD_TEXT
 from extraction_eval.evaluators.item import (
     VALUE_NAMES,
     AttributeCount,
@@ -32,8 +31,9 @@ from extraction_eval.evaluators.metrics import (
     vacuous,
 )
 from extraction_eval.evaluators.stats import bootstrap_prf, bootstrap_ratios
+from extraction_eval.evaluators.stats.intervals import METHOD_TEXT
+from extraction_eval.evaluators.stats.verdict_rules import approximate_warning
 from extraction_eval.evaluators.taxonomy import CATEGORIES
-from extraction_eval.evaluators.verdict_rules import approximate_warning
 
 
 class _TypeSums:

@@ -30,8 +30,6 @@ STATS_USERS: dict[str, str] = {
     "__init__": "re-exports bootstrap_prf, public since before the statistics moved",
     "config": "ScoringConfig checks its ci method against the interval methods",
     "report": "the run summary's CIs (the JSON summary aggregates items, like the stats)",
-    "intervals": "re-export for report.py, changed on another branch this round",
-    "verdict_rules": "re-export for report.py, changed on another branch this round",
 }
 
 # Importing these (or ``from os import`` them) is starting, forking or reaping a process.
