@@ -64,6 +64,21 @@ def run_scoring(run: RunRecord) -> ScoringConfig:
     return ScoringConfig(**kwargs)
 
 
+def rescored_with(run: RunRecord, **fields: Any) -> RunRecord:
+    """``run`` as if it had been scored with ``fields`` (ScoringConfig fields, e.g. an alias
+    table): in memory only, so every analysis that reads the run's scoring through
+    :func:`run_scoring` (compare, the diff) re-scores with them; the store is not touched."""
+    if not fields:
+        return run
+    scoring = dataclasses.replace(run_scoring(run), **fields)  # checked as any config is
+    recorded = run.config.get("scoring") if isinstance(run.config, dict) else None
+    updated = dict(recorded) if isinstance(recorded, dict) else {}
+    for key in fields:
+        value = getattr(scoring, key)
+        updated[key] = [list(v) for v in value] if isinstance(value, tuple) else value
+    return dataclasses.replace(run, config={**run.config, "scoring": updated})
+
+
 T = TypeVar("T")
 U = TypeVar("U")
 

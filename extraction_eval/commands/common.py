@@ -199,4 +199,4 @@ def alias_settings(aliases: Path | None, no_aliases: bool, err: SafeConsole) -> 
     table = read_alias_table(aliases)
     for warning in table.warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
-    return {"alias_groups": tuple(tuple(g) for g in table.groups)}
+    return {"aliases": True, "alias_groups": tuple(tuple(g) for g in table.groups)}

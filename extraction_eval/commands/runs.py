@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
+from rich.markup import escape
 
 from extraction_eval.commands import options as o
 from extraction_eval.commands.common import (
@@ -21,6 +22,7 @@ from extraction_eval.commands.common import (
     HumanOpt,
     MinItemsOpt,
     PpiOpt,
+    alias_settings,
     check_ppi,
     check_writable,
     console,
@@ -338,6 +340,8 @@ def compare_cmd(
     min_items: MinItemsOpt = 10,
     ppi: PpiOpt = False,
     human: HumanOpt = None,
+    aliases: o.Aliases = None,
+    no_aliases: o.NoAliases = False,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
@@ -360,8 +364,17 @@ def compare_cmd(
     fmt = output_format(fmt)
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
+    alias_fields = alias_settings(aliases, no_aliases, err_console)
     store = LocalStore()
     a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
+    if alias_fields:  # both re-scored with these names of one entity (in memory only)
+        from extraction_eval.analysis.stored import rescored_with
+
+        a, b = rescored_with(a, **alias_fields), rescored_with(b, **alias_fields)
+        what = "--no-aliases" if no_aliases else f"--aliases {aliases}"
+        err_console.print(
+            f"note: both runs re-scored with {escape(what)}", highlight=False, soft_wrap=True
+        )
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return
@@ -392,9 +405,11 @@ def compare_cmd(
             data["ppi"] = {r.run: r.to_json() for r in corrected}
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
-        from extraction_eval.views.paired import render_paired
+        from extraction_eval.views.paired import render_alias_lines, render_paired
 
         render_paired(data, console)
+        if not alias_fields:
+            render_alias_lines((a, b), console)
         render_run_diff(diff, console)
         if corrected:
             from extraction_eval.views.ppi import render_ppi

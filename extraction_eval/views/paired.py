@@ -4,7 +4,8 @@ text and ``--format json`` show the same figures."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -12,8 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from extraction_eval.evaluators.stats.verdict_rules import APPROXIMATE_BELOW
-from extraction_eval.views.score_report import fmt_number
+from extraction_eval.views.score_report import alias_line, fmt_number
 from extraction_eval.views.tables import print_table
+
+if TYPE_CHECKING:
+    from extraction_eval.backends.base import RunRecord
 
 _VERDICT_STYLE = {"improved": "green", "regressed": "bold red", "no significant change": "dim"}
 # short spellings, so the table fits 80 columns (JSON has the full verdict)
@@ -180,3 +184,13 @@ def render_paired(data: dict[str, Any], console: Console) -> None:
             console.print(
                 f"{data[key]['count']} items only in {run['name']!r} (left out)", highlight=False
             )
+
+
+def render_alias_lines(runs: Sequence[RunRecord], console: Console) -> None:
+    """How many of each run's matches came through a gold entity's mention or alias, as the
+    run was scored (its stored summary); nothing when none did."""
+    for label, run in zip("AB", runs, strict=False):
+        report = (run.summary or {}).get("report") or {}
+        line = alias_line(report)
+        if line is not None:
+            console.print(f"{label} through aliases: {line}", highlight=False, soft_wrap=True)
