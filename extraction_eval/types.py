@@ -240,6 +240,7 @@ class Schema(_Frozen):
             relationship_attributes={
                 self.map_label(t): k for t, k in self.relationship_attributes.items()
             },
+            aliases=self.aliases,  # names of one entity whatever the labels: scoring keeps them
         )
 
     @property

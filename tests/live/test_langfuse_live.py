@@ -362,3 +362,45 @@ def test_a_failed_item_is_one_error_observation_with_its_input(
     trace_id = next(r.trace_id for r in outcome.results if r.item_id == items[1].id)
     failed = next(r for r in rows if r["traceId"] == trace_id)
     assert json.loads(failed["input"])["text"] == items[1].text
+
+
+def test_mention_clusters_round_trip_and_score_comments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dataset whose gold lists mentions keeps them in LangFuse (expected output), and a run
+    naming entities by those mentions scores 1.0 with ``via alias`` in the stored comments."""
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+    from extraction_eval.types import Mention
+
+    client = _use_live(monkeypatch)
+    dataset = f"{NAME}-aliases"
+    ada = Entity(
+        name="Ada Lovelace",
+        type="PER",
+        mentions=[
+            Mention(name="Ada Lovelace", start=0, end=12),
+            Mention(name="Countess of Lovelace"),
+        ],
+    )
+    item = DatasetItem(
+        id="al-1",
+        text="Ada Lovelace wrote notes. The Countess of Lovelace lived in London.",
+        expected=Extraction(entities=[ada, Entity(name="London", type="LOC")]),
+    )
+    backend = LangfuseDatasetBackend(client)
+    backend.upload_items(dataset, [item])
+    (read,) = [i for i in backend.get_items(dataset) if i.id == "al-1"]
+    assert read.expected.entities[0].mentions[1].name == "Countess of Lovelace"
+    outcome = run_experiment(
+        RunConfig(
+            dataset=dataset,
+            name=f"live-al-{uuid.uuid4().hex[:8]}",
+            backend="langfuse",
+            pipeline=PipelineConfig(pipeline="tests.support.pipelines:by_mention"),
+        )
+    )
+    (result,) = outcome.results
+    assert result.trace_id
+    v3 = _get("v3/scores", traceId=result.trace_id, name="entity_f1")["data"]
+    assert [s["value"] for s in v3] == [1.0]
+    assert "via alias=1" in (v3[0].get("comment") or "")

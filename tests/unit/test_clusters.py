@@ -261,3 +261,12 @@ def test_gold_with_clusters_against_itself_is_perfect(match: Any, shared_data: P
     report = score_files(path, path, ScoringConfig(resamples=0, match=match)).report
     for block in ("entities", "entities_typed", "relationships"):
         assert report[block]["f1"] == 1.0 and report[block]["fp"] == 0
+
+
+def test_schema_aliases_survive_a_label_map() -> None:
+    schema = Schema(
+        entity_types=["Org"],
+        labels={"Org": "Organisation"},
+        aliases=[["IBM", "International Business Machines"]],
+    )
+    assert schema.asked().aliases == [["IBM", "International Business Machines"]]
