@@ -15,14 +15,21 @@ What is replaced by ``***``:
   an argument rather than in the environment);
 - token-shaped strings whatever their source: ``Bearer <token>``, ``Basic <token>``, OpenAI
   (``sk-…``) and LangFuse (``sk-lf-…``, ``pk-lf-…``) keys, and ``user:password@`` in any URL.
+
+A configured secret is masked whole also when whitespace or a JSON escape (``\\n``) breaks it
+(an error body wrapped at 80 columns): otherwise its shape rule would mask the first half and
+leave the rest. A model's *valid* answer passes here too (:func:`redact_value`, its parsed
+strings one by one, so the answer stays valid JSON): a proxy or a pipeline may put a key
+into it, and it is stored, cached, exported and sent to LangFuse like error text.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 MASK = "***"
@@ -115,13 +122,54 @@ def configured_secrets(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` with every configured secret and token-shaped string replaced by ``***``."""
+    """``text`` with every configured secret (also one broken by whitespace) and every
+    token-shaped string replaced by ``***``."""
     if not text:
         return text
-    for secret in configured_secrets() if secrets is None else secrets:
+    found = tuple(configured_secrets() if secrets is None else secrets)
+    for secret in found:
         if secret in text:
             text = text.replace(secret, MASK)
+    if found:
+        squeezed = _squeezed(text)  # fast; the slower pattern only when a secret is there
+        if any(_squeezed(s) in squeezed for s in found):
+            text = _broken_pattern(found).sub(MASK, text)
     return _TOKENS.sub(_mask_token, text)
+
+
+def _squeezed(text: str) -> str:
+    """``text`` without what may break a secret inside it: whitespace (a line wrapped in an
+    error body) and the escape of one in quoted JSON or Python (``\\n``, ``\\t``, ``\\r``)."""
+    joined = "".join(text.split())
+    if "\\" in joined:
+        joined = joined.replace("\\n", "").replace("\\r", "").replace("\\t", "")
+    return joined
+
+
+@functools.lru_cache(maxsize=16)
+def _broken_pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    """Each secret with any run of breaks allowed between two of its characters."""
+    between = r"(?:\s|\\[nrt])*"
+    return re.compile("|".join(between.join(map(re.escape, s)) for s in secrets))
+
+
+def redact_value(value: object, secrets: Sequence[str] | None = None) -> tuple[object, bool]:
+    """A JSON-like value (dicts, lists, strings, numbers) with every string redacted, and
+    whether any changed: a parsed answer is masked string by string, never as JSON text (a
+    mask spanning two strings would break the answer)."""
+    found = configured_secrets() if secrets is None else secrets
+    if isinstance(value, str):
+        cleaned = redact(value, found)
+        return cleaned, cleaned != value
+    if isinstance(value, dict):
+        pairs = [(redact_value(k, found), redact_value(v, found)) for k, v in value.items()]
+        changed = any(k[1] or v[1] for k, v in pairs)
+        return ({k[0]: v[0] for k, v in pairs} if changed else value), changed
+    if isinstance(value, (list, tuple)):
+        items = [redact_value(v, found) for v in value]
+        changed = any(c for _, c in items)
+        return ([v for v, _ in items] if changed else value), changed
+    return value, False
 
 
 def _mask_token(match: re.Match[str]) -> str:

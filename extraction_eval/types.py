@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from extraction_eval.limits import MAX_SURFACE_FORMS
+from extraction_eval.redact import redact_value
 
 
 class _Frozen(BaseModel):
@@ -93,6 +94,13 @@ class Relationship(_Frozen):
 class Extraction(_Frozen):
     entities: list[Entity] = Field(default_factory=list)
     relationships: list[Relationship] = Field(default_factory=list)
+
+    def redacted(self) -> tuple[Extraction, bool]:
+        """This answer with configured secrets and token shapes masked in every string, and
+        whether any was: a proxy or a pipeline may put a key into a valid answer, which is
+        then stored, cached, exported and sent to LangFuse."""
+        data, changed = redact_value(self.model_dump(mode="python"))
+        return (Extraction.model_validate(data), True) if changed else (self, False)
 
 
 # Attribute keys become score names (``attr.<key>``) and ``--fail-under attr.<key>=X``

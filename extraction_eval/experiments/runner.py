@@ -28,6 +28,7 @@ from extraction_eval.experiments.repair import clean_extraction, clean_texts, re
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.redact import redact
 from extraction_eval.types import DatasetItem, ItemResult, Schema, Score, TaxonomyTag, Usage
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,8 @@ class ItemRunner:
             return self._failed(item, exc, started)
         latency = (time.perf_counter() - started) * 1000
         extraction, dirty = clean_extraction(out.extraction)
-        texts, repaired = clean_texts(raw_output=out.raw)
+        extraction, _ = extraction.redacted()  # a key a proxy or pipeline put in the answer
+        texts, repaired = clean_texts(raw_output=redact(out.raw) if out.raw else out.raw)
         repaired = ["output", *repaired] if dirty else repaired
         scored = self.score(item, extraction)
         tags = taxonomy_tags(scored)
@@ -140,7 +142,8 @@ class ItemRunner:
         kind = _error_kind(exc)
         raw = _attribute(exc, "raw")
         texts, repaired = clean_texts(
-            error=one_line(exc, with_type=True), raw_output=raw if isinstance(raw, str) else None
+            error=one_line(exc, with_type=True),
+            raw_output=redact(raw) if isinstance(raw, str) else None,
         )
         message = texts["error"] or type(exc).__name__
         scored = self.score(item, None)

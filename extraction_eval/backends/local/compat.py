@@ -14,6 +14,7 @@ import functools
 import sqlite3
 from pathlib import Path
 
+from extraction_eval.backends.local.files import SIDE_FILES
 from extraction_eval.backends.local.migrations import MIGRATIONS
 from extraction_eval.errors import UsageError
 
@@ -24,6 +25,72 @@ _ADVICE = "upgrade extraction-eval, or set EXTRACTION_EVAL_HOME to another folde
 
 class UnknownStoreError(UsageError):
     """The store was written by a newer version (or is not ours): refused, nothing written."""
+
+
+class NotAStoreError(UsageError):
+    """A file read as another machine's store (``runs merge --from``) that is not one this
+    version can read as it is: refused in one line, the file left as it was."""
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to another machine's store, which is never written: not
+    migrated, not switched to WAL, no side file made (SQLite's ``immutable`` when the store
+    has no ``-wal`` file, i.e. no process has it open; ``mode=ro`` to read through the one it
+    has). Before, opening a ``--from`` file migrated it: a 0-byte file became a 176 KB store.
+    """
+    if not path.is_file():
+        raise NotAStoreError(f"{path}: file not found")
+    if path.stat().st_size == 0:
+        raise NotAStoreError(f"{path}: not an extraction-eval store (an empty file)")
+    side = any(path.with_name(path.name + s).exists() for s in SIDE_FILES)
+    uri = f"{path.resolve().as_uri()}?{'mode=ro' if side else 'immutable=1'}"
+    conn = sqlite3.connect(
+        uri, uri=True, timeout=30.0, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA query_only=ON")
+        _check_readable(conn, path)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise NotAStoreError(
+            f"{path}: cannot be read as an extraction-eval store ({exc})"
+        ) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
+    """A store made by exactly this version's migrations (an older one would need them)."""
+    actual = _schema(conn)
+    if not any(name == "_migrations" for _, name, _ in actual):
+        raise NotAStoreError(
+            f"{path}: not an extraction-eval store (a database without its tables)"
+        )
+    applied = [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+    known = [m.__name__ for m in MIGRATIONS]
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        raise NotAStoreError(
+            f"{path}: written by a newer version of extraction-eval (its migration {unknown[0]}"
+            " is unknown here): read it with that version"
+        )
+    missing = [name for name in known if name not in applied]
+    if missing:
+        raise NotAStoreError(
+            f"{path}: written by an older version of extraction-eval (it lacks migration"
+            f" {missing[0]}), and a store that is only read is never migrated: open it once"
+            " with this version first (any command, with EXTRACTION_EVAL_HOME set to its folder)"
+        )
+    ours = tuple(entry for entry in actual if entry[1] != "_migrations")
+    expected = expected_schema(tuple(known))
+    if ours != expected:
+        raise NotAStoreError(
+            f"{path}: does not have the schema its migrations make"
+            f" ({_difference(expected, ours)}): written by another version or tool"
+        )
 
 
 def check_store_schema(conn: sqlite3.Connection, path: Path) -> None:

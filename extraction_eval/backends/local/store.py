@@ -53,12 +53,18 @@ class LocalStore(
 
     One connection shared behind a lock: the runner records results from worker threads, and
     SQLite serialises writers anyway. Opening migrates the schema and, unless ``seed=False``,
-    adds the bundled sample dataset ``extraction-eval`` if it is absent.
+    adds the bundled sample dataset ``extraction-eval`` if it is absent. ``read_only=True``
+    (a ``runs merge --from`` store) writes nothing, not even a side file: a store this
+    version made, or one line saying why not (``NotAStoreError``).
     """
 
-    def __init__(self, path: Path | None = None, *, seed: bool = True) -> None:
-        super().__init__(Path(path) if path is not None else default_store_path())
-        if seed:
+    def __init__(
+        self, path: Path | None = None, *, seed: bool = True, read_only: bool = False
+    ) -> None:
+        super().__init__(
+            Path(path) if path is not None else default_store_path(), read_only=read_only
+        )
+        if seed and not read_only:
             self._seed_sample()
 
     def __enter__(self) -> LocalStore:
