@@ -85,7 +85,7 @@ def _edited_copy(source: Path, folder: Path, sql: str) -> Path:
     copy = folder / "shard.db"
     shutil.copy(source, copy)
     conn = sqlite3.connect(copy)
-    conn.execute(sql)
+    conn.executescript(sql)
     conn.commit()
     conn.close()
     copy.chmod(0o644)  # as copied from another machine: the tool must not narrow it either
@@ -152,29 +152,48 @@ def test_finalize_refuses_an_impossible_cost_already_in_this_store(
     assert store.run_lock(run.id) is None  # the lock was given back
 
 
-def _not_a_store(kind: str, path: Path) -> None:
+# What each file is, and what the one line says it is.
+NOT_STORES = {
+    "empty-file": "not an extraction-eval store (an empty file)",
+    "text-file": "cannot be read as an extraction-eval store (file is not a database)",
+    "other-sqlite": "not an extraction-eval store (a database without its tables)",
+    "newer-version": "written by a newer version of extraction-eval",
+}
+
+
+def _not_a_store(kind: str, path: Path, shard: Path) -> None:
     if kind == "empty-file":
         path.write_bytes(b"")
     elif kind == "text-file":
         path.write_text("id,name\n1,not a database\n", encoding="utf-8")
-    else:  # another tool's SQLite database
+    elif kind == "other-sqlite":
         conn = sqlite3.connect(path)
         conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.commit()
+        conn.close()
+    else:  # a store with a migration this version does not know
+        shutil.copy(shard, path)
+        conn = sqlite3.connect(path)
+        conn.execute("INSERT INTO _migrations VALUES ('m099_future', 'later')")
         conn.commit()
         conn.close()
     path.chmod(0o644)
 
 
-@pytest.mark.parametrize("kind", ["empty-file", "text-file", "other-sqlite"])
+@pytest.mark.parametrize("kind", list(NOT_STORES))
 def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_was(
-    kind: str, home_with_shard_1: LocalStore, tmp_path: Path, tally: Tally
+    kind: str,
+    shard_stores: dict[int, Path],
+    home_with_shard_1: LocalStore,
+    tmp_path: Path,
+    tally: Tally,
 ) -> None:
     """Before: a 0-byte --from file was migrated into a 176 KB store (and every --from file
     narrowed to mode 0600) before the merge looked for its run."""
     folder = tmp_path / "from"
     folder.mkdir()
     path = folder / "empty.db"
-    _not_a_store(kind, path)
+    _not_a_store(kind, path, shard_stores[2])
     before = _state(path)
 
     result = runner.invoke(app, ["runs", "merge", "m", "--from", str(path)])
@@ -183,17 +202,28 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_was(
     tally.input(held)
     assert result.exit_code == 2, (result.output, result.exception)
     assert _one_error_line(result.stderr), result.stderr
-    assert f"--from {path}: " in result.stderr and "extraction-eval store" in result.stderr
+    assert result.stderr.startswith(f"error: --from {path}: {NOT_STORES[kind]}"), result.stderr
     assert _state(path) == before  # same bytes, same mode, no side files
     assert LocalStore().get_run("m", DATASET) is None
 
 
+# The last migration undone: a shard store as the version before it left it.
+OLDER_VERSION = "DROP TABLE run_locks; DELETE FROM _migrations WHERE name = 'm012_run_locks'"
+
+
+@pytest.mark.parametrize("version", ["this-version", "older-version"])
 def test_a_merged_shard_store_is_only_read(
-    shard_stores: dict[int, Path], home_with_shard_1: LocalStore, tmp_path: Path, tally: Tally
+    version: str,
+    shard_stores: dict[int, Path],
+    home_with_shard_1: LocalStore,
+    tmp_path: Path,
+    tally: Tally,
 ) -> None:
     """The merge works as before, and the --from store keeps its bytes, its mode and its
-    folder (no -wal / -shm left beside it). Before, opening it narrowed its mode to 0600."""
-    shard = _edited_copy(shard_stores[2], tmp_path / "from", "SELECT 1")
+    folder (no -wal / -shm left beside it); an older version's store is migrated in a
+    private copy. Before, opening it narrowed its mode to 0600, and migrated it in place."""
+    edit = OLDER_VERSION if version == "older-version" else "SELECT 1"
+    shard = _edited_copy(shard_stores[2], tmp_path / "from", edit)
     before = _state(shard)
 
     result = runner.invoke(app, ["runs", "merge", "r", "--from", str(shard)])

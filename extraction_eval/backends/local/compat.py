@@ -10,12 +10,15 @@ write at all.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from extraction_eval.backends.local.files import SIDE_FILES
-from extraction_eval.backends.local.migrations import MIGRATIONS
+from extraction_eval.backends.local.migrations import MIGRATIONS, migrate
 from extraction_eval.errors import UsageError
 
 Schema = tuple[tuple[str, str, tuple[str, ...]], ...]  # (type, name, columns), sorted
@@ -32,11 +35,16 @@ class NotAStoreError(UsageError):
     version can read as it is: refused in one line, the file left as it was."""
 
 
-def open_read_only(path: Path) -> sqlite3.Connection:
+def open_read_only(path: Path) -> tuple[sqlite3.Connection, Path | None]:
     """A read-only connection to another machine's store, which is never written: not
     migrated, not switched to WAL, no side file made (SQLite's ``immutable`` when the store
     has no ``-wal`` file, i.e. no process has it open; ``mode=ro`` to read through the one it
     has). Before, opening a ``--from`` file migrated it: a 0-byte file became a 176 KB store.
+
+    An older version's store is copied (SQLite's backup) into a private temporary folder and
+    the copy is migrated: the connection is then the copy's, and the folder (the second
+    value, else None) is the caller's to delete. Anything else that is not a store of a
+    known version is ``NotAStoreError``, one line.
     """
     if not path.is_file():
         raise NotAStoreError(f"{path}: file not found")
@@ -50,7 +58,10 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     try:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA query_only=ON")
-        _check_readable(conn, path)
+        if _check_readable(conn, path):
+            return conn, None
+        with contextlib.closing(conn):
+            return _migrated_copy(conn)
     except sqlite3.Error as exc:
         conn.close()
         raise NotAStoreError(
@@ -59,11 +70,29 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     except BaseException:
         conn.close()
         raise
-    return conn
 
 
-def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
-    """A store made by exactly this version's migrations (an older one would need them)."""
+def _migrated_copy(source: sqlite3.Connection) -> tuple[sqlite3.Connection, Path]:
+    """An older store read as this version's: a copy in a private folder, migrated."""
+    folder = Path(tempfile.mkdtemp(prefix="extraction-eval-read-"))
+    copy = sqlite3.connect(
+        folder / "store.db", timeout=30.0, isolation_level=None, check_same_thread=False
+    )
+    try:
+        source.backup(copy)
+        migrate(copy)
+        copy.row_factory = sqlite3.Row
+        copy.execute("PRAGMA query_only=ON")
+    except BaseException:
+        copy.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return copy, folder
+
+
+def _check_readable(conn: sqlite3.Connection, path: Path) -> bool:
+    """True for a store made by exactly this version's migrations, False for an older
+    version's (made by a prefix of them); anything else is ``NotAStoreError``."""
     actual = _schema(conn)
     if not any(name == "_migrations" for _, name, _ in actual):
         raise NotAStoreError(
@@ -77,20 +106,14 @@ def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
             f"{path}: written by a newer version of extraction-eval (its migration {unknown[0]}"
             " is unknown here): read it with that version"
         )
-    missing = [name for name in known if name not in applied]
-    if missing:
-        raise NotAStoreError(
-            f"{path}: written by an older version of extraction-eval (it lacks migration"
-            f" {missing[0]}), and a store that is only read is never migrated: open it once"
-            " with this version first (any command, with EXTRACTION_EVAL_HOME set to its folder)"
-        )
     ours = tuple(entry for entry in actual if entry[1] != "_migrations")
-    expected = expected_schema(tuple(known))
+    expected = expected_schema(tuple(name for name in known if name in applied))
     if ours != expected:
         raise NotAStoreError(
             f"{path}: does not have the schema its migrations make"
             f" ({_difference(expected, ours)}): written by another version or tool"
         )
+    return len(applied) == len(known)
 
 
 def check_store_schema(conn: sqlite3.Connection, path: Path) -> None:

@@ -12,6 +12,7 @@ for anything else, whichever comes first (``commit_group``). WAL lets a second p
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import threading
 import time
@@ -66,8 +67,9 @@ class StoreConnection:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._group = False  # a group of writes is open (``group_write``), not yet committed
+        self._scratch: Path | None = None  # a read-only store's migrated copy, deleted on close
         if read_only:  # another machine's store (``runs merge --from``): never written
-            self._conn = open_read_only(path)
+            self._conn, self._scratch = open_read_only(path)
             return
         try:
             private_store_files(self._path)
@@ -108,6 +110,9 @@ class StoreConnection:
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
+                    self._scratch = None
 
     def commit_group(self) -> None:
         """Commit the open group of writes (nothing when none is open)."""
