@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from extraction_eval.limits import MAX_SURFACE_FORMS
-from extraction_eval.redact import redact_value
+from extraction_eval.redact import configured_secrets, may_need_redaction, redact_value
 
 
 class _Frozen(BaseModel):
@@ -99,7 +99,10 @@ class Extraction(_Frozen):
         """This answer with configured secrets and token shapes masked in every string, and
         whether any was: a proxy or a pipeline may put a key into a valid answer, which is
         then stored, cached, exported and sent to LangFuse."""
-        data, changed = redact_value(self.model_dump(mode="python"))
+        secrets = configured_secrets()
+        if not may_need_redaction(self.model_dump_json(), secrets):
+            return self, False  # the common case: one JSON dump and a scan, no walk
+        data, changed = redact_value(self.model_dump(mode="python"), secrets)
         return (Extraction.model_validate(data), True) if changed else (self, False)
 
 
