@@ -149,6 +149,38 @@ def test_a_key_in_a_valid_answer_never_reaches_langfuse(
     assert not leaks, leaks
 
 
+def test_a_key_configured_here_is_masked_in_a_pulled_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tally: Tally
+) -> None:
+    """``runs pull`` stores what LangFuse holds of another machine's run; a value that is a
+    key here (not there, so nothing masked it) was stored and exported as it came."""
+    key = KEYS["odd-shaped"]
+    with running_fake_langfuse() as lf:
+        upload(lf, LocalStore().get_items(DATASET)[:2], DATASET)
+        use_langfuse(lf, monkeypatch, "pull-key")
+        monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(tmp_path / "ci"))
+        monkeypatch.setenv("ANSWER_TEXT", key)  # no secret's name: stored there as it is
+        made = runner.invoke(
+            app,
+            [
+                *("run", "--name", "pulled"),
+                *("--pipeline", "tests.support.hostile_pipelines:text_in_answer"),
+            ],
+        )
+        assert made.exit_code == 0, made.output
+        monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(tmp_path / "laptop"))
+        monkeypatch.setenv(KEY_ENV, key)  # a key on this machine
+        pulled = runner.invoke(app, ["runs", "pull", "pulled"])
+        assert pulled.exit_code == 0, pulled.output
+        outputs = _outputs("pulled", tmp_path) | {"pull output": pulled.output}  # reads gold
+    run = LocalStore().get_run("pulled", DATASET)
+    assert run is not None
+    names = [e.name for r in LocalStore().results(run.id) if r.output for e in r.output.entities]
+    leaks = _leaks(outputs, key, tally)
+    assert names == ["***", "***"], names  # both items pulled, their answers masked
+    assert not leaks, leaks
+
+
 def _cli(*args: str, key: str) -> subprocess.CompletedProcess[str]:
     """The real entry point (its logging and warnings set-up), in a process of its own."""
     env = {

@@ -143,3 +143,9 @@ def key_split_in_error(**_: Any) -> Any:
     key = os.environ[KEY_ENV]
     half = len(key) // 2
     raise PermissionError(f"partner refused the key {key[:half]}\n{key[half:]} for this call")
+
+
+def text_in_answer(**_: Any) -> Any:
+    """``ANSWER_TEXT`` in a valid answer: a value that is no secret where the run is made,
+    and may be one on the machine that reads the run (``runs pull``)."""
+    return {"entities": [{"name": os.environ["ANSWER_TEXT"], "type": "note"}], "relationships": []}
