@@ -181,6 +181,34 @@ def test_a_key_configured_here_is_masked_in_a_pulled_run(
     assert not leaks, leaks
 
 
+def test_a_key_configured_here_is_masked_in_a_merged_shard(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tally: Tally
+) -> None:
+    """``runs merge`` folds in another machine's rows as they are: a value that is a key
+    here (not there) was stored, in outputs, score comments and taxonomy labels."""
+    key = KEYS["odd-shaped"]
+    monkeypatch.setenv("ANSWER_TEXT", key)  # no secret's name where shard 2 runs
+    args = ["run", "--name", "m", "--limit", "6"]
+    pipeline = ["--pipeline", "tests.support.hostile_pipelines:text_in_answer"]
+    monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(tmp_path / "ci"))
+    there = runner.invoke(app, [*args, *pipeline, "--shard", "2/2"])
+    assert there.exit_code == 0, there.output
+    monkeypatch.setenv("EXTRACTION_EVAL_HOME", str(tmp_path / "laptop"))
+    monkeypatch.setenv(KEY_ENV, key)  # a key on this machine
+    here = runner.invoke(app, [*args, *pipeline, "--shard", "1/2"])
+    assert here.exit_code == 0, here.output
+    merged = runner.invoke(app, ["runs", "merge", "m", "--from", str(tmp_path / "ci/store.db")])
+    assert merged.exit_code == 0, merged.output
+    run = LocalStore().get_run("m", DATASET)
+    assert run is not None
+    results = LocalStore().results(run.id)
+    names = {e.name for r in results if r.output for e in r.output.entities}
+    outputs = _outputs("m", tmp_path) | {"merge output": merged.output}
+    leaks = _leaks(outputs, key, tally)
+    assert len(results) == 6 and names == {"***"}, names  # every item merged, masked
+    assert not leaks, leaks
+
+
 def _cli(*args: str, key: str) -> subprocess.CompletedProcess[str]:
     """The real entry point (its logging and warnings set-up), in a process of its own."""
     env = {
