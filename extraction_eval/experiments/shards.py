@@ -148,10 +148,12 @@ def _open_sources(store: LocalStore, paths: Sequence[Path | str]) -> list[tuple[
     try:
         for path in checked:  # read only: a merge never writes into the stores it reads
             out.append((path, LocalStore(path, seed=False, read_only=True)))
-    except NotAStoreError as exc:
+    except BaseException as exc:
         for _, opened in out:
             opened.close()
-        raise InvalidValue("from", f"{exc}; nothing merged") from None
+        if isinstance(exc, NotAStoreError):
+            raise InvalidValue("from", f"{exc}; nothing merged") from None
+        raise
     return out
 
 
