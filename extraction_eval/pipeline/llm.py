@@ -236,13 +236,12 @@ class LLMPipeline:
             raise SchemaFailure(
                 str(exc), raw=completion.text, attempts=attempts, usage=spent
             ) from None
-        # a key a proxy put into a valid answer: masked before it is cached, traced or stored
-        extraction, _ = extraction.redacted()
-        completion = replace(completion, text=redact(completion.text))
+        # a key a proxy put into a valid answer: masked before it is cached or traced (the
+        # runner masks what is stored, and marks the item)
         if self.cache is not None:
-            self.cache.put(key, completion)
+            self.cache.put(key, replace(completion, text=redact(completion.text)))
         generation.update(
-            output=extraction.model_dump(),
+            output=extraction.redacted()[0].model_dump(),
             usage_details=usage,
             cost_details=cost.details(),
             metadata={"attempts": attempts} | ({"cost": cost.reason} if cost.reason else {}),

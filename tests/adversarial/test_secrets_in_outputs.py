@@ -30,6 +30,7 @@ KEYS = {
     "sk-shaped": "sk-proj-ANSWERED-4f1c9e27d3",  # the shape rule masks its first half alone
     "odd-shaped": "vq27-odd-shaped-credential-81",  # only the value rule finds it
 }
+MASKED = "a configured secret or token-shaped text masked as *** in:"
 runner = CliRunner()
 
 
@@ -119,6 +120,12 @@ def test_a_key_a_proxy_puts_in_a_valid_answer_reaches_no_output(
         assert len(firsts) == len(results) == 3  # the valid answers were kept, masked
         assert set(firsts) == {"Authorization: Bearer ***"}, firsts
         assert all(r.cache_hit for r in results) == (name == "leak-cached")
+    # the fresh answers say they were masked (their scores count the masked text); the cached
+    # ones were masked before they were cached
+    fresh = store.results(store.get_run("leak", DATASET).id)  # type: ignore[union-attr]
+    marks = [s.comment for r in fresh for s in r.scores if s.name == "secret_masked"]
+    assert marks == [f"{MASKED} output, raw_output"] * 3, marks
+    assert "3 items' answers held a configured secret" in " ".join(runs["leak"].output.split())
     assert not leaks, leaks
 
 
