@@ -89,6 +89,9 @@ def _startup() -> None:
         _error(f"EXTRACTION_EVAL_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
         sys.exit(2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # a pipeline's (or a library's) warnings.warn goes through the handlers below too, not
+    # straight to stderr: its text may hold a key
+    logging.captureWarnings(True)
     for handler in logging.getLogger().handlers:  # every library's records pass these
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())

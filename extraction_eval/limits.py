@@ -25,3 +25,9 @@ MAX_TOML_DEPTH = 32
 # Mentions, and aliases, per entity: each is a surface form every prediction is compared with
 # (Re-DocRED: at most a few dozen). Over it: the object is refused with one line.
 MAX_SURFACE_FORMS = 1_000
+# Numbers read back from a store (a shard store comes from elsewhere, maybe edited by hand): an
+# item's cost (USD), latency (ms) and token counts, and a numeric score, must be finite and at
+# most this (costs, latencies and counts not negative), so any sum of them stays finite. A
+# merged cost of 1e308 USD made finalize's sum raise OverflowError. Over it: one line naming
+# the item and the column.
+MAX_STORED_NUMBER = 1e12

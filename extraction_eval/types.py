@@ -21,6 +21,12 @@ from pydantic import (
 )
 
 from extraction_eval.limits import MAX_SURFACE_FORMS
+from extraction_eval.redact import (
+    configured_secrets,
+    may_need_redaction,
+    redact,
+    redact_value,
+)
 
 
 class _Frozen(BaseModel):
@@ -93,6 +99,16 @@ class Relationship(_Frozen):
 class Extraction(_Frozen):
     entities: list[Entity] = Field(default_factory=list)
     relationships: list[Relationship] = Field(default_factory=list)
+
+    def redacted(self) -> tuple[Extraction, bool]:
+        """This answer with configured secrets and token shapes masked in every string, and
+        whether any was: a proxy or a pipeline may put a key into a valid answer, which is
+        then stored, cached, exported and sent to LangFuse."""
+        secrets = configured_secrets()
+        if not may_need_redaction(self.model_dump_json(), secrets):
+            return self, False  # the common case: one JSON dump and a scan, no walk
+        data, changed = redact_value(self.model_dump(mode="python"), secrets)
+        return (Extraction.model_validate(data), True) if changed else (self, False)
 
 
 # Attribute keys become score names (``attr.<key>``) and ``--fail-under attr.<key>=X``
@@ -334,6 +350,39 @@ class ItemResult(_Frozen):
     # The paired-comparison counts the runner scored (evaluators.paired.encode_counts), stored
     # so ``compare`` need not re-score; internal: never exported
     counts: str | None = Field(default=None, exclude=True, repr=False)
+
+    def redacted(self) -> ItemResult:
+        """This result with every text that may quote a key masked (output, raw answer, error,
+        text scores and comments, taxonomy labels), for a result made elsewhere (a merged
+        shard store): a value that is a key here may have been none where it was made."""
+        secrets = configured_secrets()
+        if not may_need_redaction(self.model_dump_json(), secrets):
+            return self
+
+        def text(value: str | None) -> str | None:
+            return redact(value, secrets) if value else value
+
+        scores = [
+            s.model_copy(
+                update={
+                    "value": redact(s.value, secrets) if isinstance(s.value, str) else s.value,
+                    "comment": text(s.comment),
+                }
+            )
+            for s in self.scores
+        ]
+        tags = self.taxonomy
+        return self.model_copy(
+            update={
+                "output": None if self.output is None else self.output.redacted()[0],
+                "raw_output": text(self.raw_output),
+                "error": text(self.error),
+                "scores": scores,
+                "taxonomy": None
+                if tags is None
+                else [t.model_copy(update={"label": redact(t.label, secrets)}) for t in tags],
+            }
+        )
 
     @property
     def categories(self) -> dict[str, int]:

@@ -49,6 +49,7 @@ def restored_logging() -> Iterator[None]:
     root.handlers[:] = handlers
     root.setLevel(root_level)
     sdk.setLevel(sdk_level)
+    logging.captureWarnings(False)  # ``_startup`` routes warnings through logging
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from extraction_eval.backends.local import LocalStore, SQLiteResponseCache
 from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, release_lock
-from extraction_eval.experiments.repair import REPAIRED_SCORE, clean_result
+from extraction_eval.experiments.repair import MASKED_SCORE, REPAIRED_SCORE, clean_result
 from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.types import DatasetItem, ItemResult
@@ -198,6 +198,7 @@ class Driver:
         self._scored: dict[str, ItemScore] = {}  # between an item's run and its record
         self.write_errors: list[str] = []
         self.repaired = 0  # items whose text needed repair (lone surrogates) to be stored
+        self.masked = 0  # items whose answer held a secret, stored masked
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
@@ -246,6 +247,8 @@ class Driver:
             self._fold.add(result, scored)
         if any(s.name == REPAIRED_SCORE for s in result.scores):
             self.repaired += 1
+        if any(s.name == MASKED_SCORE for s in result.scores):
+            self.masked += 1
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
@@ -386,6 +389,11 @@ class Driver:
             prep.warnings.append(
                 f"{self.repaired} items had lone UTF-16 surrogates in their text, stored as"
                 f" U+FFFD (score {REPAIRED_SCORE}: which fields)"
+            )
+        if self.masked:
+            prep.warnings.append(
+                f"{self.masked} items' answers held a configured secret or token-shaped text,"
+                f" stored masked as *** and scored so (score {MASKED_SCORE}: which fields)"
             )
         if self.write_errors:
             raise BackendError(

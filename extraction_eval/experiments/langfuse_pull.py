@@ -30,6 +30,7 @@ from extraction_eval.backends.langfuse.readback import api_pages
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.runner import Rescorer, finalize, taxonomy_tags
+from extraction_eval.redact import redact
 from extraction_eval.types import Extraction, ItemResult, Score
 
 if TYPE_CHECKING:
@@ -118,12 +119,13 @@ def _scores(lf: Langfuse, trace_ids: Sequence[str]) -> dict[str, list[Score]]:
                 value = s.get("value")
                 if data_type == "BOOLEAN":
                     value = bool(value)
+                comment = s.get("comment")  # quotes labels: may hold a key configured here
                 out.setdefault(str(trace_id), []).append(
                     Score(
                         name=str(s.get("name")),
-                        value=value,
+                        value=redact(value) if isinstance(value, str) else value,
                         data_type=data_type,
-                        comment=s.get("comment"),
+                        comment=redact(comment) if isinstance(comment, str) else comment,
                     )
                 )
     return out
@@ -154,10 +156,12 @@ def _result(item_id: str, row: Mapping[str, Any], output: Any, scores: list[Scor
             extraction = Extraction.model_validate(output if isinstance(output, dict) else {})
         except ValueError as exc:
             failed, error = True, f"unreadable output in LangFuse: {str(exc)[:200]}"
+    if extraction is not None:  # what LangFuse holds may quote a key configured here
+        extraction, _ = extraction.redacted()
     return ItemResult(
         item_id=item_id,
         output=extraction,
-        error=error if failed else None,
+        error=(redact(error) if error else error) if failed else None,
         error_kind=(output.get("error_kind") if isinstance(output, dict) else None)
         if failed
         else None,

@@ -12,6 +12,9 @@ from extraction_eval.textsafe import clean_json_value, clean_optional
 from extraction_eval.types import Extraction, ItemResult, Score
 
 REPAIRED_SCORE = "text_repaired"
+# An answer that held a configured secret or a token shape, stored masked (``***``): its
+# scores count the masked text, so the item says so.
+MASKED_SCORE = "secret_masked"
 
 
 def clean_extraction(extraction: Extraction) -> tuple[Extraction, bool]:
@@ -42,6 +45,15 @@ def repaired_score(fields: Sequence[str]) -> Score:
         value=True,
         data_type="BOOLEAN",
         comment="lone UTF-16 surrogates replaced with U+FFFD in: " + ", ".join(fields),
+    )
+
+
+def masked_score(fields: Sequence[str]) -> Score:
+    return Score(
+        name=MASKED_SCORE,
+        value=True,
+        data_type="BOOLEAN",
+        comment="a configured secret or token-shaped text masked as *** in: " + ", ".join(fields),
     )
 
 

@@ -28,10 +28,16 @@ from extraction_eval.evaluators.counts import counts_key, encode_counts
 from extraction_eval.evaluators.limits import TooManyObjects, check_object_cap
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.interrupts import sigints, watching_sigint
-from extraction_eval.experiments.repair import clean_extraction, clean_texts, repaired_score
+from extraction_eval.experiments.repair import (
+    clean_extraction,
+    clean_texts,
+    masked_score,
+    repaired_score,
+)
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.redact import redact
 from extraction_eval.types import DatasetItem, ItemResult, Schema, Score, TaxonomyTag, Usage
 
 log = logging.getLogger(__name__)
@@ -112,7 +118,13 @@ class ItemRunner:
             return self._failed(item, exc, started)
         latency = (time.perf_counter() - started) * 1000
         extraction, dirty = clean_extraction(out.extraction)
-        texts, repaired = clean_texts(raw_output=out.raw)
+        extraction, masked_output = extraction.redacted()  # a key a proxy or pipeline put in
+        raw = redact(out.raw) if out.raw else out.raw
+        masked = [
+            *(["output"] if masked_output else []),
+            *(["raw_output"] if raw != out.raw else []),
+        ]
+        texts, repaired = clean_texts(raw_output=raw)
         repaired = ["output", *repaired] if dirty else repaired
         scored = self.score(item, extraction)
         tags = taxonomy_tags(scored)
@@ -129,6 +141,7 @@ class ItemRunner:
                 Score(name="extraction_error", value=False, data_type="BOOLEAN"),
                 *category_scores(tags),
                 *([repaired_score(repaired)] if repaired else []),
+                *([masked_score(masked)] if masked else []),
             ],
             taxonomy=tags,
             counts=self.counts(scored),
@@ -144,7 +157,8 @@ class ItemRunner:
         kind = _error_kind(exc)
         raw = _attribute(exc, "raw")
         texts, repaired = clean_texts(
-            error=one_line(exc, with_type=True), raw_output=raw if isinstance(raw, str) else None
+            error=one_line(exc, with_type=True),
+            raw_output=redact(raw) if isinstance(raw, str) else None,
         )
         message = texts["error"] or type(exc).__name__
         scored = self.score(item, None)

@@ -18,16 +18,16 @@ hits, and wait on LangFuse's ingestion delay and rate limits for every item.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.backends.local import LocalStore, NotAStoreError, RunRecord, StoredValueError
 from extraction_eval.errors import InvalidValue, NotFoundError, UsageError
 from extraction_eval.evaluators import ContextIndex, GoldView, ScoringConfig
-from extraction_eval.experiments.partition import dataset_fingerprint
+from extraction_eval.experiments.partition import Shard, dataset_fingerprint
 from extraction_eval.experiments.runner import Rescorer, RunOutcome, finalize, stored_results
 from extraction_eval.types import DatasetItem, ItemResult
 
@@ -79,19 +79,34 @@ class _Source:
     ids: list[str]
 
 
-def _shards_of(run: RunRecord) -> tuple[int | None, set[int]]:
-    """(shard count, shard indices) a run holds: one shard, a merged set, or (None, {})."""
-    shard = run.config.get("shard")
-    if isinstance(shard, dict):
-        return int(shard["count"]), {int(shard["index"])}
-    shards = run.config.get("shards")
-    if isinstance(shards, dict):
-        return int(shards["count"]), {int(i) for i in shards["indices"]}
+def _shards_of(run: RunRecord, label: str) -> tuple[int | None, set[int]]:
+    """(shard count, shard indices) a run holds: one shard, a merged set, or (None, {}).
+    A store edited by hand may record any JSON there: each index must be a whole number from
+    1 to the count (``Shard``'s own check), else one line naming the store."""
+    try:
+        for key in ("shard", "shards"):
+            if run.config.get(key) is not None:
+                return _recorded_shards(run.config[key], key)
+    except InvalidValue as exc:
+        raise UsageError(f"{label}: run {run.name!r}: runs.config {exc}; nothing merged") from None
     return None, set()
 
 
+def _recorded_shards(recorded: object, key: str) -> tuple[int, set[int]]:
+    """A run config's ``shard`` or ``shards`` as (count, indices), each checked as a ``Shard``
+    (whole numbers, count >= 1, index from 1 to the count)."""
+    if not isinstance(recorded, dict):
+        raise InvalidValue(f"config {key}", f"is not a JSON object, got {recorded!r}")
+    indices = [recorded.get("index")] if key == "shard" else recorded.get("indices")
+    if not isinstance(indices, list) or not indices:
+        raise InvalidValue(f"config {key}", f"holds no shard index, got {recorded!r}")
+    count: Any = recorded.get("count")  # ``Shard`` checks it is a whole number
+    shards = [Shard(index, count) for index in indices]
+    return shards[0].count, {s.index for s in shards}
+
+
 def _shard_label(run: RunRecord) -> str | None:
-    shard = run.config.get("shard")
+    shard = run.config.get("shard")  # checked by ``_shards_of`` before
     return f"{shard['index']}/{shard['count']}" if isinstance(shard, dict) else None
 
 
@@ -117,7 +132,7 @@ def _open_sources(store: LocalStore, paths: Sequence[Path | str]) -> list[tuple[
     if not paths:
         raise InvalidValue("from", "needs at least one shard store to merge")
     seen: dict[Path, Path] = {store.path.resolve(): store.path}
-    out: list[tuple[Path, LocalStore]] = []
+    checked: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if not path.is_file():
@@ -128,8 +143,28 @@ def _open_sources(store: LocalStore, paths: Sequence[Path | str]) -> list[tuple[
             what = "is this store" if seen[key] == store.path else "is given twice"
             raise InvalidValue("from", f"{path}: {what}")
         seen[key] = path
-        out.append((path, LocalStore(path, seed=False)))
+        checked.append(path)
+    out: list[tuple[Path, LocalStore]] = []
+    try:
+        for path in checked:  # read only: a merge never writes into the stores it reads
+            out.append((path, LocalStore(path, seed=False, read_only=True)))
+    except BaseException as exc:
+        for _, opened in out:
+            opened.close()
+        if isinstance(exc, NotAStoreError):
+            raise InvalidValue("from", f"{exc}; nothing merged") from None
+        raise
     return out
+
+
+@contextmanager
+def _reading(path: Path, outcome: str = "nothing merged") -> Iterator[None]:
+    """A value in the store at ``path`` that cannot be (a store edited by hand): one line
+    naming the store, the run or item and the column."""
+    try:
+        yield
+    except StoredValueError as exc:
+        raise UsageError(f"{path}: {exc}; {outcome}") from None
 
 
 def merge_runs(
@@ -167,12 +202,14 @@ def _merge(
 ) -> MergeReport:
     found: list[_Source] = []
     for path, source in opened:
-        run = source.get_run(name, dataset)
+        with _reading(path):
+            run = source.get_run(name, dataset)
         if run is None:
             where = f" on dataset {dataset!r}" if dataset else ""
             raise NotFoundError(f"{path}: no run named {name!r}{where}")
         found.append(_Source(path, source, run, source.result_ids(run.id)))
-    target = store.get_run(name, found[0].run.dataset)
+    with _reading(store.path):
+        target = store.get_run(name, found[0].run.dataset)
     parts: list[tuple[str, RunRecord, list[str]]] = []
     if target is not None:
         parts.append((f"this store ({store.path})", target, store.result_ids(target.id)))
@@ -190,7 +227,7 @@ def _merge(
     count: int | None = None
     holder: dict[int, str] = {}
     for label, run, _ids in parts:
-        run_count, indices = _shards_of(run)
+        run_count, indices = _shards_of(run, label)
         if run_count is None:
             continue
         if count is not None and run_count != count:
@@ -206,7 +243,7 @@ def _merge(
                     f" {label}; nothing merged"
                 )
             holder[index] = label
-    if count is not None and any(_shards_of(run)[0] is None for _, run, _ in parts):
+    if count is not None and any(_shards_of(run, lb)[0] is None for lb, run, _ in parts):
         raise UsageError(
             f"run {name!r}: some of the stores hold a shard, others a run that was not sharded;"
             " nothing merged"
@@ -228,7 +265,9 @@ def _merge(
     experiment_id = next((run.experiment_id for _, run, _ in parts if run.experiment_id), None)
 
     def results() -> Iterator[ItemResult]:
-        return itertools.chain.from_iterable(s.store.iter_results(s.run.id) for s in found)
+        for s in found:
+            with _reading(s.path):  # a key here may have been none where a shard ran
+                yield from (r.redacted() for r in s.store.iter_results(s.run.id))
 
     def merge() -> RunRecord:
         return store.merge_results(
@@ -321,7 +360,10 @@ def finalize_run(
     with store.holding_run_lock(run.id, name, doing="finalize", take_over=take_over_lock) as note:
         items, lf = _run_items(store, run)
         try:
-            outcome = _finalize(store, run, items, lf, allow_missing=allow_missing, verify=verify)
+            with _reading(store.path, "nothing finalized"):
+                outcome = _finalize(
+                    store, run, items, lf, allow_missing=allow_missing, verify=verify
+                )
         finally:
             if lf is not None:
                 from extraction_eval.backends.langfuse import close_client

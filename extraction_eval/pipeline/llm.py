@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from extraction_eval.errors import SchemaFailure, one_line
@@ -22,6 +22,7 @@ from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
 from extraction_eval.pipeline.pricing import Pricer, batch_cost
 from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
 from extraction_eval.prompts.template import PromptTemplate
+from extraction_eval.redact import redact
 from extraction_eval.types import DatasetItem, Extraction, Schema, Usage
 
 if TYPE_CHECKING:
@@ -225,7 +226,7 @@ class LLMPipeline:
             extraction = parse_extraction(completion.text)
         except SchemaFailure as exc:
             generation.update(
-                output=completion.text,
+                output=redact(completion.text),
                 usage_details=usage,
                 cost_details=cost.details(),
                 level="ERROR",
@@ -235,10 +236,12 @@ class LLMPipeline:
             raise SchemaFailure(
                 str(exc), raw=completion.text, attempts=attempts, usage=spent
             ) from None
+        # a key a proxy put into a valid answer: masked before it is cached or traced (the
+        # runner masks what is stored, and marks the item)
         if self.cache is not None:
-            self.cache.put(key, completion)
+            self.cache.put(key, replace(completion, text=redact(completion.text)))
         generation.update(
-            output=extraction.model_dump(),
+            output=extraction.redacted()[0].model_dump(),
             usage_details=usage,
             cost_details=cost.details(),
             metadata={"attempts": attempts} | ({"cost": cost.reason} if cost.reason else {}),

@@ -58,3 +58,27 @@ def test_log_records_are_redacted_by_the_cli_handlers(monkeypatch: pytest.Monkey
     )
     assert RedactingFilter().filter(record)
     assert record.getMessage() == "sent *** with x"
+
+
+def test_a_configured_key_broken_by_whitespace_or_an_escape_is_masked_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An error body wrapped at 80 columns, or quoting JSON: before, an ``sk-`` key kept its
+    second half and an odd-shaped one was not masked at all."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-SPLIT-7d2e41c0aa")
+    monkeypatch.setenv("PARTNER_API_KEY", "odd-split-value-9931")
+    assert redact("key sk-proj-SPLIT-7d2e\n41c0aa end") == "key *** end"
+    assert redact('{"echo": "odd-split-\\nvalue-9931"}') == '{"echo": "***"}'
+    assert redact("odd-split-val  ue-9931 and odd-split-value-9931") == "*** and ***"
+    assert one_line(RuntimeError("odd-split-\nvalue-9931 refused")) == "*** refused"
+    assert redact("odd split value") == "odd split value"  # a part alone is left
+
+
+def test_a_parsed_answer_is_masked_string_by_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    from extraction_eval.redact import redact_value
+
+    monkeypatch.setenv("PARTNER_API_KEY", "odd-answer-value-55")
+    answer = {"entities": [{"name": "got odd-answer-value-55", "n": 1}], "x": ["ok"]}
+    masked = {"entities": [{"name": "got ***", "n": 1}], "x": ["ok"]}
+    assert redact_value(answer) == (masked, True)
+    assert redact_value(masked) == (masked, False)

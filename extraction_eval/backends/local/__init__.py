@@ -8,6 +8,8 @@ labels), ``cache`` (model responses), ``gold`` (ensemble-gold overrides and vote
 
 from extraction_eval.backends.base import DatasetInfo, RunRecord, UploadReport
 from extraction_eval.backends.local.cache import SQLiteResponseCache
+from extraction_eval.backends.local.compat import NotAStoreError
+from extraction_eval.backends.local.rows import StoredValueError
 from extraction_eval.backends.local.store import (
     SAMPLE_DATASET,
     LocalStore,
@@ -19,8 +21,10 @@ __all__ = [
     "SAMPLE_DATASET",
     "DatasetInfo",
     "LocalStore",
+    "NotAStoreError",
     "RunRecord",
     "SQLiteResponseCache",
+    "StoredValueError",
     "UploadReport",
     "default_home",
     "default_store_path",

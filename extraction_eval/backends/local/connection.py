@@ -12,6 +12,7 @@ for anything else, whichever comes first (``commit_group``). WAL lets a second p
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import threading
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from extraction_eval.backends.base import canonical_json
-from extraction_eval.backends.local.compat import check_store_schema
+from extraction_eval.backends.local.compat import check_store_schema, open_read_only
 from extraction_eval.backends.local.files import private_store_files
 from extraction_eval.backends.local.migrations import migrate
 from extraction_eval.errors import BackendError
@@ -61,15 +62,19 @@ class StoreConnection:
     """One connection shared behind a lock: the runner records results from worker threads,
     and SQLite serialises writers anyway. Opening migrates the schema."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self._path = path
         self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._group = False  # a group of writes is open (``group_write``), not yet committed
+        self._scratch: Path | None = None  # a read-only store's migrated copy, deleted on close
+        if read_only:  # another machine's store (``runs merge --from``): never written
+            self._conn, self._scratch = open_read_only(path)
+            return
         try:
             private_store_files(self._path)
         except OSError as exc:
             raise BackendError(f"cannot create local store {self._path}: {exc}") from exc
-        self._conn: sqlite3.Connection | None = None
-        self._group = False  # a group of writes is open (``group_write``), not yet committed
         try:
             conn = sqlite3.connect(
                 self._path, timeout=30.0, isolation_level=None, check_same_thread=False
@@ -105,6 +110,9 @@ class StoreConnection:
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
+                    self._scratch = None
 
     def commit_group(self) -> None:
         """Commit the open group of writes (nothing when none is open)."""

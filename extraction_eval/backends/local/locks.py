@@ -7,7 +7,8 @@ second one is refused, in one line naming the holder (pid, host, since when).
 
 A lock left behind by a process that died (kill -9, a crash, a reboot) is taken over on its
 own when the holder was on this host and its pid is gone, or is now another process (its
-start time differs); otherwise ``take_over=True`` takes it (the caller's "I know it is gone").
+start time differs); otherwise ``take_over=True`` takes it (the caller's "I know it is gone"),
+unless the holder is certainly alive: same host, same pid, same start time.
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ def holder_is_gone(holder: LockHolder) -> bool:
     return holder.proc_start is not None and now is not None and now != holder.proc_start
 
 
+def holder_is_alive(holder: LockHolder) -> bool:
+    """True only when it is certain: same host, and the pid is still the process that took the
+    lock (its start time is known and the same). ``take_over`` never takes such a lock: the
+    live process would go on writing beside the one taking over."""
+    if holder.host != socket.gethostname() or holder.proc_start is None:
+        return False
+    return process_start(holder.pid) == holder.proc_start
+
+
 class LockTables(StoreConnection):
     """Take and give back run locks (``take_run_lock`` inside a write transaction)."""
 
@@ -126,7 +136,8 @@ def take_run_lock(
 ) -> tuple[LockHolder, str | None]:
     """Lock ``run_id`` for this process inside the caller's write transaction; returns the
     lock and a note when a dead holder's lock was taken over. Raises ``InvalidValue`` (field
-    ``take_over_lock``) when another live (or unknowable) process holds it."""
+    ``take_over_lock``) when another live (or unknowable) process holds it; with
+    ``take_over``, still when it is certainly alive (``holder_is_alive``)."""
     held = _holder(conn, run_id)
     note = None
     if held is not None:
@@ -135,6 +146,13 @@ def take_run_lock(
                 "take_over_lock",
                 f"is needed to {doing} {run_name!r} now: it is being run by {held.describe()};"
                 " wait for it to end, or, if that process is gone, take the run over",
+                mentions=("take_over_lock",),
+            )
+        if holder_is_alive(held):  # asked to take over, but the holder is not gone
+            raise InvalidValue(
+                "take_over_lock",
+                f"cannot take {run_name!r} from a live process: it is being run by"
+                f" {held.describe()}, which is still running; wait for it to end, or stop it",
                 mentions=("take_over_lock",),
             )
         note = f"took over the lock of run {run_name!r} left by {held.describe()}"

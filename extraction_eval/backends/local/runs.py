@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import math
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from extraction_eval.backends.base import RunRecord
 from extraction_eval.backends.local.cache import CacheRow, write_cache_rows
-from extraction_eval.backends.local.connection import StoreConnection, _dumps, _loads, _now
+from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
+from extraction_eval.backends.local.rows import item_result, run_record
+from extraction_eval.backends.local.rows import score as score_of
+from extraction_eval.backends.local.rows import tag as tag_of
 from extraction_eval.datasets.jsonl import extraction_payload
 from extraction_eval.errors import NotFoundError, UsageError
 from extraction_eval.evaluators.severity import item_severity
 from extraction_eval.types import (
-    Extraction,
     ItemResult,
     Score,
-    ScoreType,
     TaxonomyTag,
-    Usage,
 )
 
 RUN_BACKENDS = ("local", "langfuse")
@@ -71,7 +69,7 @@ class RunTables(StoreConnection):
             run_id = int(cur.lastrowid or 0)
             if then is not None:
                 then(conn, run_id)
-            return _run_record(_require_run(conn, run_id))
+            return run_record(_require_run(conn, run_id))
 
     def get_run(self, name: str, dataset: str | None = None) -> RunRecord | None:
         """The run called ``name``; without ``dataset`` the name must be unambiguous."""
@@ -89,11 +87,11 @@ class RunTables(StoreConnection):
             raise UsageError(
                 f"run name {name!r} exists on several datasets ({datasets}); name the dataset"
             )
-        return _run_record(rows[0]) if rows else None
+        return run_record(rows[0]) if rows else None
 
     def get_run_by_id(self, run_id: int) -> RunRecord:
         with self._tx(write=False) as conn:
-            return _run_record(_require_run(conn, run_id))
+            return run_record(_require_run(conn, run_id))
 
     def list_runs(self, dataset: str | None = None) -> list[RunRecord]:
         """Runs in the order they were started."""
@@ -104,7 +102,7 @@ class RunTables(StoreConnection):
                 rows = conn.execute(
                     "SELECT * FROM runs WHERE dataset = ? ORDER BY id", (dataset,)
                 ).fetchall()
-        return [_run_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def update_run(
         self,
@@ -223,7 +221,7 @@ class RunTables(StoreConnection):
                         " (overlapping shards); nothing merged"
                     )
                 _write_result(conn, run_id, result)
-            return _run_record(_require_run(conn, run_id))
+            return run_record(_require_run(conn, run_id))
 
     def results(self, run_id: int, *, category: str | None = None) -> list[ItemResult]:
         """Every recorded item result with its scores and taxonomy, in the order first recorded;
@@ -335,14 +333,14 @@ class RunTables(StoreConnection):
                 ).fetchall()
             scores: dict[str, list[Score]] = {}
             for s in score_rows:
-                scores.setdefault(s["item_id"], []).append(_score(s))
+                scores.setdefault(s["item_id"], []).append(score_of(s))
             tags: dict[str, list[TaxonomyTag]] = {}
             for t in tag_rows:
-                tags.setdefault(t["item_id"], []).append(_tag(t))
+                tags.setdefault(t["item_id"], []).append(tag_of(t))
             for item_id in batch:
                 row = rows.get(item_id)
                 if row is not None:  # results are never deleted while their run has any
-                    yield _item_result(row, scores.get(item_id, []), tags)
+                    yield item_result(row, scores.get(item_id, []), tags)
 
     def count_results(self, run_id: int, *, category: str | None = None) -> int:
         """How many items ``iter_results`` gives for the same run and ``category``."""
@@ -394,7 +392,7 @@ class RunTables(StoreConnection):
             rows = conn.execute(
                 "SELECT * FROM scores WHERE run_id = ? AND item_id IS NULL ORDER BY id", (run_id,)
             ).fetchall()
-        return [_score(r) for r in rows]
+        return [score_of(r) for r in rows]
 
 
 _UPSERT_RESULT = """
@@ -447,22 +445,6 @@ def _require_run(conn: sqlite3.Connection, run_id: int) -> sqlite3.Row:
     if row is None:
         raise NotFoundError(f"run id {run_id} not found in the local store")
     return row
-
-
-def _run_record(row: sqlite3.Row) -> RunRecord:
-    return RunRecord(
-        id=int(row["id"]),
-        name=row["name"],
-        dataset=row["dataset"],
-        dataset_version=_loads(row["dataset_version"]),
-        backend=row["backend"],
-        experiment_id=row["experiment_id"],
-        config=json.loads(row["config"]),
-        status=row["status"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        summary=_loads(row["summary"]),
-    )
 
 
 def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> None:
@@ -541,54 +523,3 @@ def _score_columns(value: float | bool | str) -> tuple[float | None, str | None]
     if isinstance(value, str):
         return None, value
     return float(value), None
-
-
-def _score(row: sqlite3.Row) -> Score:
-    data_type: ScoreType = row["data_type"]
-    num, text = row["value_num"], row["value_str"]
-    value: float | bool | str
-    if text is not None:
-        value = text
-    elif num is None:
-        value = math.nan  # SQLite stores NaN as NULL; NaN is what went in
-    elif data_type == "BOOLEAN":
-        value = bool(num)
-    else:
-        value = float(num)
-    return Score(name=row["name"], value=value, data_type=data_type, comment=row["comment"])
-
-
-def _tag(row: sqlite3.Row) -> TaxonomyTag:
-    return TaxonomyTag(
-        category=row["category"],
-        kind=row["kind"],
-        side=row["side"],
-        index=int(row["idx"]),
-        label=row["label"],
-        related=json.loads(row["related"]),
-        source_id=row["source_id"],
-    )
-
-
-def _item_result(
-    row: sqlite3.Row, scores: list[Score], tags: dict[str, list[TaxonomyTag]]
-) -> ItemResult:
-    output = row["output"]
-    return ItemResult(
-        item_id=row["item_id"],
-        output=None if output is None else Extraction.model_validate_json(output),
-        raw_output=row["raw_output"],
-        error=row["error"],
-        error_kind=row["error_kind"],
-        attempts=int(row["attempts"]),
-        latency_ms=row["latency_ms"],
-        usage=Usage(
-            tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost_usd=row["cost_usd"]
-        ),
-        cache_hit=bool(row["cache_hit"]),
-        scores=scores,
-        trace_id=row["trace_id"],
-        trace_url=row["trace_url"],
-        taxonomy=tags.get(row["item_id"], []) if row["taxonomy_recorded"] else None,
-        counts=row["counts"],
-    )

@@ -56,14 +56,23 @@ class LocalStore(
     SQLite serialises writers anyway. Opening migrates the schema and, unless
     ``sample=False``, adds the bundled sample dataset ``extraction-eval`` if it is absent.
     ``seed`` is the old name of ``sample`` ("seed" is also the bootstrap's seed and the
-    ``seeds`` package), still accepted.
+    ``seeds`` package), still accepted. ``read_only=True`` (a ``runs merge --from`` store)
+    writes nothing, not even a side file: a store this version made, or one line saying why
+    not (``NotAStoreError``).
     """
 
     def __init__(
-        self, path: Path | None = None, *, sample: bool = True, seed: bool | None = None
+        self,
+        path: Path | None = None,
+        *,
+        sample: bool = True,
+        seed: bool | None = None,
+        read_only: bool = False,
     ) -> None:
-        super().__init__(Path(path) if path is not None else default_store_path())
-        if sample if seed is None else seed:
+        super().__init__(
+            Path(path) if path is not None else default_store_path(), read_only=read_only
+        )
+        if (sample if seed is None else seed) and not read_only:
             self._add_sample()
 
     def __enter__(self) -> LocalStore:
