@@ -36,6 +36,7 @@ def matrix_cmd(
     take_over_lock: o.TakeOverLock = False,
     base_url: o.BaseUrl = None,
     response_format: o.ResponseFormatOrFile = None,
+    strict_json: o.StrictJson = False,
     timeout: o.TimeoutOrFile = None,
     max_attempts: o.MaxAttemptsOrFile = None,
     prompt_name: o.PromptNameOrFile = None,

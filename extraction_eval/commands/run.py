@@ -44,6 +44,7 @@ def run_cmd(
     ] = None,
     base_url: o.BaseUrl = None,
     response_format: o.ResponseFormat = "auto",
+    strict_json: o.StrictJson = False,
     resume: o.Resume = False,
     retry_errors: Annotated[
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
@@ -139,6 +140,7 @@ def run_cmd(
             price_out=price_out,
             response_format=response_format,
             cache=cache_mode(no_cache, refresh_cache),
+            strict_json=strict_json,
         ),
         scoring=scoring,
         concurrency=concurrency,

@@ -50,6 +50,7 @@ _RESUME_INVARIANTS = (
     "schema",
     "dataset_schema",
     "response_format",
+    "strict_json",
 )
 
 

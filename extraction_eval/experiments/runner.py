@@ -28,10 +28,13 @@ from extraction_eval.experiments.repair import clean_extraction, clean_texts, re
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.pipeline.base import Pipeline
 from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.redact import redact
 from extraction_eval.types import DatasetItem, ItemResult, Schema, Score, TaxonomyTag, Usage
 
 log = logging.getLogger(__name__)
 
+# One CATEGORICAL score per repair the model's reply needed (value: fence, prose or wrapper)
+ANSWER_REPAIR_SCORE = "answer_repair"
 # One CATEGORICAL score per failure category present on an item (value = the category): LangFuse
 # filters traces by one score name + "any of" values and charts one categorical distribution.
 FAILURE_CATEGORY_SCORE = "failure_category"
@@ -108,7 +111,8 @@ class ItemRunner:
             return self._failed(item, exc, started)
         latency = (time.perf_counter() - started) * 1000
         extraction, dirty = clean_extraction(out.extraction)
-        texts, repaired = clean_texts(raw_output=out.raw)
+        # redacted like a failed reply's: the raw reply is shown (runs show --item) and exported
+        texts, repaired = clean_texts(raw_output=redact(out.raw) if out.raw else out.raw)
         repaired = ["output", *repaired] if dirty else repaired
         scored = self.score(item, extraction)
         tags = taxonomy_tags(scored)
@@ -125,9 +129,11 @@ class ItemRunner:
                 Score(name="extraction_error", value=False, data_type="BOOLEAN"),
                 *category_scores(tags),
                 *([repaired_score(repaired)] if repaired else []),
+                *answer_repair_scores(out.repairs),
             ],
             taxonomy=tags,
             counts=self.counts(scored),
+            repairs=list(out.repairs),
         )
         return result, scored
 
@@ -238,6 +244,27 @@ def taxonomy_tags(scored: ItemScore) -> list[TaxonomyTag]:
             source_id=t.source_id,
         )
         for t in scored.taxonomy
+    ]
+
+
+_REPAIR_COMMENTS = {
+    "fence": "the reply's JSON was inside a Markdown code fence",
+    "prose": "the reply had text around its JSON object",
+    "wrapper": "the reply's extraction was wrapped in a single-key object",
+}
+
+
+def answer_repair_scores(repairs: Sequence[str]) -> list[Score]:
+    """One ``answer_repair`` score per repair the reply needed (none for bare JSON), so
+    LangFuse can filter the items whose answers were read leniently."""
+    return [
+        Score(
+            name=ANSWER_REPAIR_SCORE,
+            value=repair,
+            data_type="CATEGORICAL",
+            comment=_REPAIR_COMMENTS.get(repair, repair) + " (--strict-json: a schema failure)",
+        )
+        for repair in repairs
     ]
 
 
