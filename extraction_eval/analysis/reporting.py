@@ -36,9 +36,8 @@ _LISTED_SCORES = frozenset({FAILURE_CATEGORY_SCORE, ANSWER_REPAIR_SCORE})
 
 
 def _score_map(scores: Sequence[Score]) -> dict[str, Any]:
-    return {
-        s.name: s.value for s in sorted(scores, key=lambda s: s.name) if s.name not in _LISTED_SCORES
-    }
+    ordered = sorted(scores, key=lambda s: s.name)
+    return {s.name: s.value for s in ordered if s.name not in _LISTED_SCORES}
 
 
 def export_row(r: ItemResult, *, deterministic: bool = False) -> dict[str, Any]:

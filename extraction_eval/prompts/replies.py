@@ -87,17 +87,16 @@ def _unwrap(value: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """The object inside a single-key wrapper (``{"result": {...}}``), one level only."""
     if any(k in value for k in _CONTENT_KEYS) or len(value) != 1:
         return value, False
-    (key, inner), = value.items()
+    ((key, inner),) = value.items()
     if not isinstance(inner, dict):
         return value, False
     if any(k in inner for k in _CONTENT_KEYS):
         return inner, True
     if len(inner) == 1:
-        (deeper, held), = inner.items()
+        ((deeper, held),) = inner.items()
         if isinstance(held, dict) and any(k in held for k in _CONTENT_KEYS):
             raise SchemaFailure(
-                f"a wrapper inside a wrapper ({key!r} then {deeper!r}): only one level is"
-                " unwrapped"
+                f"a wrapper inside a wrapper ({key!r} then {deeper!r}): only one level is unwrapped"
             )
     return value, False
 
@@ -133,6 +132,9 @@ def read_json_reply(raw: str) -> ReadReply:
 
 def strict_refusal(repairs: tuple[str, ...]) -> str:
     """The schema failure of a reply that needed repairs under ``strict_json``."""
-    what = {"fence": "a Markdown code fence", "prose": "text around the JSON", "wrapper": "a"
-            " single-key wrapper object"}
+    what = {
+        "fence": "a Markdown code fence",
+        "prose": "text around the JSON",
+        "wrapper": "a single-key wrapper object",
+    }
     return "not bare JSON (strict_json): " + ", ".join(what[r] for r in repairs)
