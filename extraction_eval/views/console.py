@@ -38,13 +38,3 @@ class SafeConsole(Console):
         )
         return super()._render_buffer(clean)
 
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def escape_control(text: str) -> str:
-    """``text`` with each terminal control character written as its escape (``\\x1b``), so a
-    model's raw reply is shown whole, controls included, without any of them acting."""
-    return _CONTROL.sub(_escaped, text)

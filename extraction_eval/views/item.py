@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from extraction_eval.views.console import escape_control
+from extraction_eval.textsafe import escape_controls as escape_control
 from extraction_eval.views.score_report import fmt_number
 from extraction_eval.views.tables import print_table
 
