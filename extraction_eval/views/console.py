@@ -37,4 +37,3 @@ class SafeConsole(Console):
             for seg in buffer
         )
         return super()._render_buffer(clean)
-
