@@ -301,6 +301,11 @@ def finalize_cmd(
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.config import parse_fail_over, parse_fail_under
     from extraction_eval.experiments.shards import MissingItems, finalize_run
+    from extraction_eval.views.doubts import (
+        print_warnings_first,
+        print_warnings_recap,
+        run_warnings,
+    )
     from extraction_eval.views.runs import render_run_summary
 
     floors, ceilings = parse_fail_under(fail_under or []), parse_fail_over(fail_over or [])
@@ -315,12 +320,13 @@ def finalize_cmd(
         )
     except MissingItems as exc:
         fail(f"{exc} (or pass --allow-missing)")
-    render_run_summary(outcome, console)
-    for warning in outcome.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    doubts = run_warnings(outcome)  # before the tables, recalled in one line at the end
+    print_warnings_first(doubts, err_console)
+    render_run_summary(outcome, console, warnings=False)
     below = outcome.failed_thresholds(floors, ceilings)
     for line in below:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
+    print_warnings_recap(doubts, err_console)
     if below:
         raise typer.Exit(1)
 

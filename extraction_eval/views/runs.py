@@ -56,7 +56,8 @@ def cost_text(cost_usd: float | None, unpriced_items: int, config: dict[str, Any
     return _fmt(cost_usd, 6) + (f" ({'; '.join(parts)})" if parts else "")
 
 
-def render_run_summary(outcome: RunOutcome, console: Console) -> None:
+def render_run_summary(outcome: RunOutcome, console: Console, *, warnings: bool = True) -> None:
+    """The run's tables; ``warnings=False`` when they were printed before (``views.doubts``)."""
     s = outcome.summary
     run = outcome.run
     report = s.report
@@ -64,7 +65,8 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     if str(run.config.get("model", "")).startswith("offline:"):
         title += " (offline baseline, not an LLM)"
     # run / run-experiment have no --format json: every type's F1 is in the HTML report
-    render_report(report, console, title=title, more=f"`extraction-eval report {run.name}`")
+    more = f"`extraction-eval report {run.name}`"
+    render_report(report, console, title=title, more=more, warnings=warnings)
 
     facts = Table(show_header=False, box=None)
     facts.add_column(style="bold")
