@@ -99,10 +99,8 @@ def test_replies_are_read_recorded_counted_and_the_ten_blocks_refused_in_one_lin
     assert record is not None and record.summary is not None
     assert record.summary["repairs"] == {"fence": 1, "prose": 1, "wrapper": 1}
     assert record.summary["errors"] == 1 and record.summary["schema_failures"] == 1
-    by_style = {
-        style: r
-        for style, r in zip(STYLES, store.iter_item_results(record.id, [i.id for i in items]))
-    }
+    stored = list(store.iter_item_results(record.id, [i.id for i in items]))
+    by_style = dict(zip(STYLES, stored, strict=True))
     assert by_style["bare"].ok and by_style["bare"].repairs == []
     for style in ("fence", "prose", "wrapper"):
         got = by_style[style]
@@ -198,7 +196,8 @@ def test_strict_json_rereads_the_cached_raw_replies_as_schema_failures_and_resum
     assert record is not None and record.summary is not None
     assert record.summary["schema_failures"] == 4 and record.summary["repairs"] == {}
     assert record.config["strict_json"] is True
-    results = dict(zip(STYLES, store.iter_item_results(record.id, [i.id for i in items])))
+    stored = list(store.iter_item_results(record.id, [i.id for i in items]))
+    results = dict(zip(STYLES, stored, strict=True))
     assert results["bare"].ok
     assert results["fence"].error is not None
     assert "not bare JSON (strict_json): a Markdown code fence" in results["fence"].error

@@ -145,7 +145,7 @@ def test_a_repaired_reply_is_recorded_cached_raw_and_refused_by_strict_from_the_
     assert [c.text for c in cache.data.values()] == [FENCED]  # the raw reply, not the JSON
     # strict, on the same cache: the same raw reply re-read, refused, no model call
     strict, strict_fake = _pipeline(cache, strict=True)
-    with pytest.raises(SchemaFailure, match="strict_json.*Markdown code fence") as caught:
+    with pytest.raises(SchemaFailure, match=r"strict_json.*Markdown code fence") as caught:
         asyncio.run(strict.extract(ITEM))
     assert strict_fake.calls == [] and caught.value.raw == FENCED
     # and a lenient run reads the cache as before: repaired, from the cache
