@@ -89,6 +89,8 @@ def render_run_summary(outcome: RunOutcome, console: Console, *, warnings: bool 
     facts.add_row("cache hits", str(s.cache_hits))
     if s.repairs:
         facts.add_row("answers repaired", repairs_line(s.repairs, s.repaired_items, s.items))
+    elif run.config.get("strict_json"):
+        facts.add_row("answers repaired", "none: --strict-json (a reply needing one failed)")
     if fmt := response_format_summary(run.config):
         facts.add_row("response format", escape(fmt))
     if prompt := prompt_summary(run.config):
