@@ -115,6 +115,9 @@ def test_replies_are_read_recorded_counted_and_the_ten_blocks_refused_in_one_lin
     assert ten.raw_output.count("```json") == 10  # nothing lost: the whole reply is kept
     scores = {s.name: s for s in store.run_scores(record.id)}
     assert scores["answers_repaired"].value == 3.0
+    header = cli("runs", "show", "lenient")  # the stored summary says it too
+    assert header.exit_code == 0, header.stderr
+    assert "answers repaired fence 1, prose 1, wrapper 1 (3 of 5 answers;" in flat(header.stdout)
 
 
 def test_runs_show_item_shows_one_item_whole_escaped(
@@ -189,6 +192,7 @@ def test_strict_json_rereads_the_cached_raw_replies_as_schema_failures_and_resum
     asked_before = len(server.chat_requests)
     strict = run(server, "strict", "--strict-json")
     assert strict.exit_code == 0, strict.stderr
+    assert "answers repaired none: --strict-json" in flat(strict.stdout)
     new = server.chat_requests[asked_before:]
     assert not [r for r in new if input_text(r.body) in repaired]  # read from the cache
     store = LocalStore()
