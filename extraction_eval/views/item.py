@@ -98,5 +98,6 @@ def render_item_detail(detail: ItemDetail, console: Console) -> None:
     for column in ("category", "kind", "side", "object"):
         tags.add_column(column, overflow="fold")
     for t in r.taxonomy:
-        tags.add_row(t.category, t.kind, t.side, Text(escape_control(t.label)))
+        cells = (t.category, t.kind, t.side, t.label)  # from a store: text, never markup
+        tags.add_row(*(Text(escape_control(str(c))) for c in cells))
     print_table(console, tags)
