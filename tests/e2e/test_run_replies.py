@@ -226,3 +226,17 @@ def test_warnings_come_before_the_tables_and_are_recalled_in_one_line_at_the_end
     assert warning < table < recap
     last = both.rstrip().splitlines()[-1]
     assert last.startswith("warning:") and "warning(s) above the tables" in last
+
+
+def test_a_matrix_prints_its_warnings_before_its_table_too(items: list[DatasetItem]) -> None:
+    with LoopbackServer(answer=answering(items, probe='{"answer": "no"}')) as server:
+        result = cli(
+            "matrix", "--backend", "local", "--limit", "2", "--name", "mxd",
+            "--model", "openai:small", "--base-url", server.url,
+        )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    both = result.output
+    warning = both.index("probe answer did not follow the schema")
+    table = both.index("matrix 'mxd' on 'extraction-eval'")
+    recap = both.index("warning(s) above the tables:")
+    assert warning < table < recap
