@@ -62,3 +62,19 @@ def clean_json_value(value: Any) -> tuple[Any, bool]:
     if not has_surrogates(dumped):
         return value, False
     return json.loads(clean_text(dumped)), True
+
+
+# Terminal controls (C0 but \t and \n, DEL, C1) and the bidirectional overrides and isolates
+# that reorder shown text: what ``views.console`` strips from printed text.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``): a model's
+    raw reply shown whole, in a terminal or a page, with none of them acting."""
+    return _CONTROL.sub(_escaped, text)

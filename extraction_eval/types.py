@@ -347,6 +347,9 @@ class ItemResult(_Frozen):
     trace_url: str | None = None  # LangFuse mode: the trace in the LangFuse UI
     # Per-object failure categories; None: not recorded (a row stored before taxonomy was kept)
     taxonomy: list[TaxonomyTag] | None = None
+    # What reading the model's reply repaired (prompts/replies.py: fence, prose, wrapper);
+    # empty for a bare-JSON reply, a failed item, and rows stored before repairs were kept
+    repairs: list[str] = Field(default_factory=list)
     # The paired-comparison counts the runner scored (evaluators.paired.encode_counts), stored
     # so ``compare`` need not re-score; internal: never exported
     counts: str | None = Field(default=None, exclude=True, repr=False)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, TextIO
 
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.experiments.runner import FAILURE_CATEGORY_SCORE
+from extraction_eval.experiments.runner import ANSWER_REPAIR_SCORE, FAILURE_CATEGORY_SCORE
 from extraction_eval.types import ItemResult, Score
 
 # Fields that describe one invocation, not the result: wall-clock time, retries, the cache
@@ -31,13 +31,13 @@ INVOCATION_FIELDS: tuple[str, ...] = (
 )
 
 
+# One score per value, exported as a column of their own (``categories``, ``repairs``)
+_LISTED_SCORES = frozenset({FAILURE_CATEGORY_SCORE, ANSWER_REPAIR_SCORE})
+
+
 def _score_map(scores: Sequence[Score]) -> dict[str, Any]:
-    # failure_category (one score per category) is exported as ``categories`` instead
-    return {
-        s.name: s.value
-        for s in sorted(scores, key=lambda s: s.name)
-        if s.name != FAILURE_CATEGORY_SCORE
-    }
+    ordered = sorted(scores, key=lambda s: s.name)
+    return {s.name: s.value for s in ordered if s.name not in _LISTED_SCORES}
 
 
 def export_row(r: ItemResult, *, deterministic: bool = False) -> dict[str, Any]:
@@ -46,6 +46,10 @@ def export_row(r: ItemResult, *, deterministic: bool = False) -> dict[str, Any]:
         "output": r.output.model_dump(mode="json") if r.output is not None else None,
         "error": r.error,
         "error_kind": r.error_kind,
+        # the model's reply as it came (redacted, like error text): what the output was read
+        # from, or what could not be read
+        "raw_output": r.raw_output,
+        "repairs": r.repairs,  # what reading the reply repaired (fence, prose, wrapper)
         # null: stored before the taxonomy was kept; {}: a clean item
         "categories": r.categories if r.taxonomy is not None else None,
         "attempts": r.attempts,
@@ -69,7 +73,7 @@ def export_row(r: ItemResult, *, deterministic: bool = False) -> dict[str, Any]:
 
 def export_score_columns(score_names: Iterable[str]) -> list[str]:
     """The CSV score columns for a run whose item-level scores have these names."""
-    return sorted(set(score_names) - {FAILURE_CATEGORY_SCORE})
+    return sorted(set(score_names) - _LISTED_SCORES)
 
 
 def export_lines(

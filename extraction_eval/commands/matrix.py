@@ -38,6 +38,7 @@ def matrix_cmd(
     take_over_lock: o.TakeOverLock = False,
     base_url: o.BaseUrl = None,
     response_format: o.ResponseFormatOrFile = None,
+    strict_json: o.StrictJson = False,
     timeout: o.TimeoutOrFile = None,
     max_attempts: o.MaxAttemptsOrFile = None,
     prompt_name: o.PromptNameOrFile = None,
@@ -84,6 +85,7 @@ def matrix_cmd(
     }
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
     from extraction_eval.experiments.matrix_config import MatrixConfig
+    from extraction_eval.views.doubts import print_warnings_first, print_warnings_recap
     from extraction_eval.views.matrix import render_matrix, render_matrix_estimate
     from extraction_eval.views.progress import RichProgress
 
@@ -99,9 +101,9 @@ def matrix_cmd(
         return
     with RichProgress(err_console) as progress:
         outcome = run_matrix(matrix, progress=progress)
+    print_warnings_first(outcome.warnings, err_console)  # before the table, recalled after it
     render_matrix(outcome, console, details)
-    for warning in outcome.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    print_warnings_recap(outcome.warnings, err_console)
     stop = outcome.budget_stop()
     if stop is not None:
         err_console.print(

@@ -46,6 +46,11 @@ _RESPONSE_FORMAT = _option(
     help="How an OpenAI-compatible server is asked for JSON: auto (detected once per run and"
     " model, before the items) | json_schema | json_object_schema | json_object | text."
 )
+_STRICT_JSON = _option(
+    "--strict-json",
+    help="A reply that is not bare JSON (in a Markdown fence, with text around it, wrapped"
+    " in one key) is a schema failure instead of being read and counted as repaired.",
+)
 _RESUME = _option(
     help="Continue the named run, skipping finished items (a matrix: every unfinished cell)."
 )
@@ -126,6 +131,7 @@ BaseUrl = Annotated[str | None, _BASE_URL]
 ResponseFormat = Annotated[str, _RESPONSE_FORMAT]
 ResponseFormatOrFile = Annotated[str | None, _RESPONSE_FORMAT]
 Resume = Annotated[bool, _RESUME]
+StrictJson = Annotated[bool, _STRICT_JSON]
 TakeOverLock = Annotated[bool, _TAKE_OVER_LOCK]
 MinGoldConfidence = Annotated[float | None, _MIN_GOLD_CONFIDENCE]
 Timeout = Annotated[float, _TIMEOUT]

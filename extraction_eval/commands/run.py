@@ -7,7 +7,7 @@ none of them (nor numpy, scipy or a provider SDK).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +25,10 @@ from extraction_eval.commands.common import (
     handle_errors,
 )
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
+
+if TYPE_CHECKING:  # annotations only: --help loads no runner
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.runner import RunOutcome
 
 
 @handle_errors
@@ -45,6 +49,7 @@ def run_cmd(
     ] = None,
     base_url: o.BaseUrl = None,
     response_format: o.ResponseFormat = "auto",
+    strict_json: o.StrictJson = False,
     resume: o.Resume = False,
     retry_errors: Annotated[
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
@@ -103,8 +108,7 @@ def run_cmd(
     no_aliases: o.NoAliases = False,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
-    from extraction_eval.analysis.checks import check_run, find_baseline
-    from extraction_eval.commands.common import error_line
+    from extraction_eval.analysis.checks import find_baseline
     from extraction_eval.datasets.schema import read_schema
     from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
@@ -112,6 +116,11 @@ def run_cmd(
     from extraction_eval.experiments.partition import resolve_shard
     from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
+    from extraction_eval.views.doubts import (
+        print_warnings_first,
+        print_warnings_recap,
+        run_warnings,
+    )
     from extraction_eval.views.progress import RichProgress
     from extraction_eval.views.runs import render_run_summary
 
@@ -143,6 +152,7 @@ def run_cmd(
             price_out=price_out,
             response_format=response_format,
             cache=cache_mode(no_cache, refresh_cache),
+            strict_json=strict_json,
         ),
         scoring=scoring,
         concurrency=concurrency,
@@ -173,11 +183,26 @@ def run_cmd(
             outcome = run_experiment(config, progress=progress)
     except VerificationError as exc:
         # The run finished and is in the local mirror; show it, then say what LangFuse lacks.
-        render_run_summary(exc.outcome, console)
+        doubts = run_warnings(exc.outcome)
+        print_warnings_first(doubts, err_console)
+        render_run_summary(exc.outcome, console, warnings=False)
+        print_warnings_recap(doubts, err_console)
         fail(str(exc), exc.exit_code)
-    render_run_summary(outcome, console)
-    for warning in outcome.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    # what casts doubt on the figures comes before them, and is recalled in one line at the end
+    doubts = run_warnings(outcome)
+    print_warnings_first(doubts, err_console)
+    render_run_summary(outcome, console, warnings=False)
+    try:
+        _after_run(outcome, config, base, human)
+    finally:
+        print_warnings_recap(doubts, err_console)
+
+
+def _after_run(outcome: RunOutcome, config: RunConfig, base: Any, human: Path | None) -> None:
+    """The checks after a run's tables: budget, PPI, thresholds, the baseline gate."""
+    from extraction_eval.analysis.checks import check_run
+    from extraction_eval.commands.common import error_line
+
     checks = check_run(outcome, config, base)
     if checks.budget is not None:
         err_console.print(

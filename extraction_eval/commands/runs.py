@@ -89,10 +89,19 @@ def show_cmd(
             " instead of its items.",
         ),
     ] = False,
+    item: Annotated[
+        str | None,
+        typer.Option(
+            "--item",
+            help="One item whole: its input, the model's raw reply, the parsed output, the"
+            " error, the repairs, scores and failure taxonomy.",
+        ),
+    ] = None,
 ) -> None:
     """A run's summary and its first page of items, most severe first (errored, then lowest
     mean of entity and relationship F1, then most wrong objects): scores, failure
-    categories, error, trace. --page / --limit for more, --all for every item."""
+    categories, error, trace. --page / --limit for more, --all for every item, --item ID for
+    one item whole (its raw reply included)."""
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.evaluators.taxonomy import CATEGORIES
@@ -111,8 +120,18 @@ def show_cmd(
         fail("--all prints every item: leave out --worst, --page and --limit")
     if show_config and (worst or show_all or page or limit or category or by_category):
         fail("--config prints the parameters, not items: leave out the item options")
+    if item is not None and (
+        show_config or worst or show_all or page or limit or category or by_category
+    ):
+        fail("--item prints one item: leave out the other item and --config options")
     store = LocalStore()
     run = get_run(store, name, dataset)
+    if item is not None:
+        from extraction_eval.analysis.item_detail import run_item
+        from extraction_eval.views.item import render_item_detail
+
+        render_item_detail(run_item(store, run, item), console)
+        return
     if show_config:
         from extraction_eval.analysis.stored import run_config_rows
         from extraction_eval.views.runs import render_run_config
@@ -286,6 +305,11 @@ def finalize_cmd(
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.config import parse_fail_over, parse_fail_under
     from extraction_eval.experiments.shards import MissingItems, finalize_run
+    from extraction_eval.views.doubts import (
+        print_warnings_first,
+        print_warnings_recap,
+        run_warnings,
+    )
     from extraction_eval.views.runs import render_run_summary
 
     floors, ceilings = parse_fail_under(fail_under or []), parse_fail_over(fail_over or [])
@@ -300,12 +324,13 @@ def finalize_cmd(
         )
     except MissingItems as exc:
         fail(f"{exc} (or pass --allow-missing)")
-    render_run_summary(outcome, console)
-    for warning in outcome.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    doubts = run_warnings(outcome)  # before the tables, recalled in one line at the end
+    print_warnings_first(doubts, err_console)
+    render_run_summary(outcome, console, warnings=False)
     below = outcome.failed_thresholds(floors, ceilings)
     for line in below:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
+    print_warnings_recap(doubts, err_console)
     if below:
         raise typer.Exit(1)
 

@@ -263,6 +263,8 @@ def describe(config: RunConfig, **extra: Any) -> dict[str, Any]:
         "min_gold_confidence": config.min_gold_confidence,
         # only when given, so records (and exports) of runs without one stay as they were
         **({"schema": config.schema.model_dump(mode="json")} if config.schema else {}),
+        # only when on: --resume compares it (a lenient and a strict reading must not mix)
+        **({"strict_json": True} if config.pipeline.strict_json else {}),
         "pricing": pricer.record(),
         # what --resume compares: results priced two ways must not be summed silently
         "price_override": [pricer.price_in, pricer.price_out] if pricer.override else None,

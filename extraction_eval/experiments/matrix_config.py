@@ -176,6 +176,7 @@ FILE_SETTINGS = (
     "max_objects",
     "no_cache",
     "refresh_cache",
+    "strict_json",
     "ci",
     "correction",
 )
@@ -228,11 +229,11 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
     if unknown:
         raise TypeError(f"MatrixConfig.resolve: unknown settings {unknown}")
     opts = {**_DEFAULTS, **(load_matrix_file(file) if file is not None else {})}
-    flags = ("no_cache", "refresh_cache")  # on in the file or on the command line
+    flags = ("no_cache", "refresh_cache", "strict_json")  # on in the file or the command line
     opts.update(
         {k: v for k, v in overrides.items() if v is not None and v != [] and k not in flags}
     )
-    no_cache, refresh = (bool(overrides.get(k) or opts.get(k)) for k in flags)
+    no_cache, refresh, strict_json = (bool(overrides.get(k) or opts.get(k)) for k in flags)
     if no_cache and refresh:
         raise InvalidValue(
             "no_cache", "and {refresh_cache} exclude each other; give one", mentions=flags[1:]
@@ -252,6 +253,7 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
             price_in=opts.get("price_in"),
             price_out=opts.get("price_out"),
             cache="off" if no_cache else "refresh" if refresh else "use",
+            strict_json=strict_json,
         ),
         scoring=ScoringConfig(
             match=opts["match"],

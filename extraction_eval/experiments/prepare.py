@@ -55,6 +55,7 @@ _RESUME_INVARIANTS = (
     "schema",
     "dataset_schema",
     "response_format",
+    "strict_json",
 )
 
 

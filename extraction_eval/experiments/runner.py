@@ -42,6 +42,8 @@ from extraction_eval.types import DatasetItem, ItemResult, Schema, Score, Taxono
 
 log = logging.getLogger(__name__)
 
+# One CATEGORICAL score per repair the model's reply needed (value: fence, prose or wrapper)
+ANSWER_REPAIR_SCORE = "answer_repair"
 # One CATEGORICAL score per failure category present on an item (value = the category): LangFuse
 # filters traces by one score name + "any of" values and charts one categorical distribution.
 FAILURE_CATEGORY_SCORE = "failure_category"
@@ -142,9 +144,11 @@ class ItemRunner:
                 *category_scores(tags),
                 *([repaired_score(repaired)] if repaired else []),
                 *([masked_score(masked)] if masked else []),
+                *answer_repair_scores(out.repairs),
             ],
             taxonomy=tags,
             counts=self.counts(scored),
+            repairs=list(out.repairs),
         )
         return result, scored
 
@@ -256,6 +260,27 @@ def taxonomy_tags(scored: ItemScore) -> list[TaxonomyTag]:
             source_id=t.source_id,
         )
         for t in scored.taxonomy
+    ]
+
+
+_REPAIR_COMMENTS = {
+    "fence": "the reply's JSON was inside a Markdown code fence",
+    "prose": "the reply had text around its JSON object",
+    "wrapper": "the reply's extraction was wrapped in a single-key object",
+}
+
+
+def answer_repair_scores(repairs: Sequence[str]) -> list[Score]:
+    """One ``answer_repair`` score per repair the reply needed (none for bare JSON), so
+    LangFuse can filter the items whose answers were read leniently."""
+    return [
+        Score(
+            name=ANSWER_REPAIR_SCORE,
+            value=repair,
+            data_type="CATEGORICAL",
+            comment=_REPAIR_COMMENTS.get(repair, repair) + " (--strict-json: a schema failure)",
+        )
+        for repair in repairs
     ]
 
 

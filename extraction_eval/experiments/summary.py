@@ -41,6 +41,9 @@ class RunSummary:
     # items that reported tokens but have no cost (model not in the price database)
     unpriced_items: int = 0
     run_scores: list[Score] = field(default_factory=list)
+    # answers read leniently, by repair (fence, prose, wrapper): an answer may need several
+    repairs: dict[str, int] = field(default_factory=dict)
+    repaired_items: int = 0  # answers that needed at least one repair
 
     @property
     def missing(self) -> int:
@@ -60,6 +63,8 @@ class RunSummary:
             "tokens_out": self.tokens_out,
             "cost_usd": self.cost_usd,
             "unpriced_items": self.unpriced_items,
+            "repairs": self.repairs,
+            "repaired_items": self.repaired_items,
             "values": self.values,
             "score_means": self.score_means,
             "score_counts": self.score_counts,
@@ -94,6 +99,8 @@ class SummaryAccumulator:
         self.latencies: array[float] = array("d")
         self.costs: array[float] = array("d")
         self.score_values: dict[str, array[float]] = defaultdict(lambda: array("d"))
+        self.repairs: dict[str, int] = defaultdict(int)
+        self.repaired_items = 0
 
     def add(self, result: ItemResult, score: ItemScore) -> None:
         self.add_result(result)
@@ -112,6 +119,9 @@ class SummaryAccumulator:
             self.unpriced += 1
         self.tokens_in += r.usage.tokens_in or 0
         self.tokens_out += r.usage.tokens_out or 0
+        self.repaired_items += 1 if r.repairs else 0
+        for repair in r.repairs:
+            self.repairs[repair] += 1
         for s in r.scores:
             if isinstance(s.value, (bool, int, float)):
                 self.score_values[s.name].append(float(s.value))
@@ -138,6 +148,8 @@ class SummaryAccumulator:
             score_counts={name: len(scored[name]) for name in sorted(scored)},
             values=values,
             unpriced_items=self.unpriced,
+            repairs=dict(sorted(self.repairs.items())),
+            repaired_items=self.repaired_items,
         )
         summary.run_scores = run_scores(summary)
         return summary
@@ -238,9 +250,23 @@ def run_scores(summary: RunSummary) -> list[Score]:
         )
     )
     scores.append(Score(name="schema_failure_count", value=float(summary.schema_failures)))
+    if summary.repairs:  # only runs with repaired answers, so other runs' scores stay as they were
+        scores.append(
+            Score(
+                name="answers_repaired",
+                value=float(summary.repaired_items),
+                comment=f"{summary.repaired_items} of {summary.items} answers read leniently:"
+                f" {repairs_text(summary.repairs)}",
+            )
+        )
     ignored = summary.report.get("ignored") or {}
     if ignored.get("gold") or ignored.get("predictions"):  # only runs with ignore regions
         comment = "gold objects below the confidence floor, and the predictions aligned with them"
         for name, key in (("ignored_gold", "gold"), ("ignored_predictions", "predictions")):
             scores.append(Score(name=name, value=float(ignored.get(key, 0)), comment=comment))
     return scores
+
+
+def repairs_text(repairs: dict[str, int]) -> str:
+    """``fence 10, wrapper 2``: the answers read leniently, by repair."""
+    return ", ".join(f"{name} {count}" for name, count in repairs.items())

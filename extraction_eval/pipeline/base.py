@@ -37,6 +37,9 @@ class PipelineConfig:
     response_format: str = "auto"
     # the response cache: "use" (read and write), "refresh" (write only), "off" (neither)
     cache: str = "use"
+    # a reply that needs a repair to be read (a Markdown fence, text around the JSON, a
+    # single-key wrapper: prompts/replies.py) is a schema failure instead of a repaired answer
+    strict_json: bool = False
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -76,6 +79,8 @@ class PipelineOutput:
     cache_hit: bool = False
     model: str | None = None
     prompt: Any = None  # the prompt object used (e.g. a LangFuse prompt client), for linking
+    # what reading the reply repaired (prompts/replies.py: fence, prose, wrapper); () if bare
+    repairs: tuple[str, ...] = ()
 
 
 class Pipeline(Protocol):

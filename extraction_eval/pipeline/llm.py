@@ -2,7 +2,10 @@
 
 Schema failures are not retried: at the temperatures used for evaluation a second call mostly
 repeats the first answer, costs another call, and would hide exactly the failure rate the
-run is measuring. Only successfully parsed answers are cached, so a re-run retries failures.
+run is measuring. Only answers that can be read (leniently) are cached, so a re-run retries
+failures. Every path (a model call, the Batch API's answers, a cache hit) reads the raw reply
+with the same function (``read_extraction``): a repaired reply (fence, prose, wrapper) is
+recorded as such, and ``strict_json`` refuses it, fresh or from the cache alike.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 from extraction_eval.llm.tracing import CallTracer, GenerationHandle, NullTracer
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
 from extraction_eval.pipeline.pricing import Pricer, batch_cost
-from extraction_eval.prompts.contract import extraction_json_schema, parse_extraction
+from extraction_eval.prompts.contract import extraction_json_schema, read_extraction
+from extraction_eval.prompts.replies import strict_refusal
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.redact import redact
 from extraction_eval.types import DatasetItem, Extraction, Schema, Usage
@@ -157,7 +161,7 @@ class LLMPipeline:
 
         def conforms(text: str) -> bool:
             try:
-                parse_extraction(text)
+                read_extraction(text, strict=self.config.strict_json)
             except SchemaFailure:
                 return False
             return True
@@ -186,21 +190,35 @@ class LLMPipeline:
         ):
             cached = self._from_cache(key)
             if cached is not None:
-                completion, extraction = cached
-                generation.update(output=extraction.model_dump(), metadata={"cache_hit": True})
-                return self._output(completion, extraction, attempts=0, spent=None)
+                completion, extraction, repairs = cached
+                if self.config.strict_json and repairs:  # read as a fresh reply would be
+                    message = strict_refusal(repairs)
+                    generation.update(
+                        output=completion.text,
+                        level="ERROR",
+                        status_message=f"schema failure: {message}",
+                        metadata={"cache_hit": True},
+                    )
+                    raise SchemaFailure(
+                        message, raw=completion.text, attempts=0, usage=Usage(cost_usd=0.0)
+                    )
+                generation.update(
+                    output=extraction.model_dump(),
+                    metadata={"cache_hit": True} | ({"repairs": list(repairs)} if repairs else {}),
+                )
+                return self._output(completion, extraction, repairs, attempts=0, spent=None)
             return await self._call(request, key, generation)
 
-    def _from_cache(self, key: str) -> tuple[Completion, Extraction] | None:
+    def _from_cache(self, key: str) -> tuple[Completion, Extraction, tuple[str, ...]] | None:
         if self.cache is None:
             return None
         completion = self.cache.get(key)
         if completion is None:
             return None
         try:
-            return completion, parse_extraction(completion.text)
+            return completion, *read_extraction(completion.text)
         except SchemaFailure:
-            return None  # only parsed answers are cached; anything else is stale: call again
+            return None  # only readable answers are cached; anything else is stale: call again
 
     async def _call(
         self, request: CompletionRequest, key: str, generation: GenerationHandle
@@ -223,33 +241,47 @@ class LLMPipeline:
             cost = batch_cost(cost)
         spent = completion.usage.model_copy(update={"cost_usd": cost.usd})
         try:
-            extraction = parse_extraction(completion.text)
+            extraction, repairs = read_extraction(completion.text)
         except SchemaFailure as exc:
+            failure: SchemaFailure | None = exc
+        else:
+            # cached when readable at all: a strict run re-reads the same raw reply the same way;
+            # a key a proxy put into the answer is masked before it is cached (the runner masks
+            # what is stored, and marks the item)
+            if self.cache is not None:
+                self.cache.put(key, replace(completion, text=redact(completion.text)))
+            strict = self.config.strict_json and repairs
+            failure = SchemaFailure(strict_refusal(repairs)) if strict else None
+        if failure is not None:
             generation.update(
                 output=redact(completion.text),
                 usage_details=usage,
                 cost_details=cost.details(),
                 level="ERROR",
-                status_message=f"schema failure: {one_line(exc)}",
+                status_message=f"schema failure: {one_line(failure)}",
                 metadata={"attempts": attempts},
             )
             raise SchemaFailure(
-                str(exc), raw=completion.text, attempts=attempts, usage=spent
+                str(failure), raw=completion.text, attempts=attempts, usage=spent
             ) from None
-        # a key a proxy put into a valid answer: masked before it is cached or traced (the
-        # runner masks what is stored, and marks the item)
-        if self.cache is not None:
-            self.cache.put(key, replace(completion, text=redact(completion.text)))
         generation.update(
             output=extraction.redacted()[0].model_dump(),
             usage_details=usage,
             cost_details=cost.details(),
-            metadata={"attempts": attempts} | ({"cost": cost.reason} if cost.reason else {}),
+            metadata={"attempts": attempts}
+            | ({"cost": cost.reason} if cost.reason else {})
+            | ({"repairs": list(repairs)} if repairs else {}),
         )
-        return self._output(completion, extraction, attempts=attempts, spent=spent)
+        return self._output(completion, extraction, repairs, attempts=attempts, spent=spent)
 
     def _output(
-        self, completion: Completion, extraction: Extraction, *, attempts: int, spent: Usage | None
+        self,
+        completion: Completion,
+        extraction: Extraction,
+        repairs: tuple[str, ...],
+        *,
+        attempts: int,
+        spent: Usage | None,
     ) -> PipelineOutput:
         """``spent`` is the priced usage of a model call; None for a cache hit, which spent no
         tokens and nothing (reporting the cached usage would count tokens and cost twice)."""
@@ -261,4 +293,5 @@ class LLMPipeline:
             cache_hit=spent is None,
             model=completion.model,
             prompt=self.prompt,
+            repairs=repairs,
         )

@@ -28,8 +28,8 @@ from typing import Any
 from extraction_eval.errors import InvalidValue, SchemaFailure
 from extraction_eval.llm.context import item_context
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
-from extraction_eval.prompts.contract import coerce_extraction
-from extraction_eval.types import DatasetItem, Extraction
+from extraction_eval.prompts.contract import coerce_extraction, read_extraction
+from extraction_eval.types import DatasetItem
 
 UserFunction = Callable[..., Any]
 
@@ -133,8 +133,12 @@ class UserPipeline:
         if isinstance(result, PipelineOutput):
             return result
         raw = result if isinstance(result, str) else None
+        repairs: tuple[str, ...] = ()
         try:
-            extraction: Extraction = coerce_extraction(result)
+            if raw is not None:  # text, as a model writes it: read like a model's reply
+                extraction, repairs = read_extraction(raw, strict=self.config.strict_json)
+            else:
+                extraction = coerce_extraction(result)
         except SchemaFailure as exc:
             raise SchemaFailure(
                 f"pipeline {self.ref or getattr(self.func, '__name__', 'function')} returned "
@@ -142,7 +146,9 @@ class UserPipeline:
                 raw=raw if raw is not None else _preview(result),
                 attempts=1,
             ) from None
-        return PipelineOutput(extraction=extraction, raw=raw, attempts=1, model=self.ref)
+        return PipelineOutput(
+            extraction=extraction, raw=raw, attempts=1, model=self.ref, repairs=repairs
+        )
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         """The user's function: awaited when async, else in a daemon thread of its own."""

@@ -8,7 +8,6 @@ that list and a plain object, so hand-written and user-pipeline outputs stay eas
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from extraction_eval.errors import SchemaFailure
+from extraction_eval.prompts.replies import read_json_reply, strict_refusal
 from extraction_eval.types import Extraction, Schema
 
 SCHEMA_NAME = "extraction"
@@ -125,7 +125,8 @@ def extraction_json_schema(schema: Schema | None = None) -> dict[str, Any]:
 
 
 def strip_fences(raw: str) -> str:
-    """Remove one surrounding Markdown code fence (```json ... ```), which many models add."""
+    """Remove one surrounding Markdown code fence (```json ... ```), which many models add.
+    (Replies are read by ``read_extraction``, which also records the repair.)"""
     match = _FENCE.match(raw)
     return match.group("body").strip() if match else raw.strip()
 
@@ -191,17 +192,18 @@ def coerce_extraction(value: Any) -> Extraction:
 
 
 def parse_extraction(raw: str) -> Extraction:
-    """Model text -> ``Extraction``; ``SchemaFailure`` carries the raw text for the item's row."""
-    body = strip_fences(raw)
-    if not body:
-        raise SchemaFailure("empty response", raw=raw)
+    """Model text -> ``Extraction``, read leniently; ``SchemaFailure`` carries the raw text."""
+    return read_extraction(raw)[0]
+
+
+def read_extraction(raw: str, *, strict: bool = False) -> tuple[Extraction, tuple[str, ...]]:
+    """Model text -> ``Extraction`` and the repairs it took (``prompts/replies.py``: fence,
+    prose, wrapper). ``strict``: a reply that needed any is a ``SchemaFailure`` instead.
+    Every failure carries the raw text for the item's row."""
     try:
-        value = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise SchemaFailure(f"invalid JSON: {exc.msg} at line {exc.lineno}", raw=raw) from None
-    if not isinstance(value, dict):
-        raise SchemaFailure(f"expected a JSON object, got {type(value).__name__}", raw=raw)
-    try:
-        return coerce_extraction(value)
+        reply = read_json_reply(raw)
+        if strict and reply.repairs:
+            raise SchemaFailure(strict_refusal(reply.repairs))
+        return coerce_extraction(reply.value), reply.repairs
     except SchemaFailure as exc:
         raise SchemaFailure(str(exc), raw=raw) from None

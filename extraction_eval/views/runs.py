@@ -56,7 +56,8 @@ def cost_text(cost_usd: float | None, unpriced_items: int, config: dict[str, Any
     return _fmt(cost_usd, 6) + (f" ({'; '.join(parts)})" if parts else "")
 
 
-def render_run_summary(outcome: RunOutcome, console: Console) -> None:
+def render_run_summary(outcome: RunOutcome, console: Console, *, warnings: bool = True) -> None:
+    """The run's tables; ``warnings=False`` when they were printed before (``views.doubts``)."""
     s = outcome.summary
     run = outcome.run
     report = s.report
@@ -64,7 +65,8 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     if str(run.config.get("model", "")).startswith("offline:"):
         title += " (offline baseline, not an LLM)"
     # run / run-experiment have no --format json: every type's F1 is in the HTML report
-    render_report(report, console, title=title, more=f"`extraction-eval report {run.name}`")
+    more = f"`extraction-eval report {run.name}`"
+    render_report(report, console, title=title, more=more, warnings=warnings)
 
     facts = Table(show_header=False, box=None)
     facts.add_column(style="bold")
@@ -85,6 +87,10 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
     facts.add_row("tokens in / out", f"{s.tokens_in} / {s.tokens_out}")
     facts.add_row("cost USD", cost_text(s.cost_usd, s.unpriced_items, run.config))
     facts.add_row("cache hits", str(s.cache_hits))
+    if s.repairs:
+        facts.add_row("answers repaired", repairs_line(s.repairs, s.repaired_items, s.items))
+    elif run.config.get("strict_json"):
+        facts.add_row("answers repaired", "none: --strict-json (a reply needing one failed)")
     if fmt := response_format_summary(run.config):
         facts.add_row("response format", escape(fmt))
     if prompt := prompt_summary(run.config):
@@ -119,6 +125,12 @@ def render_run_summary(outcome: RunOutcome, console: Console) -> None:
         )
     if outcome.langfuse_verified:
         console.print(outcome.langfuse_verified, highlight=False, soft_wrap=True)
+
+
+def repairs_line(repairs: dict[str, int], repaired: int, items: int) -> str:
+    """``fence 10, wrapper 2 (12 of 40 answers; ...)``: the answers read leniently."""
+    counts = ", ".join(f"{name} {count}" for name, count in repairs.items())
+    return f"{counts} ({repaired} of {items} answers; --strict-json: schema failures instead)"
 
 
 def response_format_summary(config: dict[str, Any]) -> str | None:
@@ -318,6 +330,11 @@ def render_run_header(run: RunRecord, console: Console, *, failing: int | None =
         facts.add_row("items", line)
     if failing is not None:
         facts.add_row("failing items", str(failing))
+    if summary.get("repairs"):
+        repairs = {str(k): int(v) for k, v in summary["repairs"].items()}
+        items = int(summary.get("items") or 0)
+        repaired = int(summary.get("repaired_items") or 0)
+        facts.add_row("answers repaired", escape(repairs_line(repairs, repaired, items)))
     if report:
         facts.add_row("entities", _f1_line(report, "entities"))
         facts.add_row("relationships", _f1_line(report, "relationships"))

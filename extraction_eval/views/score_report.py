@@ -272,10 +272,12 @@ def render_report(
     *,
     title: str = "score",
     more: str = "--format json",
+    warnings: bool = True,
 ) -> None:
     """The scoring summary (``score``, and each run's): headline P/R/F1 with CIs, then one line
     per other figure. ``more``: where the rows left out are (a command without ``--format
-    json`` names another place)."""
+    json`` names another place). ``warnings=False``: the caller printed them already (a run
+    prints them before its tables: ``views.doubts``)."""
     r = report_json
     cfg = r.get("config") or {}
     match = cfg.get("match", "?")
@@ -301,14 +303,14 @@ def render_report(
     if per_type is not None:
         parts.append(per_type)
     parts.append(_facts(r))
-    warnings = list(r.get("warnings") or [])
-    if labels := label_warning(r):
-        warnings.insert(0, labels)
-    if warnings:
-        lines = [Text(f"{len(warnings)} warning(s):", style="yellow")]
-        lines += [Text(f"  {w}", style="yellow") for w in warnings[:_MAX_WARNINGS]]
-        if len(warnings) > _MAX_WARNINGS:
-            lines.append(Text(f"  … {len(warnings) - _MAX_WARNINGS} more in {more}"))
+    shown = list(r.get("warnings") or []) if warnings else []
+    if warnings and (labels := label_warning(r)):
+        shown.insert(0, labels)
+    if shown:
+        lines = [Text(f"{len(shown)} warning(s):", style="yellow")]
+        lines += [Text(f"  {w}", style="yellow") for w in shown[:_MAX_WARNINGS]]
+        if len(shown) > _MAX_WARNINGS:
+            lines.append(Text(f"  … {len(shown) - _MAX_WARNINGS} more in {more}"))
         parts.append(Group(*lines))
     for part in parts:
         print_table(console, part)  # a table too wide for the console is transposed

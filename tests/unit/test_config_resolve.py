@@ -164,3 +164,13 @@ def test_a_matrix_files_cache_switches_and_the_options_meet(tmp_path: Path) -> N
         MatrixConfig.resolve(path, {"refresh_cache": True})
     assert str(info.value) == "no_cache and refresh_cache exclude each other; give one"
     assert error_line(info.value) == "--no-cache and --refresh-cache exclude each other; give one"
+
+
+def test_strict_json_in_a_matrix_file_or_as_the_flag_reaches_every_cell(tmp_path: Path) -> None:
+    path = tmp_path / "matrix.toml"
+    path.write_text('model = ["fake:a", "fake:b"]\nstrict-json = true\n', encoding="utf-8")
+    from_file = MatrixConfig.resolve(path, {"strict_json": False})  # False: not given
+    assert [c.config.pipeline.strict_json for c in from_file.cells()] == [True, True]
+    flag = MatrixConfig.resolve(None, {"model": ["fake:a"], "strict_json": True})
+    assert flag.base.pipeline.strict_json
+    assert not MatrixConfig.resolve(None, {"model": ["fake:a"]}).base.pipeline.strict_json

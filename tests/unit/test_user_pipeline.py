@@ -37,6 +37,9 @@ MODULE = textwrap.dedent(
     def only_text(text):
         return '{"entities": [{"name": "%s", "type": "person"}], "relationships": []}' % text[:3]
 
+    def fenced_text(text):
+        return "```json\\n" + only_text(text) + "\\n```"
+
     async def async_obj(*, text, **kwargs):
         await asyncio.sleep(0)
         return Extraction(entities=[Entity(name="Acme", type="organization")])
@@ -106,6 +109,14 @@ def test_functions_receive_only_the_arguments_they_declare(user_module: str) -> 
     out = run(f"{user_module}:only_text")
     assert out.extraction.entities[0].name == "Ada"
     assert out.raw is not None and out.raw.startswith('{"entities"')
+
+
+def test_text_returned_is_read_like_a_model_reply_repairs_recorded(user_module: str) -> None:
+    spec = f"{user_module}:fenced_text"
+    out = run(spec)
+    assert out.repairs == ("fence",) and out.extraction.entities[0].name == "Ada"
+    with pytest.raises(SchemaFailure, match=r"returned an invalid extraction: not bare JSON"):
+        run(spec, config=PipelineConfig(pipeline=spec, strict_json=True))
 
 
 def test_async_function_returning_an_extraction(user_module: str) -> None:

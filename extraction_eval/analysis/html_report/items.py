@@ -17,12 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from extraction_eval.backends.local.report_rows import ReportRow
+from extraction_eval.backends.local.report_rows import REPORT_RAW_CHARS, ReportRow
 from extraction_eval.evaluators import ItemScore, ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.counts import StoredCounts, decode_counts
 from extraction_eval.evaluators.diff import FollowedRun
 from extraction_eval.evaluators.evidence import Span, TextIndex
 from extraction_eval.evaluators.gold_view import ignored_gold
+from extraction_eval.textsafe import escape_controls
 from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship
 from extraction_eval.validation import web_url
 
@@ -380,7 +381,21 @@ def _entry(
         "url": web_url(row.trace_url),  # only http(s) becomes a link
         "pred": objects,
         "gst": gold_status,
+        **_reply(row),
     }
+
+
+def _reply(row: ReportRow) -> dict[str, Any]:
+    """The raw reply (controls escaped, cut) of a failed or repaired item, and its repairs;
+    nothing for a clean one, so a large report does not carry every answer twice."""
+    out: dict[str, Any] = {}
+    if row.raw_output is not None:
+        raw = escape_controls(row.raw_output[:REPORT_RAW_CHARS])
+        more = len(row.raw_output) > REPORT_RAW_CHARS
+        out["raw"] = raw + (" … (cut: runs show RUN --item ID shows it whole)" if more else "")
+    if row.repairs:
+        out["rep"] = list(row.repairs)
+    return out
 
 
 def _fits(view: FollowedRun, pred: Mapping[str, Any]) -> bool:

@@ -347,6 +347,13 @@ def m012_run_locks(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m013_result_repairs(conn: sqlite3.Connection) -> None:
+    """What reading each model reply repaired (JSON list: fence, prose, wrapper; NULL: none,
+    or a row stored before), so runs show, exports and the summary can say so."""
+    _exec(conn, "ALTER TABLE results ADD COLUMN repairs TEXT")
+
+
 def _ensure_table(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"

@@ -84,6 +84,23 @@ class ResultPages(RunTables, StoreConnection):
                     out[category] = row[0]
         return out
 
+    def similar_item_ids(self, run_id: int, item_id: str, *, limit: int) -> list[str]:
+        """Up to ``limit`` item ids of the run that contain ``item_id`` (case-insensitive),
+        else its first ids: what a "no such item" message suggests."""
+        with self._tx(write=False) as conn:
+            _require_run(conn, run_id)
+            rows = conn.execute(
+                "SELECT item_id FROM results WHERE run_id = ? AND instr(lower(item_id), ?) > 0"
+                " ORDER BY item_id LIMIT ?",
+                (run_id, item_id.lower(), limit),
+            ).fetchall()
+            if not rows:
+                rows = conn.execute(
+                    "SELECT item_id FROM results WHERE run_id = ? ORDER BY item_id LIMIT ?",
+                    (run_id, limit),
+                ).fetchall()
+        return [str(r[0]) for r in rows]
+
     @staticmethod
     def _where(run_id: int, category: str | None, failing_only: bool) -> tuple[str, dict[str, Any]]:
         where, params = _category_filter(run_id, category)

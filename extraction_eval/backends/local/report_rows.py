@@ -8,6 +8,7 @@ of each tagged object, so it reads just those.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -32,6 +33,13 @@ class ReportRow(NamedTuple):
     counts: str | None
     tags: list[tuple[str, str, str, int]] | None
     f1: tuple[float | None, float | None]
+    # the model's raw reply, only for an item that failed or whose reply was repaired (the
+    # details show it; a clean reply is its output), cut to ``REPORT_RAW_CHARS``
+    raw_output: str | None = None
+    repairs: list[str] | None = None
+
+
+REPORT_RAW_CHARS = 20_000  # of a raw reply in the report (runs show --item shows it whole)
 
 
 _F1_NAMES = ("entity_f1", "relationship_f1")
@@ -61,9 +69,10 @@ class ReportRowTables(StoreConnection):
                 r[0]: r
                 for r in conn.execute(
                     "SELECT item_id, output, error, error_kind, latency_ms, cost_usd, cache_hit,"
-                    " trace_url, counts, taxonomy_recorded FROM results"
-                    f" WHERE run_id = ? AND item_id IN ({marks})",
-                    (run_id, *batch),
+                    " trace_url, counts, taxonomy_recorded, CASE WHEN error IS NOT NULL OR"
+                    " repairs IS NOT NULL THEN substr(raw_output, 1, ?) END, repairs"
+                    f" FROM results WHERE run_id = ? AND item_id IN ({marks})",
+                    (REPORT_RAW_CHARS + 1, run_id, *batch),
                 )
             }
             f1: dict[str, list[float | None]] = {}
@@ -100,4 +109,6 @@ class ReportRowTables(StoreConnection):
                 r[8],  # counts
                 tags.get(item_id, []) if r[9] else None,
                 (scores[0], scores[1]),  # f1
+                r[10],  # raw_output (failed or repaired only)
+                json.loads(r[11]) if r[11] else None,  # repairs
             )

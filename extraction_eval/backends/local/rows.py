@@ -129,7 +129,20 @@ def _item_result(
         trace_url=row["trace_url"],
         taxonomy=tags.get(item_id, []) if row["taxonomy_recorded"] else None,
         counts=row["counts"],
+        repairs=_repairs(row, item_id),
     )
+
+
+def _repairs(row: sqlite3.Row, item_id: str) -> list[str]:
+    """What reading the reply repaired (a JSON list of names); NULL: none, or a row stored
+    before repairs were recorded, or a row read without the column."""
+    raw = row["repairs"] if "repairs" in row.keys() else None  # noqa: SIM118 (Row: `in` tests values)
+    if not raw:
+        return []
+    value = _json(raw, f"item {item_id!r}: results.repairs")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise StoredValueError(f"item {item_id!r}: results.repairs is not a list of names")
+    return value
 
 
 def score(row: sqlite3.Row) -> Score:

@@ -399,8 +399,8 @@ _UPSERT_RESULT = """
 INSERT INTO results (run_id, item_id, output, error, error_kind, raw_output, attempts,
                      latency_ms, tokens_in, tokens_out, cost_usd, cache_hit, trace_id,
                      trace_url, taxonomy_recorded, finished_at, counts, severity,
-                     wrong_objects)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                     wrong_objects, repairs)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, item_id) DO UPDATE SET
     output = excluded.output, error = excluded.error, error_kind = excluded.error_kind,
     raw_output = excluded.raw_output, attempts = excluded.attempts,
@@ -409,7 +409,8 @@ ON CONFLICT (run_id, item_id) DO UPDATE SET
     cache_hit = excluded.cache_hit, trace_id = excluded.trace_id,
     trace_url = excluded.trace_url, taxonomy_recorded = excluded.taxonomy_recorded,
     finished_at = excluded.finished_at, counts = excluded.counts,
-    severity = excluded.severity, wrong_objects = excluded.wrong_objects
+    severity = excluded.severity, wrong_objects = excluded.wrong_objects,
+    repairs = excluded.repairs
 """
 
 
@@ -469,6 +470,7 @@ def _write_result(conn: sqlite3.Connection, run_id: int, result: ItemResult) -> 
         _now(),
         result.counts,
         *item_severity(result),
+        _dumps(result.repairs) if result.repairs else None,
     )
     conn.execute(_UPSERT_RESULT, row)
     conn.execute("DELETE FROM scores WHERE run_id = ? AND item_id = ?", (run_id, result.item_id))

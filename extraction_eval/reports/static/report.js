@@ -320,6 +320,9 @@
       panel.appendChild(el("h4", { text: LETTERS[r] + ": " + RUNS[r].name }));
       if (run === null) { panel.appendChild(el("p", { cls: "error-box", text: "no result in this run" })); panels.appendChild(panel); return; }
       if (run.err) panel.appendChild(el("p", { cls: "error-box", text: (run.ek || "error") + ": " + run.err }));
+      if (run.rep) panel.appendChild(el("p", { cls: "note repairs", text: "answer repaired: " + run.rep.join(", ") }));
+      // the model's raw reply (failed or repaired items), as text: never markup
+      if (run.raw != null) panel.appendChild(el("details", { cls: "raw-reply" }, [el("summary", { text: "raw reply" }), el("pre", { text: run.raw })]));
       // only an http(s) URL becomes a link: a javascript: one would run on click
       if (run.url && /^https?:\/\//i.test(run.url)) panel.appendChild(el("p", null, [el("a", { href: run.url, rel: "noopener noreferrer", text: "trace" })]));
       var objs = objectsOf(it, r);
