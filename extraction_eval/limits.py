@@ -25,3 +25,11 @@ MAX_TOML_DEPTH = 32
 # Mentions, and aliases, per entity: each is a surface form every prediction is compared with
 # (Re-DocRED: at most a few dozen). Over it: the object is refused with one line.
 MAX_SURFACE_FORMS = 1_000
+
+# --- files and sizes (docs/security.md, "Files and sizes") ---------------------------------
+# An annotation tool's export (datasets import): refused above this before it is read, since
+# the items it makes are held until they are stored (a Label Studio export is one JSON
+# document: peak memory is about MEMORY_PER_IMPORT_BYTE times the file; docs/data-safety.md).
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+# Documents (NAME.txt files) in one brat folder.
+MAX_BRAT_DOCUMENTS = 1_000_000

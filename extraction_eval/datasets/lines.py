@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
 from extraction_eval.errors import UsageError, one_line
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 from extraction_eval.textsafe import clean_json_value, may_hold_surrogates
+from extraction_eval.types import Extraction
 
 T = TypeVar("T")
 
@@ -57,7 +59,7 @@ def _hinted_id(line: str) -> str | None:
         return None
     try:
         return str(json.loads(hint.group(1)))
-    except json.JSONDecodeError:
+    except ValueError:  # bad JSON, or an integer past Python's digit limit (4,300)
         return None
 
 
@@ -128,7 +130,7 @@ class Stream(Generic[T]):
 # Nesting deeper than this is refused: our lines nest 4 levels; a deeper one is hostile, and
 # code further on (the store's JSON, pydantic) must never meet Python's recursion limit.
 MAX_DEPTH = 64
-_REPAIRED = "lone UTF-16 surrogates replaced with U+FFFD; kept"
+REPAIRED = "lone UTF-16 surrogates replaced with U+FFFD; kept"
 
 
 def objects(
@@ -141,20 +143,16 @@ def objects(
     lone surrogates are each that line's problem. ``counter.lines`` counts the lines read."""
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
-            if b"\x00" in raw:
-                if raw.strip(b"\x00\r\n"):
-                    if counter is not None:
-                        counter.lines += 1
-                    hint = _hinted_id(raw.decode("utf-8", "replace"))
-                    yield number, None, (_NUL_BYTES, hint)
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
+            if b"\x00" in raw and not raw.strip(b"\x00\r\n"):
+                continue  # a line of NULs only: blank
+            decoded, problem = decode_line(raw)
+            if decoded is None:
                 if counter is not None:
                     counter.lines += 1
-                yield number, None, (f"not UTF-8 ({exc.reason} at byte {exc.start})", None)
+                hint = _hinted_id(raw.decode("utf-8", "replace")) if b"\x00" in raw else None
+                yield number, None, (problem, hint)
                 continue
+            text = decoded
         else:
             text = raw
         text = text.rstrip("\r\n")  # a JSON error's column then counts on this line
@@ -171,6 +169,17 @@ def objects(
 _NUL_BYTES = "contains NUL bytes (UTF-16 text? the file must be UTF-8)"
 
 
+def decode_line(raw: bytes) -> tuple[str | None, str]:
+    """One line of a file as text, or None and the problem (NUL bytes, not UTF-8): the rule
+    every reader applies to a line, so one bad line costs only itself (its record)."""
+    if b"\x00" in raw:
+        return None, _NUL_BYTES
+    try:
+        return raw.decode("utf-8"), ""
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 ({exc.reason} at byte {exc.start})"
+
+
 def load_object(text: str) -> tuple[dict[str, Any] | None, str]:
     """One line's JSON object, or None and the problem; a kept object may come with a note."""
     if "\x00" in text:
@@ -184,6 +193,13 @@ def load_object(text: str) -> tuple[dict[str, Any] | None, str]:
     except ValueError as exc:  # a number past Python's digit limit for int conversion
         digits = "number too long" if "digits" in str(exc) else one_line(exc)
         return None, f"invalid JSON ({digits})"
+    return vetted(text, obj)
+
+
+def vetted(text: str, obj: Any) -> tuple[dict[str, Any] | None, str]:
+    """The checks on a decoded JSON object (``text`` is its JSON): not an object, deeper than
+    ``MAX_DEPTH``, a NUL character are refused; lone surrogates are repaired, with a note.
+    Every reader of JSON records (our lines, doccano's, Label Studio's tasks) applies these."""
     if not isinstance(obj, dict):
         return None, f"expected a JSON object, got {type(obj).__name__}"
     if _too_deep(text, obj):
@@ -193,8 +209,33 @@ def load_object(text: str) -> tuple[dict[str, Any] | None, str]:
     if may_hold_surrogates(text):
         obj, changed = clean_json_value(obj)
         if changed:
-            return obj, _REPAIRED
+            return obj, REPAIRED
     return obj, ""
+
+
+def over_cap(extraction: Extraction, limit: int) -> str | None:
+    """What exceeds ``limit`` in ``extraction`` ("12,000 entities"), or None."""
+    for kind, objects in (
+        ("entities", extraction.entities),
+        ("relationships", extraction.relationships),
+    ):
+        if len(objects) > limit:
+            return f"{len(objects):,} {kind}"
+    return None
+
+
+def check_record(text: str, extraction: Extraction) -> None:
+    """The rules on a record every dataset reader applies (our JSONL upload and each
+    importer): no NUL in its text, at most ``DEFAULT_MAX_OBJECTS`` entities and as many
+    relationships (a run would refuse the item anyway; matching is quadratic in the count).
+    Raises ``ValueError``: the record's problem."""
+    if "\x00" in text:
+        raise ValueError("the text contains a NUL character")
+    found = over_cap(extraction, DEFAULT_MAX_OBJECTS)
+    if found is not None:
+        raise ValueError(
+            f"{found}, over the limit of {DEFAULT_MAX_OBJECTS:,} per item (max_objects)"
+        )
 
 
 def _too_deep(text: str, obj: Any) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from extraction_eval.datasets.lines import over_cap
 from extraction_eval.errors import ExtractionEvalError
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 from extraction_eval.types import Extraction
@@ -24,17 +25,6 @@ class TooManyObjects(ExtractionEvalError):
         self.raw = raw
         self.usage = usage
         self.attempts = attempts
-
-
-def over_cap(extraction: Extraction, limit: int) -> str | None:
-    """What exceeds the cap in ``extraction`` ("12,000 entities"), or None."""
-    for kind, objects in (
-        ("entities", extraction.entities),
-        ("relationships", extraction.relationships),
-    ):
-        if len(objects) > limit:
-            return f"{len(objects):,} {kind}"
-    return None
 
 
 def check_object_cap(extraction: Extraction, limit: int, *, side: str, **carry: Any) -> None:
