@@ -19,12 +19,21 @@ MAX_REPEATS = 100
 MAX_CONCURRENCY = 10_000
 # Attempts per model call, retries included.
 MAX_ATTEMPTS = 100
+# Cells of a matrix (models x prompt labels x temperatures x repeats), by default: each is a
+# full run, and the cells are planned up front (20,000 models x 100 temperatures reached
+# 1.5 GB before a single call). A setting: ``MatrixConfig.max_cells``, ``--max-cells``.
+DEFAULT_MAX_CELLS = 1_000
 # TOML config files (matrix --config, gold build --config).
 MAX_TOML_BYTES = 1_000_000
 MAX_TOML_DEPTH = 32
 # Mentions, and aliases, per entity: each is a surface form every prediction is compared with
 # (Re-DocRED: at most a few dozen). Over it: the object is refused with one line.
 MAX_SURFACE_FORMS = 1_000
+
+# Characters of one model reply: longer than any model's output limit (128k tokens is about
+# 500,000 characters), and each reply is parsed, matched and stored (four 50 MB replies took
+# 1.3 GB). Over it: the item's error (kind "limit"), the reply neither parsed nor kept.
+MAX_REPLY_CHARS = 1_000_000
 
 # --- files and sizes (docs/security.md, "Files and sizes") ---------------------------------
 # An annotation tool's export (datasets import): refused above this before it is read, since

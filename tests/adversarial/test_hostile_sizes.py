@@ -1,0 +1,129 @@
+"""Sizes that would become unbounded memory (issue 27, "Size"): a matrix with too many cells
+is refused in one line before a cell is planned; a model reply over ``MAX_REPLY_CHARS`` is
+that item's error (a row, its usage kept, the reply not kept); an import file over
+``MAX_IMPORT_BYTES`` is refused in one line before it is read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from extraction_eval import limits
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import app
+from extraction_eval.experiments.config import RunConfig
+from extraction_eval.experiments.run import arun_local
+from extraction_eval.pipeline.base import PipelineConfig
+from tests.adversarial.conftest import Tally
+from tests.support.openai_server import LoopbackServer, baseline_answer, content
+
+runner = CliRunner()
+
+
+def _matrix_toml(tmp: Path, temperatures: int, repeats: int) -> Path:
+    """A config under the 1 MB TOML cap whose axes multiply past the cell cap (one model,
+    the offline one, so the matrix is valid in every other way)."""
+    path = tmp / "matrix.toml"
+    temps = ", ".join(str(t / 1000) for t in range(temperatures))
+    path.write_text(
+        f'model = ["offline:baseline"]\ntemperature = [{temps}]\nrepeats = {repeats}\n',
+        encoding="utf-8",
+    )
+    assert path.stat().st_size < limits.MAX_TOML_BYTES
+    return path
+
+
+def test_a_matrix_over_the_cell_cap_is_refused_in_one_line(tmp_path: Path, tally: Tally) -> None:
+    temperatures, repeats = limits.DEFAULT_MAX_CELLS, 10  # ten times the cap
+    config = _matrix_toml(tmp_path, temperatures, repeats)
+    result = runner.invoke(app, ["matrix", "--config", str(config), "--dry-run"])
+    cells = f"{temperatures * repeats:,} cells"
+    lines = result.output.strip().splitlines()
+    held = (
+        result.exit_code == 2
+        and len(lines) == 1
+        and "--max-cells" in lines[0]
+        and cells in lines[0]
+        and LocalStore().list_runs() == []
+    )
+    tally.input(held=held)
+    assert held, result.output[-2000:]
+
+
+def test_the_cell_cap_is_a_setting(tmp_path: Path, tally: Tally) -> None:
+    """Raised on the command line (or in the file), a matrix of that size is planned."""
+    config = tmp_path / "small.toml"
+    config.write_text(
+        'model = ["offline:baseline"]\ntemperature = [0.0, 0.5, 1.0]\nrepeats = 2\n',
+        encoding="utf-8",
+    )
+    refused = runner.invoke(app, ["matrix", "--config", str(config), "--max-cells", "5"])
+    allowed = runner.invoke(
+        app, ["matrix", "--config", str(config), "--max-cells", "6", "--dry-run"]
+    )
+    held = refused.exit_code == 2 and "6 cells" in refused.output and allowed.exit_code == 0
+    tally.input(held=held)
+    assert held, (refused.output[-1000:], allowed.output[-1000:])
+
+
+ITEMS = 4
+NO_WAITS = {
+    "retry_initial_wait_s": 0.0,
+    "retry_max_wait_s": 0.0,
+    "retry_jitter_s": 0.0,
+}
+
+
+def test_a_reply_over_the_size_cap_is_that_items_error(tally: Tally) -> None:
+    name = "x" * (limits.MAX_REPLY_CHARS + 1)
+    huge = json.dumps({"entities": [{"name": name, "type": "person"}], "relationships": []})
+    store = LocalStore()
+    with LoopbackServer(answer=baseline_answer) as server:
+        server.inject(content(huge, times=2))
+        config = RunConfig(
+            name="huge-replies",
+            limit=ITEMS,
+            concurrency=1,
+            pipeline=PipelineConfig(  # a set format: no probe takes one of the two replies
+                model="openai:m",
+                base_url=server.url,
+                response_format="json_schema",
+                extra=NO_WAITS,
+            ),
+        )
+        outcome = asyncio.run(arun_local(config, store=store))
+    rows = store.results(outcome.run.id)
+    over = [r for r in rows if r.error_kind == "limit"]
+    held = (
+        len({r.item_id for r in rows}) == ITEMS  # every item a row
+        and len(over) == 2
+        and all(f"over the limit of {limits.MAX_REPLY_CHARS:,}" in (r.error or "") for r in over)
+        and all(len(r.raw_output or "") < limits.MAX_REPLY_CHARS for r in over)  # not kept
+        and all(r.usage.tokens_out for r in over)  # a paid call stays counted
+        and sum(1 for r in rows if r.error is None) == ITEMS - 2
+    )
+    tally.faults(injected=2, lost=ITEMS - len({r.item_id for r in rows}))
+    tally.input(held=held)
+    assert held, [(r.item_id, r.error_kind, (r.error or "")[:200]) for r in rows]
+
+
+@pytest.mark.parametrize("fmt", ["label-studio", "doccano", "conll"])
+def test_an_import_file_over_the_size_cap_is_refused_before_it_is_read(
+    fmt: str, tmp_path: Path, tally: Tally
+) -> None:
+    path = tmp_path / "big.export"
+    with path.open("wb") as fh:  # sparse: the size is there, the bytes are not written
+        fh.truncate(limits.MAX_IMPORT_BYTES + 1)
+    result = runner.invoke(app, ["datasets", "import", "x", str(path), "--format", fmt])
+    lines = result.output.strip().splitlines()
+    held = (
+        result.exit_code == 2
+        and len(lines) == 1
+        and f"over the limit of {limits.MAX_IMPORT_BYTES:,}" in lines[0]
+    )
+    tally.input(held=held)
+    assert held, result.output[-1000:]
