@@ -39,6 +39,10 @@ MAX_REPLY_CHARS = 1_000_000
 # An annotation tool's export (datasets import): refused above this before it is read, since
 # the items it makes are held until they are stored (a Label Studio export is one JSON
 # document: peak memory is about MEMORY_PER_IMPORT_BYTE times the file; docs/data-safety.md).
-MAX_IMPORT_BYTES = 256 * 1024 * 1024
+MAX_IMPORT_BYTES = 128 * 1024 * 1024
+# One line of a JSONL file (uploads, gold, predictions, overrides, doccano) or of a CoNLL
+# file: a longer line is skipped with a warning, read and dropped in pieces, never held whole
+# (the files themselves are streamed, so this bounds what one line can cost).
+MAX_LINE_BYTES = 32 * 1024 * 1024
 # Documents (NAME.txt files) in one brat folder.
 MAX_BRAT_DOCUMENTS = 1_000_000

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
 from extraction_eval.errors import UsageError, one_line
-from extraction_eval.limits import DEFAULT_MAX_OBJECTS
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_LINE_BYTES
 from extraction_eval.textsafe import clean_json_value, may_hold_surrogates
 from extraction_eval.types import Extraction
 
@@ -142,6 +142,8 @@ def objects(
     Never raises for a line's content: bad bytes, bad JSON, NUL, deep nesting, huge numbers,
     lone surrogates are each that line's problem. ``counter.lines`` counts the lines read."""
     for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, OverlongText):
+            raw = Overlong()  # the same problem, said once (decode_line)
         if isinstance(raw, bytes):
             if b"\x00" in raw and not raw.strip(b"\x00\r\n"):
                 continue  # a line of NULs only: blank
@@ -169,9 +171,22 @@ def objects(
 _NUL_BYTES = "contains NUL bytes (UTF-16 text? the file must be UTF-8)"
 
 
+class Overlong(bytes):
+    """Stands for a line longer than ``MAX_LINE_BYTES`` (empty: the line was dropped)."""
+
+
+class OverlongText(str):
+    """``Overlong`` for a file read as text (UTF-16)."""
+
+
+_OVERLONG = f"longer than {MAX_LINE_BYTES:,} bytes"
+
+
 def decode_line(raw: bytes) -> tuple[str | None, str]:
-    """One line of a file as text, or None and the problem (NUL bytes, not UTF-8): the rule
-    every reader applies to a line, so one bad line costs only itself (its record)."""
+    """One line of a file as text, or None and the problem (too long, NUL bytes, not UTF-8):
+    the rule every reader applies to a line, so one bad line costs only itself (its record)."""
+    if isinstance(raw, Overlong):
+        return None, _OVERLONG
     if b"\x00" in raw:
         return None, _NUL_BYTES
     try:
@@ -285,5 +300,29 @@ def decoded_lines(fh: BinaryIO) -> Iterable[bytes | str]:
     a bad sequence becomes U+FFFD, which the line's JSON then shows)."""
     head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
     if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        return (line.removeprefix("\ufeff") for line in io.TextIOWrapper(fh, "utf-16", "replace"))
-    return fh
+        text = io.TextIOWrapper(fh, "utf-16", "replace")
+        return (line.removeprefix("\ufeff") for line in _bounded_text(text))
+    return bounded_lines(fh)
+
+
+def bounded_lines(fh: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, each at most ``MAX_LINE_BYTES``: a longer one is read in pieces and
+    dropped, and an ``Overlong`` stands in its place (its number still counts)."""
+    while line := fh.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield Overlong()
+            continue
+        yield line
+
+
+def _bounded_text(fh: io.TextIOWrapper) -> Iterator[str]:
+    """``bounded_lines`` for a file read as text (its bound in characters)."""
+    while line := fh.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+            while (rest := fh.readline(1 << 20)) and not rest.endswith("\n"):
+                pass
+            yield OverlongText()
+            continue
+        yield line

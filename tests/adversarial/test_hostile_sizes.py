@@ -127,3 +127,42 @@ def test_an_import_file_over_the_size_cap_is_refused_before_it_is_read(
     )
     tally.input(held=held)
     assert held, result.output[-1000:]
+
+
+def _long_line_file(tmp: Path, fmt: str) -> tuple[Path, list[str], int]:
+    """Good records around one line past ``MAX_LINE_BYTES`` (valid JSON / a valid token)."""
+    filler = "x" * (limits.MAX_LINE_BYTES + 1)
+    if fmt == "conll":
+        path = tmp / "long.conll"
+        path.write_text(f"Ada B-PER\n\n{filler} O\n\nBob B-PER\n", encoding="utf-8")
+        return path, ["long-1", "long-3"], 3
+    path = tmp / "long.jsonl"
+    good = [{"id": n, "text": "Ada met Bob.", "label": [[0, 3, "PER"]]} for n in (1, 3)]
+    bad = {"id": 2, "text": filler, "label": []}
+    path.write_text("".join(json.dumps(x) + "\n" for x in (good[0], bad, good[1])))
+    return path, ["1", "3"], 2
+
+
+@pytest.mark.parametrize("reader", ["datasets upload", "doccano", "conll"])
+def test_a_line_over_the_line_cap_costs_only_itself(
+    reader: str, tmp_path: Path, tally: Tally
+) -> None:
+    path, good, line = _long_line_file(tmp_path, "conll" if reader == "conll" else "jsonl")
+    if reader == "datasets upload":
+        result = runner.invoke(app, ["datasets", "upload", "long", str(path)])
+        export = runner.invoke(app, ["datasets", "export", "long"])
+        ids = [json.loads(x)["id"] for x in export.stdout.splitlines()]
+    else:
+        out = tmp_path / "out.jsonl"
+        args = ["datasets", "import", "long", str(path), "--format", reader, "--out", str(out)]
+        result = runner.invoke(app, args)
+        ids = [json.loads(x)["id"] for x in out.read_text().splitlines()] if out.exists() else []
+    own = [x for x in result.output.splitlines() if f"{path.name}:{line}" in x]
+    held = (
+        result.exit_code == 0
+        and sorted(ids) == good
+        and len(own) == 1
+        and f"longer than {limits.MAX_LINE_BYTES:,} bytes" in own[0]
+    )
+    tally.input(held=held)
+    assert held, (result.output[-1000:], ids)

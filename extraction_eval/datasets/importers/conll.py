@@ -25,7 +25,7 @@ from extraction_eval.datasets.importers.common import (
     open_regular,
     span_entity,
 )
-from extraction_eval.datasets.lines import decode_line
+from extraction_eval.datasets.lines import bounded_lines, decode_line
 from extraction_eval.types import DatasetItem
 
 _TAG = re.compile(r"^(?:O|[BI]-\S+)$")
@@ -45,7 +45,7 @@ class _Doc:
 def import_conll(path: Path) -> Imported:
     out = Imported()
     with open_regular(path) as fh:  # line by line: a bad line costs only its item
-        docs, marked = _split(fh)
+        docs, marked = _split(bounded_lines(fh))
     units: list[list[_Sentence]] = []
     for doc in docs:
         sentences = [s for s in doc.sentences if s.lines]
