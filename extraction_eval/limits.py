@@ -44,5 +44,9 @@ MAX_IMPORT_BYTES = 128 * 1024 * 1024
 # file: a longer line is skipped with a warning, read and dropped in pieces, never held whole
 # (the files themselves are streamed, so this bounds what one line can cost).
 MAX_LINE_BYTES = 32 * 1024 * 1024
+# A schema file (--schema): a few lines; a huge file is a mistake.
+MAX_SCHEMA_BYTES = 1_000_000
+# A prompt message file (prompts push --system / --user): read whole and sent with every call.
+MAX_PROMPT_BYTES = 1_000_000
 # Documents (NAME.txt files) in one brat folder.
 MAX_BRAT_DOCUMENTS = 1_000_000

@@ -166,3 +166,27 @@ def test_a_line_over_the_line_cap_costs_only_itself(
     )
     tally.input(held=held)
     assert held, (result.output[-1000:], ids)
+
+
+def _sparse(path: Path, size: int, head: bytes = b"") -> Path:
+    """A file of ``size`` bytes: ``head``, then zeros (sparse: never written)."""
+    with path.open("wb") as fh:
+        fh.write(head)
+        fh.truncate(size)
+    return path
+
+
+def test_a_prompt_file_over_its_cap_is_refused(tmp_path: Path, tally: Tally) -> None:
+    system = _sparse(tmp_path / "system.txt", limits.MAX_PROMPT_BYTES + 1, b"You extract.")
+    user = tmp_path / "user.txt"
+    user.write_text("Extract from {{text}}", encoding="utf-8")
+    args = ["prompts", "push", "--system", str(system), "--user", str(user), "--local"]
+    result = runner.invoke(app, args)
+    lines = result.output.strip().splitlines()
+    held = (
+        result.exit_code == 2
+        and len(lines) == 1
+        and f"larger than {limits.MAX_PROMPT_BYTES:,} bytes" in lines[0]
+    )
+    tally.input(held=held)
+    assert held, result.output[-1000:]
