@@ -16,9 +16,10 @@ from extraction_eval import limits
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.experiments.config import RunConfig
-from extraction_eval.experiments.run import arun_local
+from extraction_eval.experiments.run import arun_local, run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
 from tests.adversarial.conftest import Tally
+from tests.support.openai_batch_server import Batch, BatchServer
 from tests.support.openai_server import LoopbackServer, baseline_answer, content
 
 runner = CliRunner()
@@ -190,3 +191,51 @@ def test_a_prompt_file_over_its_cap_is_refused(tmp_path: Path, tally: Tally) -> 
     )
     tally.input(held=held)
     assert held, result.output[-1000:]
+
+
+class _HostileBatchServer(BatchServer):
+    """A batch server whose output file has a line that is not JSON, a line past
+    ``MAX_LINE_BYTES`` (each in place of one request's answer) and rows for ids never asked."""
+
+    def _advance(self, batch: Batch) -> None:
+        super()._advance(batch)
+        if batch.output_file_id is None or batch.output_file_id.endswith("-hostile"):
+            return
+        purpose, data = self.files[batch.output_file_id]
+        rows = data.splitlines()
+        overlong = json.dumps({"custom_id": "x", "pad": "x" * limits.MAX_LINE_BYTES}).encode()
+        strangers = [json.dumps({"custom_id": f"other-{n}"}).encode() for n in range(3)]
+        hostile = [b"{not json", overlong, *rows[2:], *strangers]
+        batch.output_file_id += "-hostile"
+        self.files[batch.output_file_id] = (purpose, b"\n".join(hostile) + b"\n")
+
+
+def test_a_hostile_batch_output_file_costs_only_its_bad_lines(
+    tally: Tally, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXTRACTION_EVAL_BATCH_POLL_S", "0.01")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    with _HostileBatchServer() as server:
+        config = RunConfig(
+            name="hostile-batch",
+            limit=ITEMS,
+            batch=True,
+            backend="local",
+            pipeline=PipelineConfig(model="openai:gpt-4o-mini", base_url=server.url),
+        )
+        try:
+            outcome = run_experiment(config)
+            results = outcome.results
+        except Exception as exc:  # before: the first bad line stopped the whole run
+            results, crash = [], repr(exc)[:300]
+        else:
+            crash = ""
+    failed = [r for r in results if r.error]
+    held = (
+        len({r.item_id for r in results}) == ITEMS
+        and len(failed) == 2
+        and all(r.error_kind == "provider" for r in failed)
+    )
+    tally.faults(injected=2, lost=ITEMS - len({r.item_id for r in results}))
+    tally.input(held=held)
+    assert held, (crash, [(r.item_id, r.error_kind, (r.error or "")[:120]) for r in results])
