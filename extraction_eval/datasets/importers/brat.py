@@ -40,7 +40,7 @@ def import_brat(folder: Path) -> Imported:
     if not texts:
         raise UsageError(f"{folder}: no .txt files (brat standoff: NAME.txt with NAME.ann)")
     if len(texts) > MAX_BRAT_DOCUMENTS:
-        raise UsageError(f"{folder}: more than {MAX_BRAT_DOCUMENTS} documents")
+        raise UsageError(f"{folder}: more than {MAX_BRAT_DOCUMENTS:,} documents")
     root = folder.resolve()
     out = Imported()
     for txt in texts:
