@@ -4,6 +4,12 @@ Every file this package reads is one JSON object a line, keyed by ``"id"``. A ba
 stops the file: it becomes one warning in one format, ``FILE:LINE (id X): problem; skipped``
 (the id part only when the id could be read), so ``score`` and ``datasets upload`` word the
 same bad line the same way. Only a file that cannot be opened at all raises ``UsageError``.
+
+The same rules hold for every reader of records, through the functions here: a line is at
+most ``MAX_LINE_BYTES`` and UTF-8 without NUL (``decode_line``), a JSON record an object at
+most ``MAX_DEPTH`` deep without an escaped NUL, lone surrogates repaired (``vetted``), and a
+dataset item has no NUL in its text and at most ``DEFAULT_MAX_OBJECTS`` objects of a kind
+(``check_record``): our JSONL, the importers and the Batch API's output files.
 """
 
 from __future__ import annotations
@@ -130,7 +136,7 @@ class Stream(Generic[T]):
 # Nesting deeper than this is refused: our lines nest 4 levels; a deeper one is hostile, and
 # code further on (the store's JSON, pydantic) must never meet Python's recursion limit.
 MAX_DEPTH = 64
-REPAIRED = "lone UTF-16 surrogates replaced with U+FFFD; kept"
+_REPAIRED = "lone UTF-16 surrogates replaced with U+FFFD; kept"
 
 
 def objects(
@@ -224,7 +230,7 @@ def vetted(text: str, obj: Any) -> tuple[dict[str, Any] | None, str]:
     if may_hold_surrogates(text):
         obj, changed = clean_json_value(obj)
         if changed:
-            return obj, REPAIRED
+            return obj, _REPAIRED
     return obj, ""
 
 
