@@ -185,6 +185,10 @@ CASES = {
         "label-studio", lambda t: _label_studio(t, '{"id": ' + HUGE_ID + "}"), "ls.json:2",
         "number too long",
     ),
+    "label-studio: an invalid escape in one task": Case(
+        "label-studio", lambda t: _label_studio(t, r'{"id": 2, "data": {"text": "a\q"}}'),
+        "ls.json:2", "Invalid \\escape",
+    ),
     "label-studio: an escaped NUL": Case(
         "label-studio", lambda t: _label_studio(t, json.dumps(_ls_task(2, "Ada\u0000 met"))),
         "ls.json:2", "NUL",

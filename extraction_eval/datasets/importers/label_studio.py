@@ -35,6 +35,9 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 # brackets; a scalar (a number past the digit limit) ends at the next delimiter.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _SCALAR = re.compile(r"[^,\]\s]+")
+# JSON errors inside a string, which leave every string's bounds (and so the task's end)
+# where they were: such a task is skipped; any other error refuses the file.
+_INSIDE_A_STRING = ("Invalid \\escape", "Invalid \\uXXXX escape", "Invalid control character at")
 
 
 def import_label_studio(path: Path) -> Imported:
@@ -75,7 +78,12 @@ def _tasks(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any] | None, 
         try:
             task, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}: not JSON ({exc}); give Label Studio's JSON export") from None
+            if exc.msg not in _INSIDE_A_STRING:  # the list itself is broken: refused whole
+                raise UsageError(
+                    f"{path}: not JSON ({exc}); give Label Studio's JSON export"
+                ) from None
+            end = _value_end(path, text, pos, exc)
+            yield number, None, f"invalid JSON ({exc.msg}, character {exc.pos - pos} of the task)"
         except RecursionError:
             end = _value_end(path, text, pos)
             yield number, None, f"nested more than {MAX_DEPTH} levels deep"
@@ -101,9 +109,12 @@ def _skip(text: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def _value_end(path: Path, text: str, pos: int) -> int:
-    """Where the JSON value at ``pos`` ends, found without decoding it (it could not be)."""
+def _value_end(path: Path, text: str, pos: int, error: Exception | None = None) -> int:
+    """Where the JSON value at ``pos`` ends, found without decoding it (it could not be);
+    a value whose end cannot be found (a truncated file) refuses the file, naming ``error``."""
     if text[pos : pos + 1] not in ("[", "{"):
+        if error is not None:  # a bad string as a whole element: the list itself is broken
+            raise UsageError(f"{path}: not JSON ({error}); give Label Studio's JSON export")
         match = _SCALAR.match(text, pos)
         return match.end() if match else pos + 1
     depth = 0
@@ -114,7 +125,8 @@ def _value_end(path: Path, text: str, pos: int) -> int:
         depth += 1 if kind in "[{" else -1
         if depth == 0:
             return token.end()
-    raise UsageError(f"{path}: not JSON (a value never closes); give Label Studio's JSON export")
+    problem = error or "a value never closes"
+    raise UsageError(f"{path}: not JSON ({problem}); give Label Studio's JSON export")
 
 
 def _text(data: Any) -> str:
