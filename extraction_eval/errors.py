@@ -65,6 +65,20 @@ class ProviderError(ExtractionEvalError):
         self.invalid_request = invalid_request
 
 
+class OverLimit(ExtractionEvalError):
+    """An item went past a bound of ``limits`` (too many objects, a reply too long): that
+    item's error (kind "limit"), carrying what the model call returned (``raw``, ``usage``,
+    ``attempts``) so its row keeps them; a paid call stays counted."""
+
+    def __init__(
+        self, message: str, *, raw: str | None = None, usage: Any = None, attempts: int = 1
+    ) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.usage = usage
+        self.attempts = attempts
+
+
 class SchemaFailure(ExtractionEvalError):
     """The model answered, but not with valid JSON in the extraction schema."""
 

@@ -2,7 +2,8 @@
 
 Each stops a single number from becoming unbounded work or memory before any work starts:
 a refusal is one line naming the value, exit 2. The per-item object cap is a setting
-(``ScoringConfig.max_objects``, ``--max-objects``); the others are fixed.
+(``ScoringConfig.max_objects``, ``--max-objects``), and so is the matrix cell cap
+(``MatrixConfig.max_cells``, ``--max-cells``); the others are fixed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,30 @@ MAX_REPEATS = 100
 MAX_CONCURRENCY = 10_000
 # Attempts per model call, retries included.
 MAX_ATTEMPTS = 100
+# --- files and sizes (docs/security.md, "Files and sizes") ---------------------------------
+# Cells of a matrix (models x prompt labels x temperatures x repeats), by default: each is a
+# full run, and the cells are planned up front (20,000 models x 100 temperatures reached
+# 1.5 GB before a single call). A setting: ``MatrixConfig.max_cells``, ``--max-cells``.
+DEFAULT_MAX_CELLS = 1_000
+# Characters of one model reply: more than a model's output limit (128k tokens is about
+# 500,000 characters), and each reply is parsed, matched and stored (four 50 MB replies took
+# 2.3 GB). Over it: the item's error (kind "limit"), the reply neither parsed nor kept.
+MAX_REPLY_CHARS = 1_000_000
+# An annotation tool's export (datasets import), and each brat file: refused above this
+# before it is read, since the items it makes are held until they are stored (a 50 MB Label
+# Studio export peaks at 340 MB, so this keeps an import under about 1 GB).
+MAX_IMPORT_BYTES = 128 * 1024 * 1024
+# Documents (NAME.txt files) in one brat folder.
+MAX_BRAT_DOCUMENTS = 1_000_000
+# One line of a JSONL file (uploads, gold, predictions, overrides, doccano, Batch API output)
+# or of a CoNLL file: a longer line is that line's warning, read and dropped in pieces, never
+# held whole (the files themselves are streamed, so this bounds what one line can cost).
+MAX_LINE_BYTES = 32 * 1024 * 1024
+# A schema file (--schema): a few lines; a huge file is a mistake.
+MAX_SCHEMA_BYTES = 1_000_000
+# A prompt message file (prompts push --system / --user): read whole, sent with every call.
+MAX_PROMPT_BYTES = 1_000_000
+# --- end of files and sizes ---------------------------------------------------------------
 # TOML config files (matrix --config, gold build --config).
 MAX_TOML_BYTES = 1_000_000
 MAX_TOML_DEPTH = 32

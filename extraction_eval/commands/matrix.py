@@ -19,6 +19,7 @@ from extraction_eval.commands.common import (
     fail,
     handle_errors,
 )
+from extraction_eval.limits import DEFAULT_MAX_CELLS
 
 
 @handle_errors
@@ -63,6 +64,13 @@ def matrix_cmd(
         typer.Option(
             help="Comparisons with the best cell, cells × metrics: holm (family-wise error)"
             " | bh (false discovery rate) | none."
+        ),
+    ] = None,
+    max_cells: Annotated[
+        int | None,
+        typer.Option(
+            help="The most cells (models × prompt labels × temperatures × repeats) a matrix"
+            f" may have; more is refused before anything runs. [default: {DEFAULT_MAX_CELLS:,}]"
         ),
     ] = None,
     details: Annotated[

@@ -44,7 +44,11 @@ def _use_local(local: bool) -> bool:
 
 
 def _read_message(option: str, path: Path) -> str:
+    from extraction_eval.limits import MAX_PROMPT_BYTES
+
     try:
+        if path.stat().st_size > MAX_PROMPT_BYTES:
+            raise UsageError(f"{option} {path}: larger than {MAX_PROMPT_BYTES:,} bytes")
         # stripped like the bundled files, so pushing those gives the bundled content hash
         return path.read_text(encoding="utf-8").rstrip()
     except (OSError, UnicodeDecodeError) as exc:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from extraction_eval.datasets.lines import Line, Stream, parse, read, stream
+from extraction_eval.datasets.lines import Line, Stream, check_record, parse, read, stream
 from extraction_eval.types import DatasetItem, Extraction, Schema
 
 __all__ = [
@@ -141,6 +141,7 @@ def _dataset_item(line: Line) -> DatasetItem:
     # the same normalisation as `score` reads gold with, so an uploaded dataset scores
     # exactly like the file it came from (evidence lists, attribute values)
     expected = parse_extraction(obj)
+    check_record(text, expected)
     metadata = obj.get("metadata", obj.get("meta"))
     if metadata is not None and not isinstance(metadata, dict):
         raise ValueError('"metadata" must be an object')

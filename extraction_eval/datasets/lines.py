@@ -4,6 +4,12 @@ Every file this package reads is one JSON object a line, keyed by ``"id"``. A ba
 stops the file: it becomes one warning in one format, ``FILE:LINE (id X): problem; skipped``
 (the id part only when the id could be read), so ``score`` and ``datasets upload`` word the
 same bad line the same way. Only a file that cannot be opened at all raises ``UsageError``.
+
+The same rules hold for every reader of records, through the functions here: a line is at
+most ``MAX_LINE_BYTES`` and UTF-8 without NUL (``decode_line``), a JSON record an object at
+most ``MAX_DEPTH`` deep without an escaped NUL, lone surrogates repaired (``vetted``), and a
+dataset item has no NUL in its text and at most ``DEFAULT_MAX_OBJECTS`` objects of a kind
+(``check_record``): our JSONL, the importers and the Batch API's output files.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
 from extraction_eval.errors import UsageError, one_line
+from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_LINE_BYTES
 from extraction_eval.textsafe import clean_json_value, may_hold_surrogates
+from extraction_eval.types import Extraction
 
 T = TypeVar("T")
 
@@ -57,7 +65,7 @@ def _hinted_id(line: str) -> str | None:
         return None
     try:
         return str(json.loads(hint.group(1)))
-    except json.JSONDecodeError:
+    except ValueError:  # bad JSON, or an integer past Python's digit limit (4,300)
         return None
 
 
@@ -140,21 +148,19 @@ def objects(
     Never raises for a line's content: bad bytes, bad JSON, NUL, deep nesting, huge numbers,
     lone surrogates are each that line's problem. ``counter.lines`` counts the lines read."""
     for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, OverlongText):
+            raw = Overlong()  # the same problem, said once (decode_line)
         if isinstance(raw, bytes):
-            if b"\x00" in raw:
-                if raw.strip(b"\x00\r\n"):
-                    if counter is not None:
-                        counter.lines += 1
-                    hint = _hinted_id(raw.decode("utf-8", "replace"))
-                    yield number, None, (_NUL_BYTES, hint)
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
+            if b"\x00" in raw and not raw.strip(b"\x00\r\n"):
+                continue  # a line of NULs only: blank
+            decoded, problem = decode_line(raw)
+            if decoded is None:
                 if counter is not None:
                     counter.lines += 1
-                yield number, None, (f"not UTF-8 ({exc.reason} at byte {exc.start})", None)
+                hint = _hinted_id(raw.decode("utf-8", "replace")) if b"\x00" in raw else None
+                yield number, None, (problem, hint)
                 continue
+            text = decoded
         else:
             text = raw
         text = text.rstrip("\r\n")  # a JSON error's column then counts on this line
@@ -171,6 +177,30 @@ def objects(
 _NUL_BYTES = "contains NUL bytes (UTF-16 text? the file must be UTF-8)"
 
 
+class Overlong(bytes):
+    """Stands for a line longer than ``MAX_LINE_BYTES`` (empty: the line was dropped)."""
+
+
+class OverlongText(str):
+    """``Overlong`` for a file read as text (UTF-16)."""
+
+
+_OVERLONG = f"longer than {MAX_LINE_BYTES:,} bytes"
+
+
+def decode_line(raw: bytes) -> tuple[str | None, str]:
+    """One line of a file as text, or None and the problem (too long, NUL bytes, not UTF-8):
+    the rule every reader applies to a line, so one bad line costs only itself (its record)."""
+    if isinstance(raw, Overlong):
+        return None, _OVERLONG
+    if b"\x00" in raw:
+        return None, _NUL_BYTES
+    try:
+        return raw.decode("utf-8"), ""
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 ({exc.reason} at byte {exc.start})"
+
+
 def load_object(text: str) -> tuple[dict[str, Any] | None, str]:
     """One line's JSON object, or None and the problem; a kept object may come with a note."""
     if "\x00" in text:
@@ -184,6 +214,13 @@ def load_object(text: str) -> tuple[dict[str, Any] | None, str]:
     except ValueError as exc:  # a number past Python's digit limit for int conversion
         digits = "number too long" if "digits" in str(exc) else one_line(exc)
         return None, f"invalid JSON ({digits})"
+    return vetted(text, obj)
+
+
+def vetted(text: str, obj: Any) -> tuple[dict[str, Any] | None, str]:
+    """The checks on a decoded JSON object (``text`` is its JSON): not an object, deeper than
+    ``MAX_DEPTH``, a NUL character are refused; lone surrogates are repaired, with a note.
+    Every reader of JSON records (our lines, doccano's, Label Studio's tasks) applies these."""
     if not isinstance(obj, dict):
         return None, f"expected a JSON object, got {type(obj).__name__}"
     if _too_deep(text, obj):
@@ -195,6 +232,31 @@ def load_object(text: str) -> tuple[dict[str, Any] | None, str]:
         if changed:
             return obj, _REPAIRED
     return obj, ""
+
+
+def over_cap(extraction: Extraction, limit: int) -> str | None:
+    """What exceeds ``limit`` in ``extraction`` ("12,000 entities"), or None."""
+    for kind, objects in (
+        ("entities", extraction.entities),
+        ("relationships", extraction.relationships),
+    ):
+        if len(objects) > limit:
+            return f"{len(objects):,} {kind}"
+    return None
+
+
+def check_record(text: str, extraction: Extraction) -> None:
+    """The rules on a record every dataset reader applies (our JSONL upload and each
+    importer): no NUL in its text, at most ``DEFAULT_MAX_OBJECTS`` entities and as many
+    relationships (a run would refuse the item anyway; matching is quadratic in the count).
+    Raises ``ValueError``: the record's problem."""
+    if "\x00" in text:
+        raise ValueError("the text contains a NUL character")
+    found = over_cap(extraction, DEFAULT_MAX_OBJECTS)
+    if found is not None:
+        raise ValueError(
+            f"{found}, over the limit of {DEFAULT_MAX_OBJECTS:,} per item (max_objects)"
+        )
 
 
 def _too_deep(text: str, obj: Any) -> bool:
@@ -244,5 +306,29 @@ def decoded_lines(fh: BinaryIO) -> Iterable[bytes | str]:
     a bad sequence becomes U+FFFD, which the line's JSON then shows)."""
     head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
     if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        return (line.removeprefix("\ufeff") for line in io.TextIOWrapper(fh, "utf-16", "replace"))
-    return fh
+        text = io.TextIOWrapper(fh, "utf-16", "replace")
+        return (line.removeprefix("\ufeff") for line in _bounded_text(text))
+    return bounded_lines(fh)
+
+
+def bounded_lines(fh: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, each at most ``MAX_LINE_BYTES``: a longer one is read in pieces and
+    dropped, and an ``Overlong`` stands in its place (its number still counts)."""
+    while line := fh.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield Overlong()
+            continue
+        yield line
+
+
+def _bounded_text(fh: io.TextIOWrapper) -> Iterator[str]:
+    """``bounded_lines`` for a file read as text (its bound in characters)."""
+    while line := fh.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+            while (rest := fh.readline(1 << 20)) and not rest.endswith("\n"):
+                pass
+            yield OverlongText()
+            continue
+        yield line

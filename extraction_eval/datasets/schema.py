@@ -10,9 +10,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from extraction_eval.errors import InvalidValue, one_line
+from extraction_eval.limits import MAX_SCHEMA_BYTES
 from extraction_eval.types import DatasetItem, Schema
-
-MAX_SCHEMA_BYTES = 1_000_000  # a schema is a few lines; a huge file is a mistake
 
 
 def read_schema(path: str | Path, *, field: str = "schema") -> Schema:
@@ -21,7 +20,7 @@ def read_schema(path: str | Path, *, field: str = "schema") -> Schema:
     path = Path(path)
     try:
         if path.stat().st_size > MAX_SCHEMA_BYTES:
-            raise InvalidValue(field, f"{path}: larger than {MAX_SCHEMA_BYTES} bytes")
+            raise InvalidValue(field, f"{path}: larger than {MAX_SCHEMA_BYTES:,} bytes")
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidValue(field, f"{path}: {one_line(exc)}") from None

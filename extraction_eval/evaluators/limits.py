@@ -6,35 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from extraction_eval.errors import ExtractionEvalError
+from extraction_eval.datasets.lines import over_cap
+from extraction_eval.errors import OverLimit
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 from extraction_eval.types import Extraction
 
 __all__ = ["DEFAULT_MAX_OBJECTS", "TooManyObjects", "check_object_cap", "over_cap"]
 
 
-class TooManyObjects(ExtractionEvalError):
+class TooManyObjects(OverLimit):
     """An item's gold or prediction has more objects of one kind than the cap; carries what
     the model call returned (``raw``, ``usage``, ``attempts``) so its row keeps them."""
-
-    def __init__(
-        self, message: str, *, raw: str | None = None, usage: Any = None, attempts: int = 1
-    ) -> None:
-        super().__init__(message)
-        self.raw = raw
-        self.usage = usage
-        self.attempts = attempts
-
-
-def over_cap(extraction: Extraction, limit: int) -> str | None:
-    """What exceeds the cap in ``extraction`` ("12,000 entities"), or None."""
-    for kind, objects in (
-        ("entities", extraction.entities),
-        ("relationships", extraction.relationships),
-    ):
-        if len(objects) > limit:
-            return f"{len(objects):,} {kind}"
-    return None
 
 
 def check_object_cap(extraction: Extraction, limit: int, *, side: str, **carry: Any) -> None:

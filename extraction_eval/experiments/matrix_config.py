@@ -18,7 +18,7 @@ from extraction_eval.evaluators.config import ScoringConfig
 from extraction_eval.evaluators.stats.multiple_testing import CORRECTIONS, Correction
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.partition import resolve_shard
-from extraction_eval.limits import DEFAULT_MAX_OBJECTS, MAX_REPEATS
+from extraction_eval.limits import DEFAULT_MAX_CELLS, DEFAULT_MAX_OBJECTS, MAX_REPEATS
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.validation import check_choice, check_int, check_number, check_text
 
@@ -76,11 +76,24 @@ class MatrixConfig:
     base: RunConfig = field(default_factory=RunConfig)
     # how the cells × metrics comparisons with the best cell are corrected (multiple.py)
     correction: Correction = "holm"
+    # the most cells it may have: each is a full run, planned before the first starts
+    max_cells: int = DEFAULT_MAX_CELLS
 
     def __post_init__(self) -> None:
         """Refuse axes that cannot make a matrix, before anything is read or written."""
         if not self.models:
             raise InvalidValue("model", "is needed at least once (one per model of the matrix)")
+        check_int("max_cells", self.max_cells, minimum=1)
+        check_int("repeats", self.repeats, minimum=1, maximum=MAX_REPEATS)
+        cells = len(self.models) * len(self.prompt_labels) * len(self.temperatures) * self.repeats
+        if cells > self.max_cells:  # before a cell (or a per-model check) is made
+            raise InvalidValue(
+                "max_cells",
+                f"is {self.max_cells:,}: the matrix would have {cells:,} cells"
+                f" ({len(self.models):,} models x {len(self.prompt_labels):,} prompt labels x"
+                f" {len(self.temperatures):,} temperatures x {self.repeats} repeats); raise"
+                " it or give fewer values",
+            )
         for model in self.models:
             check_text("model", model)
         for label in self.prompt_labels:
@@ -95,7 +108,6 @@ class MatrixConfig:
         _no_duplicates("model", self.models)
         _no_duplicates("prompt_label", self.prompt_labels)
         _no_duplicates("temperature", [float(t) for t in self.temperatures])
-        check_int("repeats", self.repeats, minimum=1, maximum=MAX_REPEATS)
         if self.name is not None:
             check_text("name", self.name)
         if self.base.name is not None:
@@ -179,6 +191,7 @@ FILE_SETTINGS = (
     "strict_json",
     "ci",
     "correction",
+    "max_cells",
 )
 # Given as options only (not in the file).
 OPTION_ONLY = ("resume", "take_over_lock", "verify")
@@ -196,6 +209,7 @@ _DEFAULTS: dict[str, Any] = {
     "max_objects": DEFAULT_MAX_OBJECTS,
     "ci": "expanded",
     "correction": "holm",
+    "max_cells": DEFAULT_MAX_CELLS,
     "resume": False,
     "take_over_lock": False,
     "verify": True,
@@ -281,6 +295,7 @@ def _resolve(file: Path | None, overrides: Mapping[str, Any]) -> MatrixConfig:
         name=opts.get("name"),
         base=base,
         correction=opts["correction"],
+        max_cells=opts["max_cells"],
     )
 
 

@@ -22,10 +22,10 @@ from typing import Any, Protocol, TypeVar
 
 from extraction_eval.backends.base import ResultStore
 from extraction_eval.backends.local import RunRecord
-from extraction_eval.errors import ProviderError, SchemaFailure, one_line
+from extraction_eval.errors import OverLimit, ProviderError, SchemaFailure, one_line
 from extraction_eval.evaluators import GoldView, ItemScore, ScoringConfig, item_scores
 from extraction_eval.evaluators.counts import counts_key, encode_counts
-from extraction_eval.evaluators.limits import TooManyObjects, check_object_cap
+from extraction_eval.evaluators.limits import check_object_cap
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.interrupts import sigints, watching_sigint
 from extraction_eval.experiments.repair import (
@@ -69,7 +69,7 @@ def _error_kind(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, ProviderError):
         return "provider"
-    if isinstance(exc, TooManyObjects):
+    if isinstance(exc, OverLimit):  # too many objects, a reply too long
         return "limit"
     return "pipeline"
 

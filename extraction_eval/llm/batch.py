@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -144,15 +144,45 @@ def _chunks(
     return out
 
 
-async def _read_file(client: AsyncOpenAI, file_id: str | None) -> list[dict[str, Any]]:
+async def _read_file(
+    client: AsyncOpenAI, file_id: str | None, custom_ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The rows of a batch's output (or error) file for ``custom_ids``, streamed: each line
+    is read under the JSONL reader's rules (``lines.objects``: at most ``MAX_LINE_BYTES``,
+    UTF-8, no NUL, not too deep), so a bad or oversized line costs only its own request
+    (which then has no answer: that item's error); rows for other ids are never kept."""
     if not file_id:
         return []
-    response = await client.files.content(file_id)
+    from extraction_eval.datasets.lines import objects
+
+    wanted = set(custom_ids)
     rows = []
-    for line in response.text.splitlines():
-        if line.strip():
-            rows.append(json.loads(line))
+    async with client.files.with_streaming_response.content(file_id) as response:
+        async for line in _lines(response.iter_bytes()):
+            for _, row, _ in objects([line]):
+                if row is not None and row.get("custom_id") in wanted:
+                    rows.append(row)
     return rows
+
+
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The lines of a byte stream as they arrive, each at most ``MAX_LINE_BYTES``: a longer
+    one is dropped while it arrives, and an ``Overlong`` stands in its place."""
+    from extraction_eval.datasets.lines import Overlong
+    from extraction_eval.limits import MAX_LINE_BYTES
+
+    line, dropping = bytearray(), False
+    async for chunk in chunks:
+        for piece in chunk.splitlines(keepends=True):
+            if not dropping:
+                line += piece
+                if len(line) > MAX_LINE_BYTES:
+                    line, dropping = bytearray(), True
+            if piece.endswith((b"\n", b"\r")):
+                yield Overlong() if dropping else bytes(line)
+                line, dropping = bytearray(), False
+    if dropping or line:
+        yield Overlong() if dropping else bytes(line)
 
 
 async def run_batches(
@@ -255,7 +285,7 @@ async def _collect(
         await sleep(delay)
         delay = min(delay * 2, settings.poll_max_s)
     model = ""
-    for row in await _read_file(client, batch.output_file_id):
+    for row in await _read_file(client, batch.output_file_id, record.custom_ids):
         cid = row.get("custom_id")
         response = row.get("response") or {}
         if not isinstance(cid, str):
@@ -267,7 +297,7 @@ async def _collect(
                 results.errors[cid] = f"batch {record.batch_id}: {one_line(exc)}"
         else:
             results.errors[cid] = _error_text(record.batch_id, row)
-    for row in await _read_file(client, batch.error_file_id):
+    for row in await _read_file(client, batch.error_file_id, record.custom_ids):
         cid = row.get("custom_id")
         if isinstance(cid, str) and cid not in results.answers:
             results.errors[cid] = _error_text(record.batch_id, row)

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from extraction_eval.errors import SchemaFailure, one_line
+from extraction_eval.errors import OverLimit, SchemaFailure, one_line
+from extraction_eval.limits import MAX_REPLY_CHARS
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
 from extraction_eval.llm.context import item_context
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
@@ -240,6 +241,19 @@ class LLMPipeline:
         if completion.batch:
             cost = batch_cost(cost)
         spent = completion.usage.model_copy(update={"cost_usd": cost.usd})
+        if len(completion.text) > MAX_REPLY_CHARS:  # paid for, but neither parsed nor kept
+            problem = (
+                f"the reply has {len(completion.text):,} characters, over the limit of"
+                f" {MAX_REPLY_CHARS:,} per reply; not parsed"
+            )
+            generation.update(
+                usage_details=usage,
+                cost_details=cost.details(),
+                level="ERROR",
+                status_message=problem,
+                metadata={"attempts": attempts},
+            )
+            raise OverLimit(problem, usage=spent, attempts=attempts)
         try:
             extraction, repairs = read_extraction(completion.text)
         except SchemaFailure as exc:

@@ -17,9 +17,9 @@ from typer.testing import CliRunner, Result
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from extraction_eval.pipeline.llm import PROBE_TEXT
-from tests.support.report_page import read_embedded
 from extraction_eval.types import DatasetItem
 from tests.support.openai_server import LoopbackServer, baseline_answer, input_text
+from tests.support.report_page import read_embedded
 
 runner = CliRunner()
 DATASET = "extraction-eval"

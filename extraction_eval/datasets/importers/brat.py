@@ -23,31 +23,51 @@ from extraction_eval.datasets.importers.common import (
     span_entity,
 )
 from extraction_eval.errors import UsageError
+from extraction_eval.limits import MAX_BRAT_DOCUMENTS
 from extraction_eval.types import Entity, Relationship
 
 if TYPE_CHECKING:
     from bratly.annotation_types import EntityAnnotation
 
-MAX_DOCUMENTS = 1_000_000
-
 
 def import_brat(folder: Path) -> Imported:
+    """Only regular files inside ``folder`` are read: a link that leads out of it (say
+    ``passwd.txt`` -> ``/etc/passwd``), a FIFO or a device is that document's warning, and
+    an ``.ann`` without its ``.txt`` is named too (never dropped without a word)."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: brat standoff is a folder of .txt and .ann files")
     texts = sorted(folder.glob("*.txt"))
     if not texts:
         raise UsageError(f"{folder}: no .txt files (brat standoff: NAME.txt with NAME.ann)")
-    if len(texts) > MAX_DOCUMENTS:
-        raise UsageError(f"{folder}: more than {MAX_DOCUMENTS} documents")
+    if len(texts) > MAX_BRAT_DOCUMENTS:
+        raise UsageError(f"{folder}: more than {MAX_BRAT_DOCUMENTS:,} documents")
+    root = folder.resolve()
     out = Imported()
     for txt in texts:
         out.records += 1
         ann = txt.with_suffix(".ann")
+        outside = [p.name for p in (txt, ann) if not _inside(p, root)]
+        if outside:
+            out.skip(txt.name, 1, txt.stem, f"{outside[0]} is a link to outside the folder")
+            continue
         if not ann.is_file():
             out.skip(txt.name, 1, txt.stem, "no .ann file next to it")
             continue
         _document(out, txt, ann)
+    paired = {t.stem for t in texts}
+    for ann in sorted(folder.glob("*.ann")):
+        if ann.stem not in paired:
+            out.records += 1
+            out.skip(ann.name, 1, ann.stem, "no .txt file next to it")
     return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` (followed through any links) is in ``root``; a missing one is."""
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a link loop
+        return False
 
 
 def _document(out: Imported, txt: Path, ann: Path) -> None:
@@ -57,7 +77,6 @@ def _document(out: Imported, txt: Path, ann: Path) -> None:
         from bratly.exceptions import ParsingError
 
     item_id, source = txt.stem, ann.name
-    text = read_text(txt)
     parsed: dict[str, EntityAnnotation] = {}
     entities: dict[str, Entity] = {}
     order: list[str] = []
@@ -66,6 +85,11 @@ def _document(out: Imported, txt: Path, ann: Path) -> None:
     other: dict[str, int] = {}
     number = 0
     try:
+        try:
+            text = read_text(txt)
+        except UsageError as exc:  # one document's bad bytes cost only that document
+            out.skip(txt.name, 1, item_id, str(exc).removeprefix(f"{txt}: "))
+            return
         lines = read_text(ann).splitlines()
         pending: list[tuple[int, str]] = []
         for number, line in enumerate(lines, start=1):

@@ -7,17 +7,17 @@ as false positives of every model scored against it.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from extraction_eval.datasets.lines import warning
+from extraction_eval.datasets.lines import check_record, decode_line, warning
 from extraction_eval.errors import UsageError
+from extraction_eval.limits import MAX_IMPORT_BYTES
 from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship
-
-# An input file larger than this is refused before it is read (a dataset, not a dump).
-MAX_IMPORT_BYTES = 512 * 1024 * 1024
 
 
 class BadRecord(ValueError):
@@ -50,23 +50,39 @@ class Imported:
         self.warnings.append(f"{source}:{number}{id_part}: {problem}")
 
 
-def check_size(path: Path) -> None:
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file of at most ``MAX_IMPORT_BYTES``.
+
+    Opened without blocking, then checked on the open descriptor: a FIFO (which would wait
+    for a writer forever) or a device is refused, and the file checked is the file read."""
     try:
-        size = path.stat().st_size
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
-    if size > MAX_IMPORT_BYTES:
-        raise UsageError(f"{path}: larger than {MAX_IMPORT_BYTES} bytes; split it")
+        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{path}: not a regular file")
+        if info.st_size > MAX_IMPORT_BYTES:
+            raise UsageError(
+                f"{path}: {info.st_size:,} bytes, over the limit of {MAX_IMPORT_BYTES:,}"
+                " for an import; split it"
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_text(path: Path) -> str:
-    """A file's text, line endings kept as they are (offsets count them)."""
-    check_size(path)
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: {exc}") from None
+    """A regular file's text, line endings kept as they are (offsets count them); NUL bytes
+    or bytes that are not UTF-8 are a ``UsageError`` naming the file (the reader's rules)."""
+    with open_regular(path) as fh:
+        data = fh.read()
+    text, problem = decode_line(data)
+    if text is None:
+        raise UsageError(f"{path}: {problem}")
+    return text
 
 
 def record_id(raw: Any) -> str | None:
@@ -118,8 +134,6 @@ def make_item(
 ) -> DatasetItem:
     if not text.strip():
         raise BadRecord("empty text")
-    return DatasetItem(
-        id=item_id,
-        text=text,
-        expected=Extraction(entities=entities, relationships=relationships),
-    )
+    expected = Extraction(entities=entities, relationships=relationships)
+    check_record(text, expected)  # the rules of our own JSONL upload
+    return DatasetItem(id=item_id, text=text, expected=expected)

@@ -15,16 +15,17 @@ small strict reader: a line whose tag is not ``O`` / ``B-X`` / ``I-X`` skips its
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from extraction_eval.datasets.importers.common import (
-    BadRecord,
     Imported,
     make_item,
-    read_text,
+    open_regular,
     span_entity,
 )
+from extraction_eval.datasets.lines import bounded_lines, decode_line
 from extraction_eval.types import DatasetItem
 
 _TAG = re.compile(r"^(?:O|[BI]-\S+)$")
@@ -43,7 +44,8 @@ class _Doc:
 
 def import_conll(path: Path) -> Imported:
     out = Imported()
-    docs, marked = _split(read_text(path).splitlines())
+    with open_regular(path) as fh:  # line by line: a bad line costs only its item
+        docs, marked = _split(bounded_lines(fh))
     units: list[list[_Sentence]] = []
     for doc in docs:
         sentences = [s for s in doc.sentences if s.lines]
@@ -60,15 +62,24 @@ def import_conll(path: Path) -> Imported:
             continue
         try:
             out.add(_item(item_id, unit), path.name, unit[0].lines[0][0])
-        except BadRecord as exc:
-            out.skip(path.name, unit[0].lines[0][0], item_id, str(exc))
+        except ValueError as exc:  # BadRecord, the reader's rules, pydantic
+            out.skip(path.name, unit[0].lines[0][0], item_id, str(exc).splitlines()[0])
     return out
 
 
-def _split(lines: list[str]) -> tuple[list[_Doc], bool]:
-    """Documents of sentences, and whether the file marks documents (-DOCSTART-)."""
+def _split(lines: Iterable[bytes]) -> tuple[list[_Doc], bool]:
+    """Documents of sentences, and whether the file marks documents (-DOCSTART-). A line
+    that is not UTF-8 (or holds NUL bytes) is its sentence's problem, as in our JSONL."""
     docs, marked = [_Doc()], False
-    for number, raw in enumerate(lines, start=1):
+    for number, data in enumerate(lines, start=1):
+        raw, problem = decode_line(data)
+        if raw is None:
+            sentence = docs[-1].sentences[-1]
+            if sentence.problem is None:
+                sentence.problem = (number, problem)
+            sentence.lines.append((number, "?", "O"))
+            continue
+        raw = raw.rstrip("\r\n")
         line = raw.strip()
         if line.startswith("-DOCSTART-"):
             docs.append(_Doc())

@@ -3,12 +3,12 @@
 Two shapes, both doccano's own: sequence labelling (``{"id", "text", "label": [[start, end,
 "TYPE"], ...]}``) and relation extraction (``{"id", "text", "entities": [{"id", "label",
 "start_offset", "end_offset"}], "relations": [{"id", "from_id", "to_id", "type"}]}``).
-JSONL needs no parser library: ``json`` reads each line, and this module checks the shape.
+JSONL needs no parser library: our line reader (``lines``) reads each line, this module
+checks the shape.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,33 +17,26 @@ from extraction_eval.datasets.importers.common import (
     Imported,
     label,
     make_item,
-    read_text,
-    record_id,
+    open_regular,
     relationship,
     span_entity,
 )
+from extraction_eval.datasets.lines import Line, Stream, decoded_lines
 from extraction_eval.types import DatasetItem, Entity, Relationship
 
 
 def import_doccano(path: Path) -> Imported:
-    out = Imported()
-    source = path.name
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        out.records += 1
-        item_id = None
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise BadRecord("not a JSON object")
-            item_id = record_id(obj.get("id"))
-            if item_id is None:
-                raise BadRecord("missing or bad 'id'")
-            out.add(_item(item_id, obj), source, number)
-        except (ValueError, TypeError) as exc:  # BadRecord, JSONDecodeError, pydantic
-            out.skip(source, number, item_id, str(exc).splitlines()[0])
-    return out
+    """Read by our own JSONL reader (``lines.Stream``), so a doccano line is held to the
+    same rules as a line we upload: one bad line (bad bytes, NUL, deep nesting, a huge
+    number, a repeated id) is one warning, and lone surrogates are repaired with a note."""
+    with open_regular(path) as fh:
+        lines = Stream(decoded_lines(fh), path.name, _record)
+        items = list(lines)
+    return Imported(items=items, warnings=lines.warnings, records=lines.lines)
+
+
+def _record(line: Line) -> DatasetItem:
+    return _item(line.id, line.obj)
 
 
 def _item(item_id: str, obj: dict[str, Any]) -> DatasetItem:

@@ -11,6 +11,8 @@ this module checks the shape. ``N`` in a warning is the task's position in the l
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,31 +26,107 @@ from extraction_eval.datasets.importers.common import (
     relationship,
     span_entity,
 )
+from extraction_eval.datasets.lines import MAX_DEPTH, vetted
 from extraction_eval.errors import UsageError
 from extraction_eval.types import DatasetItem, Entity, Relationship
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+# What decides where a value ends when it cannot be decoded: strings (skipped whole) and
+# brackets; a scalar (a number past the digit limit) ends at the next delimiter.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_SCALAR = re.compile(r"[^,\]\s]+")
+# JSON errors inside a string, which leave every string's bounds (and so the task's end)
+# where they were: such a task is skipped; any other error refuses the file.
+_INSIDE_A_STRING = ("Invalid \\escape", "Invalid \\uXXXX escape", "Invalid control character at")
+
 
 def import_label_studio(path: Path) -> Imported:
-    try:
-        tasks = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not JSON ({exc}); give Label Studio's JSON export") from None
-    if not isinstance(tasks, list):
-        raise UsageError(f"{path}: Label Studio's JSON export is a list of tasks")
+    """Decoded one task at a time (never the whole list of dicts at once), each held to the
+    JSONL reader's rules (``lines.vetted``): a task nested too deep, with a number past the
+    digit limit or a NUL is one warning; lone surrogates are repaired, with a note."""
     out = Imported()
-    for number, task in enumerate(tasks, start=1):
+    for number, task, problem in _tasks(path, read_text(path)):
         out.records += 1
         item_id = None
         try:
-            if not isinstance(task, dict):
-                raise BadRecord("task is not an object")
+            if task is None:
+                raise BadRecord(problem)
             item_id = record_id(task.get("id"))
             if item_id is None:
                 raise BadRecord("missing or bad task 'id'")
             out.add(_item(item_id, task), path.name, number)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             out.skip(path.name, number, item_id, str(exc).splitlines()[0])
+            continue
+        if problem:  # kept, repaired
+            out.note(path.name, number, item_id, problem)
     return out
+
+
+def _tasks(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """(position, task or None, problem) per element of the top-level list."""
+    decoder = json.JSONDecoder()
+    pos = _skip(text, 1 if text.startswith("\ufeff") else 0)
+    if text[pos : pos + 1] != "[":
+        raise UsageError(f"{path}: Label Studio's JSON export is a list of tasks")
+    pos = _skip(text, pos + 1)
+    if text[pos : pos + 1] == "]":
+        pos = len(text) if not text[pos + 1 :].strip() else pos + 1
+    number = 0
+    while pos < len(text):
+        number += 1
+        try:
+            task, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            if exc.msg not in _INSIDE_A_STRING:  # the list itself is broken: refused whole
+                raise UsageError(
+                    f"{path}: not JSON ({exc}); give Label Studio's JSON export"
+                ) from None
+            end = _value_end(path, text, pos, exc)
+            yield number, None, f"invalid JSON ({exc.msg}, character {exc.pos - pos} of the task)"
+        except RecursionError:
+            end = _value_end(path, text, pos)
+            yield number, None, f"nested more than {MAX_DEPTH} levels deep"
+        except ValueError:  # a number past Python's digit limit for int conversion
+            end = _value_end(path, text, pos)
+            yield number, None, "invalid JSON (number too long)"
+        else:
+            obj, problem = vetted(text[pos:end], task)
+            if obj is None and not isinstance(task, dict):
+                problem = "task is not an object"
+            yield number, obj, problem
+        pos = _skip(text, end)
+        if text[pos : pos + 1] == ",":
+            pos = _skip(text, pos + 1)
+        elif text[pos : pos + 1] == "]" and not text[pos + 1 :].strip():
+            return
+        else:
+            raise UsageError(f"{path}: not JSON (expected ',' or ']' at character {pos})")
+
+
+def _skip(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return match.end() if match else pos
+
+
+def _value_end(path: Path, text: str, pos: int, error: Exception | None = None) -> int:
+    """Where the JSON value at ``pos`` ends, found without decoding it (it could not be);
+    a value whose end cannot be found (a truncated file) refuses the file, naming ``error``."""
+    if text[pos : pos + 1] not in ("[", "{"):
+        if error is not None:  # a bad string as a whole element: the list itself is broken
+            raise UsageError(f"{path}: not JSON ({error}); give Label Studio's JSON export")
+        match = _SCALAR.match(text, pos)
+        return match.end() if match else pos + 1
+    depth = 0
+    for token in _TOKEN.finditer(text, pos):
+        kind = token.group()[0]
+        if kind == '"':
+            continue
+        depth += 1 if kind in "[{" else -1
+        if depth == 0:
+            return token.end()
+    problem = error or "a value never closes"
+    raise UsageError(f"{path}: not JSON ({problem}); give Label Studio's JSON export")
 
 
 def _text(data: Any) -> str:
