@@ -25,3 +25,7 @@ MAX_TOML_DEPTH = 32
 # Mentions, and aliases, per entity: each is a surface form every prediction is compared with
 # (Re-DocRED: at most a few dozen). Over it: the object is refused with one line.
 MAX_SURFACE_FORMS = 1_000
+# Tokens one model call may report (input or output). The largest context windows are about
+# 2M tokens; a count above this bound, negative or not a whole number cannot be true, and is
+# priced by the estimate instead (a reported -100,000,000 once made the budget go negative).
+MAX_REPORTED_TOKENS = 10_000_000

@@ -25,7 +25,7 @@ from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, release_lock
 from extraction_eval.experiments.repair import REPAIRED_SCORE, clean_result
-from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
+from extraction_eval.experiments.runner import USAGE_SCORE, RunOutcome, finalize, stored_results
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.types import DatasetItem, ItemResult
 
@@ -194,6 +194,7 @@ class Driver:
         self._scored: dict[str, ItemScore] = {}  # between an item's run and its record
         self.write_errors: list[str] = []
         self.repaired = 0  # items whose text needed repair (lone surrogates) to be stored
+        self.estimated = 0  # items whose reported usage could not be true: priced by estimate
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
@@ -242,6 +243,8 @@ class Driver:
             self._fold.add(result, scored)
         if any(s.name == REPAIRED_SCORE for s in result.scores):
             self.repaired += 1
+        if result.usage.problem is not None:
+            self.estimated += 1
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
@@ -382,6 +385,11 @@ class Driver:
             prep.warnings.append(
                 f"{self.repaired} items had lone UTF-16 surrogates in their text, stored as"
                 f" U+FFFD (score {REPAIRED_SCORE}: which fields)"
+            )
+        if self.estimated:
+            prep.warnings.append(
+                f"{self.estimated} items' model calls reported usage that is missing or cannot"
+                f" be true; their tokens and cost are estimated (score {USAGE_SCORE}: why)"
             )
         if self.write_errors:
             raise BackendError(
