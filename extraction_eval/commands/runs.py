@@ -26,6 +26,7 @@ from extraction_eval.commands.common import (
     err_console,
     fail,
     handle_errors,
+    warn_line,
 )
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
@@ -201,7 +202,7 @@ def pull_cmd(name: str, dataset: DatasetOpt = None) -> None:
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.langfuse_pull import pull_run
 
-    run = pull_run(LocalStore(), name, dataset=dataset)
+    run = pull_run(LocalStore(), name, dataset=dataset, warn=warn_line)
     summary = run.summary or {}
     console.print(
         f"pulled run {run.name!r} on {run.dataset!r} (experiment {run.experiment_id}):"
@@ -366,7 +367,10 @@ def compare_cmd(
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
     store = LocalStore()
-    a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
+    a, b = (
+        get_or_pull(store, run_a, dataset, warn=warn_line),
+        get_or_pull(store, run_b, dataset, warn=warn_line),
+    )
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return

@@ -1,0 +1,262 @@
+"""A LangFuse server that tries to hang or exhaust ``runs pull`` (and ``compare`` / ``report``,
+which pull a run they lack): the same cursor on every page, a body sent a byte at a time,
+endless pages of items, and malformed answers. Every read is bounded by a documented setting
+(``backends/langfuse/reads.py``): a walk cut short is one warning line and what was read is
+kept; a deadline or an unreadable answer is one error line, never a traceback.
+
+Each hostile behaviour in the fake is itself bounded (a number of pages, a drip of a few
+seconds), so the code before these bounds fails these tests instead of hanging them."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import _run_app, app
+from tests.adversarial.conftest import Tally
+from tests.support.langfuse_env import upload, use_langfuse
+from tests.support.langfuse_server import FakeLangfuse, Query, RawAnswer, running_fake_langfuse
+
+DATASET = "extraction-eval"
+PIPE = "tests.support.pipelines:first_entity"
+RUN = "ci-run"
+ITEMS = 6
+HOSTILE_PAGES = 40  # how long a hostile walk goes on before the fake gives up
+ITEMS_PATH = "/api/public/experiment-items"
+EXPERIMENTS_PATH = "/api/public/experiments"
+SCORES_PATH = "/api/public/v3/scores"
+ENV = "EXTRACTION_EVAL_LANGFUSE_"
+
+cli = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeLangfuse]:
+    """One fake LangFuse holding experiment ``RUN`` (6 items, one failed), made once."""
+    with running_fake_langfuse() as server, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EXTRACTION_EVAL_HOME", str(tmp_path_factory.mktemp("ci")))
+        items = LocalStore().get_items(DATASET)[:ITEMS]
+        upload(server, items, DATASET)
+        use_langfuse(server, mp, "ci")
+        mp.setenv("E2E_FAIL", items[2].id)
+        result = cli.invoke(_run_app, ["--name", RUN, "--pipeline", PIPE])
+        assert result.exit_code == 0, result.stderr
+        yield server
+
+
+@pytest.fixture
+def server(made: FakeLangfuse, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLangfuse]:
+    """The fake, pointed at with fresh keys, honest again after the test."""
+    use_langfuse(made, monkeypatch, "pull")
+    made.reset_requests()
+    yield made
+    for path in (ITEMS_PATH, EXPERIMENTS_PATH, SCORES_PATH):
+        made.rewrite(path, None)
+
+
+def _invoke(*args: str) -> tuple[Result, float]:
+    started = time.monotonic()
+    result = cli.invoke(app, list(args))
+    return result, time.monotonic() - started
+
+
+def _lines(result: Result, kind: str) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith(f"{kind}:")]
+
+
+def _one_error_line(result: Result) -> bool:
+    """A failing exit code, one ``error:`` line, no traceback."""
+    return (
+        result.exit_code != 0
+        and len(_lines(result, "error")) == 1
+        and not isinstance(result.exception, Exception)
+        and "Traceback" not in result.output
+    )
+
+
+def _pulled() -> tuple[str, int] | None:
+    run = LocalStore().get_run(RUN, DATASET)
+    return None if run is None else (run.status, len(LocalStore().results(run.id)))
+
+
+class _Pages:
+    """Endless pages of ``GET experiment-items``: each the honest first page (``copies``
+    times its rows) with ``cursor(n)`` as the next cursor; after HOSTILE_PAGES, no cursor."""
+
+    def __init__(self, cursor: Callable[[int], str], copies: int = 1, delay_s: float = 0.0):
+        self.cursor, self.copies, self.delay_s = cursor, copies, delay_s
+        self.first: dict[str, Any] | None = None
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, query: Query, answer: Any) -> Any:
+        with self._lock:
+            self.calls += 1
+            n = self.calls
+            if self.first is None:
+                self.first = answer
+        time.sleep(self.delay_s)
+        assert self.first is not None
+        data = list(self.first["data"]) * self.copies
+        more = n < HOSTILE_PAGES
+        return {"data": data, "meta": {"cursor": self.cursor(n)} if more else {}}
+
+
+def test_the_same_cursor_twice_ends_the_walk(server: FakeLangfuse, tally: Tally) -> None:
+    pages = _Pages(lambda _: "same")
+    server.rewrite(ITEMS_PATH, pages)
+    result, _ = _invoke("runs", "pull", RUN)
+    warned = [w for w in _lines(result, "warning") if "same page cursor twice" in w]
+    held = result.exit_code == 0 and pages.calls == 2 and len(warned) == 1
+    tally.input(held)
+    assert result.exit_code == 0, result.output
+    assert pages.calls == 2  # the page with the repeated cursor, then stop
+    assert len(warned) == 1, result.stderr
+    assert _pulled() == ("finished", ITEMS)
+
+
+def test_a_slow_drip_body_is_cut_at_the_request_deadline(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tally: Tally
+) -> None:
+    deadline_s = 1.0
+    drip_for_s = 8 * deadline_s  # the whole body would take this long
+
+    def drip(_: Query, answer: Any) -> RawAnswer:
+        payload = json.dumps(answer).encode()
+        return RawAnswer(payload, drip_s=drip_for_s / len(payload))
+
+    server.rewrite(EXPERIMENTS_PATH, drip)
+    monkeypatch.setenv(f"{ENV}REQUEST_DEADLINE", str(deadline_s))
+    result, took = _invoke("runs", "pull", RUN)
+    held = _one_error_line(result) and took < drip_for_s / 2
+    tally.input(held)
+    assert _one_error_line(result), result.output
+    assert f"{ENV}REQUEST_DEADLINE" in result.stderr
+    assert took < drip_for_s / 2, took
+
+
+def test_the_read_deadline_bounds_a_whole_pull(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tally: Tally
+) -> None:
+    delay_s = 0.2
+    deadline_s = 1.5
+    pages = _Pages(lambda n: f"page-{n}", delay_s=delay_s)  # 40 pages: 8 s
+    server.rewrite(ITEMS_PATH, pages)
+    monkeypatch.setenv(f"{ENV}READ_DEADLINE", str(deadline_s))
+    result, took = _invoke("runs", "pull", RUN)
+    kept = _pulled()
+    held = _one_error_line(result) and took < HOSTILE_PAGES * delay_s / 2 and kept is not None
+    tally.input(held)
+    assert _one_error_line(result), result.output
+    assert f"{ENV}READ_DEADLINE" in result.stderr
+    assert took < HOSTILE_PAGES * delay_s / 2, took
+    assert kept == ("failed", ITEMS)  # what was read is kept, marked as a failed pull
+    server.rewrite(ITEMS_PATH, None)
+    again, _ = _invoke("runs", "pull", RUN)  # pulling again redoes it
+    assert again.exit_code == 0, again.output
+    assert _pulled() == ("finished", ITEMS)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "copies", "calls", "says"),
+    [
+        ("MAX_PAGES", "3", 1, 3, "stopped after 3 pages"),
+        ("MAX_ITEMS", "2500", 1_000 // ITEMS, 3, "stopped at 2,500 records"),
+    ],
+)
+def test_page_and_record_caps_end_the_walk(
+    server: FakeLangfuse,
+    monkeypatch: pytest.MonkeyPatch,
+    tally: Tally,
+    setting: str,
+    value: str,
+    copies: int,
+    calls: int,
+    says: str,
+) -> None:
+    pages = _Pages(lambda n: f"page-{n}", copies=copies)
+    server.rewrite(ITEMS_PATH, pages)
+    monkeypatch.setenv(f"{ENV}{setting}", value)
+    result, _ = _invoke("runs", "pull", RUN)
+    warned = [w for w in _lines(result, "warning") if says in w and f"{ENV}{setting}" in w]
+    held = result.exit_code == 0 and pages.calls == calls and len(warned) == 1
+    tally.input(held)
+    assert result.exit_code == 0, result.output
+    assert pages.calls == calls
+    assert len(warned) == 1, result.stderr
+    assert _pulled() == ("finished", ITEMS)
+
+
+def _experiments(change: Callable[[dict[str, Any]], None]) -> Callable[[Query, Any], Any]:
+    def rewrite(_: Query, answer: Any) -> Any:
+        for experiment in answer["data"]:
+            change(experiment)
+        return answer
+
+    return rewrite
+
+
+def _weird_score(_: Query, answer: Any) -> Any:
+    answer["data"][0]["dataType"] = "WEIRD"
+    return answer
+
+
+def _junk_records(_: Query, answer: Any) -> Any:
+    return {"data": [None, 1, *answer["data"]], "meta": None}
+
+
+# (path, rewrite, "error" or the warning's text, what the line says)
+MALFORMED: dict[str, tuple[str, Callable[[Query, Any], Any], str]] = {
+    "invalid JSON": (EXPERIMENTS_PATH, lambda q, a: RawAnswer(b'{"data": [{"id'), "not JSON"),
+    "a list": (EXPERIMENTS_PATH, lambda q, a: [1, 2, 3], "not a JSON object"),
+    "null and 1 as records": (ITEMS_PATH, _junk_records, "2 records are not JSON objects"),
+    "score dataType WEIRD": (SCORES_PATH, _weird_score, "dataType 'WEIRD'"),
+    "startTime not-a-time": (
+        EXPERIMENTS_PATH,
+        _experiments(lambda e: e.update(startTime="not-a-time")),
+        "unreadable time 'not-a-time'",
+    ),
+    "prompt_version ²": (
+        EXPERIMENTS_PATH,
+        _experiments(lambda e: e["metadata"].update(prompt_version="²")),
+        "",
+    ),
+}
+FATAL = {"invalid JSON", "a list", "startTime not-a-time"}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_answer_is_one_line(server: FakeLangfuse, tally: Tally, case: str) -> None:
+    path, rewrite, says = MALFORMED[case]
+    server.rewrite(path, rewrite)
+    result, _ = _invoke("runs", "pull", RUN)
+    if case in FATAL:
+        held = _one_error_line(result) and says in result.stderr
+    else:
+        warned = [w for w in _lines(result, "warning") if says in w] if says else [""]
+        held = (
+            result.exit_code == 0
+            and len(warned) == 1
+            and len(_lines(result, "warning")) == (1 if says else 0)
+            and _pulled() == ("finished", ITEMS)
+        )
+    tally.input(held)
+    assert held, result.output
+
+
+def test_report_pulling_from_a_hostile_server_is_one_line(
+    server: FakeLangfuse, tmp_path: Path, tally: Tally
+) -> None:
+    server.rewrite(EXPERIMENTS_PATH, lambda q, a: [1, 2, 3])
+    result, _ = _invoke("report", RUN, "--out", str(tmp_path / "r.html"))
+    held = _one_error_line(result) and "not a JSON object" in result.stderr
+    tally.input(held)
+    assert held, result.output
