@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     base_url_of,
+    check_auth,
     close_client,
     connect,
 )
@@ -29,6 +30,7 @@ from extraction_eval.backends.langfuse.reads import (
     ReadLimits,
     Warn,
     api_pages,
+    bound_sdk_reads,
     bounded_reads,
     get_json,
     warn,
@@ -213,8 +215,10 @@ def pull_run(
     bounded (``backends.langfuse.reads``); ``warn`` gets one line per skipped record or walk
     cut short."""
     with bounded_reads(warn):
-        lf = connect()
+        lf = connect(check=False)
         try:
+            bound_sdk_reads(lf)  # the key check and the dataset's items are the SDK's reads
+            check_auth(lf)
             return _pull(lf, store, name, dataset)
         finally:
             close_client(lf)

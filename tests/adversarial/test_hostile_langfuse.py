@@ -33,6 +33,7 @@ HOSTILE_PAGES = 40  # how long a hostile walk goes on before the fake gives up
 ITEMS_PATH = "/api/public/experiment-items"
 EXPERIMENTS_PATH = "/api/public/experiments"
 SCORES_PATH = "/api/public/v3/scores"
+DATASET_ITEMS_PATH = "/api/public/dataset-items"  # read by the SDK's get_dataset
 ENV = "EXTRACTION_EVAL_LANGFUSE_"
 
 cli = CliRunner()
@@ -58,7 +59,7 @@ def server(made: FakeLangfuse, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake
     use_langfuse(made, monkeypatch, "pull")
     made.reset_requests()
     yield made
-    for path in (ITEMS_PATH, EXPERIMENTS_PATH, SCORES_PATH):
+    for path in (ITEMS_PATH, EXPERIMENTS_PATH, SCORES_PATH, DATASET_ITEMS_PATH):
         made.rewrite(path, None)
 
 
@@ -193,6 +194,45 @@ def test_page_and_record_caps_end_the_walk(
     assert pages.calls == calls
     assert len(warned) == 1, result.stderr
     assert _pulled() == ("finished", ITEMS)
+
+
+def _endless_total_pages(_: Query, answer: Any) -> Any:
+    answer["meta"]["totalPages"] = HOSTILE_PAGES  # the SDK walks pages up to totalPages
+    return answer
+
+
+def _drip_dataset_items(_: Query, answer: Any) -> RawAnswer:
+    payload = json.dumps(answer).encode()
+    return RawAnswer(payload, drip_s=8.0 / len(payload))  # 8 s for the whole body
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "setting", "value", "says"),
+    [
+        (_endless_total_pages, "MAX_PAGES", "3", "more than 3 pages"),
+        (_drip_dataset_items, "REQUEST_DEADLINE", "1", "did not arrive within 1 s"),
+    ],
+)
+def test_the_sdks_own_dataset_reads_are_bounded_too(
+    server: FakeLangfuse,
+    monkeypatch: pytest.MonkeyPatch,
+    tally: Tally,
+    rewrite: Callable[[Query, Any], Any],
+    setting: str,
+    value: str,
+    says: str,
+) -> None:
+    """``get_dataset`` (the SDK's) pages a dataset until the server's ``totalPages``, each
+    answer under its per-read timeout only: the same bounds hold through a response hook."""
+    server.rewrite(DATASET_ITEMS_PATH, rewrite)
+    monkeypatch.setenv(f"{ENV}{setting}", value)
+    result, took = _invoke("runs", "pull", RUN)
+    calls = len(server.requests_to(DATASET_ITEMS_PATH, "GET"))
+    held = _one_error_line(result) and says in result.stderr and calls <= 4 and took < 4
+    tally.input(held)
+    assert _one_error_line(result), result.output
+    assert says in result.stderr and f"{ENV}{setting}" in result.stderr, result.stderr
+    assert calls <= 4 and took < 4, (calls, took)  # the cap, and the request over it
 
 
 def _experiments(change: Callable[[dict[str, Any]], None]) -> Callable[[Query, Any], Any]:

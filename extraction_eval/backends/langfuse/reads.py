@@ -25,8 +25,10 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, cast
+
+import httpx
 
 from extraction_eval.backends.langfuse.errors import api_errors
 from extraction_eval.errors import BackendError, ConfigError
@@ -90,6 +92,15 @@ class _Reading:
     limits: ReadLimits
     ends_at: float  # time.monotonic() when the command's reads must be done
     warn: Warn
+    # the SDK's own walks (``get_dataset``): requests per (path, query but its page)
+    sdk_pages: dict[str, int] = field(default_factory=dict)
+
+    def deadline(self) -> tuple[float, str]:
+        """When the request starting now must be done, and which setting says so."""
+        ends = time.monotonic() + self.limits.request_deadline_s
+        if self.ends_at < ends:
+            return self.ends_at, "read_deadline_s"
+        return ends, "request_deadline_s"
 
 
 _CURRENT: ContextVar[_Reading | None] = ContextVar("langfuse_reading", default=None)
@@ -136,10 +147,7 @@ def get_json(lf: Langfuse, path: str, params: Mapping[str, Any], *, retry: bool 
         now = time.monotonic()
         if now >= reading.ends_at:
             raise _late(path, limits, "read_deadline_s", 0)
-        ends = now + limits.request_deadline_s
-        bound = "request_deadline_s"
-        if reading.ends_at < ends:  # the command's deadline comes first
-            ends, bound = reading.ends_at, "read_deadline_s"
+        ends, bound = reading.deadline()
         status, body, retry_after = _get(lf, path, params, ends, limits, bound)
         if status in _RETRIED and attempt < attempts:
             wait = min(retry_after if retry_after is not None else 2.0**attempt, 30.0)
@@ -170,8 +178,6 @@ def _late(path: str, limits: ReadLimits, bound: str, size: int) -> BackendError:
 @contextlib.contextmanager
 def _named_timeout(path: str, limits: ReadLimits, bound: str, ends: float) -> Iterator[None]:
     """The HTTP client's timeout, when it is the deadline that ran out, said as that."""
-    import httpx
-
     try:
         yield
     except httpx.TimeoutException:
@@ -277,3 +283,66 @@ def api_pages(
             )
             return
         seen.add(cursor)
+
+
+class _BoundedBody(httpx.SyncByteStream):
+    """An answer's body as the SDK reads it, within the deadline and the byte cap."""
+
+    def __init__(self, inner: Any, path: str, reading: _Reading) -> None:
+        self._inner, self._path, self._reading = inner, path, reading
+        self._ends, self._bound = reading.deadline()
+
+    def __iter__(self) -> Iterator[bytes]:
+        size = 0
+        limits = self._reading.limits
+        for chunk in self._inner:
+            size += len(chunk)
+            if size > limits.max_page_bytes:
+                name = READ_LIMIT_ENVS["max_page_bytes"][0]
+                raise BackendError(
+                    f"reading {self._path} from LangFuse: the answer is over"
+                    f" {limits.max_page_bytes:,} bytes ({name}); nothing more was read"
+                )
+            if time.monotonic() > self._ends:
+                raise _late(self._path, limits, self._bound, size)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _bound_response(response: Any) -> None:
+    """httpx response hook: inside ``bounded_reads``, the SDK's own reads (a dataset's item
+    pages, which it walks until the server's ``totalPages``) get the same bounds as ours: the
+    deadlines and byte cap on each answer, and at most ``max_pages`` requests per walk."""
+    reading = _CURRENT.get()
+    if reading is None or response.request.method != "GET":
+        return
+    url = response.request.url
+    path = url.path.removeprefix("/api/public/")
+    walk = (
+        path
+        + "?"
+        + "&".join(
+            f"{k}={v}" for k, v in sorted(url.params.multi_items()) if k not in ("page", "cursor")
+        )
+    )
+    pages = reading.sdk_pages[walk] = reading.sdk_pages.get(walk, 0) + 1
+    if pages > reading.limits.max_pages:
+        response.close()
+        name = READ_LIMIT_ENVS["max_pages"][0]
+        raise BackendError(
+            f"reading {path} from LangFuse: more than {reading.limits.max_pages:,} pages"
+            f" ({name}); nothing more was read"
+        )
+    response.stream = _BoundedBody(response.stream, path, reading)
+
+
+def bound_sdk_reads(lf: Langfuse) -> None:
+    """Put the bounds of ``bounded_reads`` on the SDK client's own requests as well (a
+    response hook, idle outside ``bounded_reads``; added once per client)."""
+    client = lf.api._client_wrapper.httpx_client.httpx_client
+    hooks = client.event_hooks
+    if _bound_response not in hooks.get("response", []):
+        hooks["response"] = [*hooks.get("response", []), _bound_response]
+        client.event_hooks = hooks
