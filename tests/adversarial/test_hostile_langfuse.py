@@ -300,3 +300,26 @@ def test_report_pulling_from_a_hostile_server_is_one_line(
     held = _one_error_line(result) and "not a JSON object" in result.stderr
     tally.input(held)
     assert held, result.output
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("MAX_PAGES", "abc"),
+        ("MAX_ITEMS", "0"),
+        ("REQUEST_DEADLINE", "nan"),
+        ("READ_DEADLINE", "-1"),
+    ],
+)
+def test_a_bad_bound_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tally: Tally, setting: str, value: str
+) -> None:
+    monkeypatch.setenv(f"{ENV}{setting}", value)
+    result, _ = _invoke("runs", "pull", RUN)
+    held = (
+        result.exit_code == 2
+        and _one_error_line(result)
+        and f"{ENV}{setting} must be" in result.stderr
+    )
+    tally.input(held)
+    assert held, result.output

@@ -81,8 +81,9 @@ class ReadLimits:
             except ValueError:
                 ok = False
             if not ok:
+                span = f"{low:,.0f} to {high:,.0f}" if whole else f"{low:g} to {high:g}"
                 kind = "a whole number" if whole else "a number"
-                raise ConfigError(f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
+                raise ConfigError(f"{name} must be {kind} from {span}, got {raw!r}")
             values[f.name] = value
         return cls(**values)
 
@@ -169,9 +170,9 @@ def get_json(lf: Langfuse, path: str, params: Mapping[str, Any], *, retry: bool 
 def _late(path: str, limits: ReadLimits, bound: str, size: int) -> BackendError:
     name = READ_LIMIT_ENVS[bound][0]
     what = "the answer did not arrive" if bound == "request_deadline_s" else "the reads did not end"
+    came = f"; {size:,} bytes of the answer came" if size else ""
     return BackendError(
-        f"reading {path} from LangFuse: {what} within {getattr(limits, bound):g} s"
-        f" ({name}; {size:,} bytes of the answer came)"
+        f"reading {path} from LangFuse: {what} within {getattr(limits, bound):g} s ({name}{came})"
     )
 
 
