@@ -125,6 +125,34 @@ def test_every_hostile_usage_is_estimated_and_recorded(tally: Tally) -> None:
     assert 0 < budget["spent_usd"] < 1.0 and not outcome.stopped_by_budget, budget
 
 
+def test_gemini_negative_usage_is_estimated_too(
+    monkeypatch: pytest.MonkeyPatch, tally: Tally
+) -> None:
+    """The Gemini SDK validates its usage as integers: a negative count passes it."""
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-test-dummy")
+    negative = {"promptTokenCount": -100_000_000, "candidatesTokenCount": 3}
+    store = LocalStore()
+    with LoopbackServer(answer=baseline_answer, usage=lambda _: negative) as server:
+        config = RunConfig(
+            name="gemini-negative",
+            limit=2,
+            max_cost=1.0,
+            pipeline=PipelineConfig(
+                model="gemini:g", base_url=server.root_url, price_in=PRICE, price_out=PRICE
+            ),
+        )
+        outcome = asyncio.run(arun_local(config, store=store))
+    rows = outcome.results
+    for row in rows:
+        score = next((s for s in row.scores if s.name == USAGE_SCORE), None)
+        cost = row.usage.cost_usd
+        held = score is not None and "promptTokenCount" in str(score.comment)
+        held = held and cost is not None and cost > 0
+        tally.input(held)
+        assert held, row
+    assert len(rows) == 2 and (outcome.budget or {})["spent_usd"] > 0
+
+
 def test_max_cost_below_the_estimate_costs_no_call(tally: Tally) -> None:
     """The response-format probe (up to 4 requests, each with retries) ran before the
     budget's refusal; the refusal now comes first and the server sees nothing."""

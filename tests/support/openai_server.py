@@ -279,7 +279,8 @@ class LoopbackServer:
     answer: Answer = empty_answer
     model: str = "loopback-model"
     formats: FormatRule | None = None  # None: every response format is taken
-    # what a 200 reports as ``usage`` for a chat request's body (``OMIT_USAGE``: no such key);
+    # what a 200 reports as ``usage`` (Gemini: ``usageMetadata``) for a request's body
+    # (``OMIT_USAGE``: no such key);
     # None: word counts (a hostile server reports negative, fractional, absurd counts)
     usage: Callable[[dict[str, Any]], Any] | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -433,12 +434,13 @@ class LoopbackServer:
             if gemini
             else _chat_body(text, str(record.body.get("model") or self.model), prompt_words)
         )
-        if self.usage is not None and not gemini:
+        if self.usage is not None:
+            key = "usageMetadata" if gemini else "usage"
             reported = self.usage(record.body)
             if reported is OMIT_USAGE:
-                del payload["usage"]
+                del payload[key]
             else:
-                payload["usage"] = reported
+                payload[key] = reported
         record.status = 200
         handler._send_json(200, payload)
 
