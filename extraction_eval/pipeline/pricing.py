@@ -171,9 +171,12 @@ class Pricer:
         return None
 
     def priced(self, usage: Usage, model: str | None = None) -> Usage:
-        """``usage`` with its cost filled in (unchanged when it has one or none can be had)."""
+        """``usage`` with its cost filled in (unchanged when it has one or none can be had);
+        a cost a pipeline reported that is negative or not finite is dropped (unpriced)."""
         if usage.cost_usd is not None:
-            return usage
+            if math.isfinite(usage.cost_usd) and usage.cost_usd >= 0:
+                return usage
+            return usage.model_copy(update={"cost_usd": None})
         cost = self.cost(usage, model)
         return usage if cost.usd is None else usage.model_copy(update={"cost_usd": cost.usd})
 

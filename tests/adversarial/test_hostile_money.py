@@ -14,11 +14,14 @@ import pytest
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import InvalidValue
+from extraction_eval.experiments.budget import Budget
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import arun_local
 from extraction_eval.experiments.runner import USAGE_SCORE
 from extraction_eval.limits import MAX_REPORTED_TOKENS
 from extraction_eval.pipeline.base import PipelineConfig
+from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.types import Usage
 from tests.adversarial.conftest import Tally
 from tests.support.openai_server import OMIT_USAGE, LoopbackServer, baseline_answer, input_text
 
@@ -171,3 +174,18 @@ def test_max_cost_below_the_estimate_costs_no_call(tally: Tally) -> None:
     assert refused.value.field == "max_cost"
     assert calls == 0
     assert store.get_run("refused", DATASET) is None  # nothing was created either
+
+
+@pytest.mark.parametrize("cost", [-5.0, float("-inf"), float("nan"), float("inf")])
+def test_a_cost_a_pipeline_reports_that_cannot_be_true_is_not_counted(
+    tally: Tally, cost: float
+) -> None:
+    """A custom pipeline (the Python API) sets ``Usage.cost_usd`` itself: a negative or
+    non-finite one is left unpriced, and the ceiling never goes down."""
+    priced = Pricer("pipeline", None).priced(Usage(cost_usd=cost))
+    budget = Budget(MAX_COST, spent_usd=1.0)
+    budget.add(Usage(cost_usd=cost))
+    held = priced.cost_usd is None and budget.spent_usd == 1.0
+    tally.input(held)
+    assert priced.cost_usd is None
+    assert budget.spent_usd == 1.0
