@@ -10,8 +10,9 @@ Lines are normalised here, once (normalise at the edge), so evaluators and backe
 the pydantic types: numeric ids become strings, a list of evidence passages (Re-DocRED) becomes
 one elided quote, attribute values become strings. Entities keep ``mentions`` (Re-DocRED's
 surface forms) and ``aliases``, relationships their ``head``/``tail`` indices; other keys are
-ignored. Relationships reference entities by name, and names may repeat within a document. A malformed line is one warning (see ``lines``) and the rest of the
-file still loads: one typo must not cost a 1,000-item upload or a scoring run.
+ignored. Relationships reference entities by name, and names may repeat within a document.
+A malformed line is one warning (see ``lines``) and the rest of the file still loads: one
+typo must not cost a 1,000-item upload or a scoring run.
 """
 
 from __future__ import annotations
