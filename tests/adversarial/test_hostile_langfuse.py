@@ -235,6 +235,22 @@ def test_the_sdks_own_dataset_reads_are_bounded_too(
     assert calls <= 4 and took < 4, (calls, took)  # the cap, and the request over it
 
 
+def test_a_langfuse_mode_run_reads_its_dataset_within_the_bounds(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tally: Tally
+) -> None:
+    """``run-experiment`` in LangFuse mode loads its dataset through the same SDK walk."""
+    server.rewrite(DATASET_ITEMS_PATH, _endless_total_pages)
+    monkeypatch.setenv(f"{ENV}MAX_PAGES", "3")
+    started = time.monotonic()
+    result = cli.invoke(_run_app, ["--name", "hostile-dataset", "--pipeline", PIPE])
+    took = time.monotonic() - started
+    calls = len(server.requests_to(DATASET_ITEMS_PATH, "GET"))
+    held = _one_error_line(result) and "more than 3 pages" in result.stderr and calls <= 4
+    tally.input(held)
+    assert held, (result.output, calls, took)
+    assert not server.requests_to(ITEMS_PATH)  # nothing ran
+
+
 def _experiments(change: Callable[[dict[str, Any]], None]) -> Callable[[Query, Any], Any]:
     def rewrite(_: Query, answer: Any) -> Any:
         for experiment in answer["data"]:
