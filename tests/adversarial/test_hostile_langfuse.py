@@ -269,6 +269,11 @@ def _junk_records(_: Query, answer: Any) -> Any:
     return {"data": [None, 1, *answer["data"]], "meta": None}
 
 
+def _item_not_an_item(_: Query, answer: Any) -> Any:
+    answer["data"][0] = {"id": 7, "input": None, "status": "WEIRD"}
+    return answer
+
+
 # (path, rewrite, "error" or the warning's text, what the line says)
 MALFORMED: dict[str, tuple[str, Callable[[Query, Any], Any], str]] = {
     "invalid JSON": (EXPERIMENTS_PATH, lambda q, a: RawAnswer(b'{"data": [{"id'), "not JSON"),
@@ -280,13 +285,21 @@ MALFORMED: dict[str, tuple[str, Callable[[Query, Any], Any], str]] = {
         _experiments(lambda e: e.update(startTime="not-a-time")),
         "unreadable time 'not-a-time'",
     ),
+    "dataset items a list": (DATASET_ITEMS_PATH, lambda q, a: [1, 2, 3], "does not read"),
+    "dataset item malformed": (DATASET_ITEMS_PATH, _item_not_an_item, "does not read"),
     "prompt_version ²": (
         EXPERIMENTS_PATH,
         _experiments(lambda e: e["metadata"].update(prompt_version="²")),
         "",
     ),
 }
-FATAL = {"invalid JSON", "a list", "startTime not-a-time"}
+FATAL = {
+    "invalid JSON",
+    "a list",
+    "startTime not-a-time",
+    "dataset items a list",
+    "dataset item malformed",
+}
 
 
 @pytest.mark.parametrize("case", list(MALFORMED))
@@ -308,11 +321,13 @@ def test_a_malformed_answer_is_one_line(server: FakeLangfuse, tally: Tally, case
     assert held, result.output
 
 
-def test_report_pulling_from_a_hostile_server_is_one_line(
-    server: FakeLangfuse, tmp_path: Path, tally: Tally
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_report_and_compare_pulling_from_a_hostile_server_is_one_line(
+    server: FakeLangfuse, tmp_path: Path, tally: Tally, command: str
 ) -> None:
     server.rewrite(EXPERIMENTS_PATH, lambda q, a: [1, 2, 3])
-    result, _ = _invoke("report", RUN, "--out", str(tmp_path / "r.html"))
+    args = ["--out", str(tmp_path / "r.html")] if command == "report" else ["other-run"]
+    result, _ = _invoke(command, RUN, *args)
     held = _one_error_line(result) and "not a JSON object" in result.stderr
     tally.input(held)
     assert held, result.output
