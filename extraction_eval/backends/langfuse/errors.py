@@ -97,11 +97,12 @@ def api_errors(lf: Langfuse, what: str, *, not_found: str | None = None) -> Iter
     except ExtractionEvalError:
         raise
     except ValidationError as exc:  # an answer the SDK's models refuse (a hostile server)
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
+        found = exc.errors()
+        msg, loc = (found[0]["msg"], found[0]["loc"]) if found else (str(exc), ())
+        where = ".".join(str(p) for p in loc) or "the top"
         raise BackendError(
             f"LangFuse at {base} sent an answer that does not read while {what}:"
-            f" {one_line(first.get('msg', exc))} at {where or 'the top'}"
+            f" {one_line(msg)} at {where}"
         ) from None
     except AttributeError as exc:  # the SDK's "client is not initialized" (no keys)
         if "not initialized" in str(exc):
