@@ -23,7 +23,13 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from tests.adversarial.conftest import Tally
 from tests.support.langfuse_env import upload, use_langfuse
-from tests.support.langfuse_server import FakeLangfuse, Query, RawAnswer, running_fake_langfuse
+from tests.support.langfuse_server import (
+    FakeLangfuse,
+    Query,
+    RawAnswer,
+    client_for,
+    running_fake_langfuse,
+)
 
 DATASET = "extraction-eval"
 PIPE = "tests.support.pipelines:first_entity"
@@ -34,6 +40,7 @@ ITEMS_PATH = "/api/public/experiment-items"
 EXPERIMENTS_PATH = "/api/public/experiments"
 SCORES_PATH = "/api/public/v3/scores"
 DATASET_ITEMS_PATH = "/api/public/dataset-items"  # read by the SDK's get_dataset
+OBSERVATIONS_PATH = "/api/public/v2/observations"  # the read-back's window query
 ENV = "EXTRACTION_EVAL_LANGFUSE_"
 
 cli = CliRunner()
@@ -59,7 +66,7 @@ def server(made: FakeLangfuse, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake
     use_langfuse(made, monkeypatch, "pull")
     made.reset_requests()
     yield made
-    for path in (ITEMS_PATH, EXPERIMENTS_PATH, SCORES_PATH, DATASET_ITEMS_PATH):
+    for path in (ITEMS_PATH, EXPERIMENTS_PATH, SCORES_PATH, DATASET_ITEMS_PATH, OBSERVATIONS_PATH):
         made.rewrite(path, None)
 
 
@@ -249,6 +256,36 @@ def test_a_langfuse_mode_run_reads_its_dataset_within_the_bounds(
     tally.input(held)
     assert held, (result.output, calls, took)
     assert not server.requests_to(ITEMS_PATH)  # nothing ran
+
+
+def test_the_read_back_after_a_run_stops_on_a_repeated_cursor(
+    server: FakeLangfuse, tally: Tally
+) -> None:
+    """The read-back's window query (the SDK's observations list) on the same cursor: each
+    poll stops at the repeat instead of paging until the traces show up (they never do)."""
+    from datetime import UTC, datetime
+
+    from extraction_eval.backends.langfuse import close_client, read_back
+
+    calls = [0]
+
+    def same_cursor(_: Query, answer: Any) -> Any:
+        calls[0] += 1
+        return {"data": [], "meta": {"cursor": "same"} if calls[0] < HOSTILE_PAGES else {}}
+
+    server.rewrite(OBSERVATIONS_PATH, same_cursor)
+    lf = client_for(server, "readback")
+    try:
+        report = read_back(
+            lf, trace_ids=["never-arrives"], since=datetime.now(UTC), timeout_s=0.3, poll_s=0.1
+        )
+    finally:
+        close_client(lf)
+    polls_at_most = 5  # 0.3 s of polls at 0.1 s, each a first page and its repeat
+    held = report.missing_traces == ("never-arrives",) and calls[0] <= 2 * polls_at_most
+    tally.input(held)
+    assert report.missing_traces == ("never-arrives",)
+    assert calls[0] <= 2 * polls_at_most, calls[0]
 
 
 def _experiments(change: Callable[[dict[str, Any]], None]) -> Callable[[Query, Any], Any]:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from extraction_eval.backends.langfuse.errors import api_errors
-from extraction_eval.backends.langfuse.reads import api_pages
+from extraction_eval.backends.langfuse.reads import ReadLimits, api_pages
 from extraction_eval.errors import ConfigError, ExtractionEvalError
 
 if TYPE_CHECKING:
@@ -98,7 +98,8 @@ def _arrived_traces(lf: Langfuse, wanted: set[str], since: datetime | None) -> s
     found: set[str] = set()
     if since is not None:  # one window query, paged, instead of one request per trace
         cursor: str | None = None
-        while True:
+        seen: set[str] = set()  # a cursor sent twice would page forever
+        for _ in range(ReadLimits.from_env().max_pages):
             page = lf.api.observations.get_many(
                 is_root_observation=True,
                 from_start_time=since,
@@ -108,8 +109,10 @@ def _arrived_traces(lf: Langfuse, wanted: set[str], since: datetime | None) -> s
             )
             found.update(o.trace_id for o in page.data if o.trace_id in wanted)
             cursor = page.meta.cursor
-            if not cursor or found >= wanted:
+            if not cursor or found >= wanted or cursor in seen:
                 return found
+            seen.add(cursor)
+        return found
     for trace_id in sorted(wanted):
         page = lf.api.observations.get_many(trace_id=trace_id, fields="core", limit=1)
         if page.data:

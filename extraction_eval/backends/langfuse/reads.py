@@ -13,6 +13,12 @@ LangFuse run, read pages of JSON that a server we do not control sends. Each rea
 A walk that a page or record cap, or a repeated cursor, ends is one ``warn`` line and what was
 read is kept; a deadline, an oversized answer or an answer that is not a JSON object is one
 ``BackendError`` line; a record that is not a JSON object is one line and skipped.
+
+The reads the SDK makes itself (``get_dataset`` walks a dataset's item pages up to the
+``totalPages`` the server claims) get the deadlines, the byte cap and the page cap (an error
+there: the SDK cannot stop a walk halfway) through an httpx response hook on its client
+(``bound_sdk_reads``), active inside ``bounded_reads`` only: ``runs pull`` and a LangFuse-mode
+run's dataset load use it.
 """
 
 from __future__ import annotations
