@@ -221,7 +221,7 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
     install_log_filter()
     lf = connect()
     try:
-        dataset = load_bounded(lf, config)
+        dataset = load_bounded(lf, config.dataset, config.dataset_version)
         prompt = _prompt(lf, config, [])
         return plan(
             config,
@@ -237,14 +237,12 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
         close_client(lf)
 
 
-def load_bounded(lf: Langfuse, config: RunConfig) -> RunDataset:
-    """The run's dataset from LangFuse, read within the LangFuse read bounds (the SDK walks
+def load_bounded(lf: Langfuse, dataset: str, version: int | str | None) -> RunDataset:
+    """A run's dataset from LangFuse, read within the LangFuse read bounds (the SDK walks
     the item pages up to the ``totalPages`` the server claims: ``backends.langfuse.reads``)."""
     with bounded_reads():
         bound_sdk_reads(lf)
-        return LangfuseDatasetBackend(lf).load_for_run(
-            config.dataset, version=config.dataset_version
-        )
+        return LangfuseDatasetBackend(lf).load_for_run(dataset, version=version)
 
 
 def _prompt(lf: Langfuse, config: RunConfig, warnings: list[str]) -> PromptTemplate:
@@ -268,7 +266,7 @@ def _run(
     verify_timeout: float,
     warnings: Sequence[str] = (),
 ) -> RunOutcome:
-    dataset = load_bounded(lf, config)
+    dataset = load_bounded(lf, config.dataset, config.dataset_version)
     prep = prepare_langfuse_run(lf, config, store, dataset, warnings=warnings)
     return run_prepared(lf, prep, store, dataset, progress, verify_timeout)
 

@@ -370,7 +370,7 @@ def run_matrix_langfuse(
     timeout_s = verify_timeout_s() if base.verify else 0.0
     lf, server_warnings = lfm.connect_for_run()  # keys, server, version; before any spend
     try:
-        dataset = lfm.load_bounded(lf, base)  # within the LangFuse read bounds
+        dataset = lfm.load_bounded(lf, base.dataset, base.dataset_version)  # read bounds
         limited = _limited(base, dataset.items)
         outcomes: dict[str, CellOutcome] = {}
         preps: list[tuple[Cell, PreparedRun]] = []
