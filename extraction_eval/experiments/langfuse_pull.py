@@ -238,6 +238,7 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
     )
     by_lf_id = {str(raw.id): our for our, raw in loaded.raw_by_id.items()}
     config = _run_config(lf, experiment)
+    scoring_config = _scoring(config, name)  # before the record: it says what was used
     if existing is None:
         run = store.create_run(
             name=name,
@@ -249,10 +250,10 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
         )
     else:  # an earlier pull failed halfway: pulled again into the same run
         run = existing
-        store.update_run(run.id, config=config, status="running")
+        store.update_run(
+            run.id, config=config, experiment_id=str(experiment["id"]), status="running"
+        )
     items = {i.id: i for i in loaded.items}
-    scoring = config["scoring"]
-    scoring_config = ScoringConfig(**scoring) if isinstance(scoring, dict) else ScoringConfig()
     scorer = Rescorer(scoring_config, {i.id: i.text for i in loaded.items})
     since = _iso(started - timedelta(minutes=1))
     pages = api_pages(
@@ -267,12 +268,29 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
         _store_pages(lf, store, run, pages, by_lf_id, items, scorer)
     except ExtractionEvalError as exc:  # what was read is kept; a pull again redoes it
         finalize(store, run, loaded.items, scorer, status=FAILED)
-        raise type(exc)(
+        raise BackendError(
             f"{exc} (the items read so far are stored as run {name!r}, status {FAILED};"
             " runs pull again pulls it anew)"
         ) from None
     finalize(store, run, loaded.items, scorer, status="finished")
     return store.get_run_by_id(run.id)
+
+
+def _scoring(config: dict[str, Any], name: str) -> ScoringConfig:
+    """The scoring the experiment recorded; the defaults (one line, and the record says
+    none) when its metadata does not make one."""
+    scoring = config["scoring"]
+    if not isinstance(scoring, dict):
+        return ScoringConfig()
+    try:
+        return ScoringConfig(**scoring)
+    except (TypeError, ValueError) as exc:
+        config["scoring"] = None
+        warn(
+            f"experiment {name!r}: its scoring metadata does not read"
+            f" ({str(exc).splitlines()[0][:200]}); scored with the defaults"
+        )
+        return ScoringConfig()
 
 
 def _run_config(lf: Langfuse, experiment: Mapping[str, Any]) -> dict[str, Any]:

@@ -324,6 +324,11 @@ MALFORMED: dict[str, tuple[str, Callable[[Query, Any], Any], str]] = {
     ),
     "dataset items a list": (DATASET_ITEMS_PATH, lambda q, a: [1, 2, 3], "does not read"),
     "dataset item malformed": (DATASET_ITEMS_PATH, _item_not_an_item, "does not read"),
+    "scoring metadata unknown key": (
+        EXPERIMENTS_PATH,
+        _experiments(lambda e: e["metadata"].update(scoring='{"weird": 1}')),
+        "scoring metadata does not read",
+    ),
     "prompt_version ²": (
         EXPERIMENTS_PATH,
         _experiments(lambda e: e["metadata"].update(prompt_version="²")),
