@@ -56,3 +56,7 @@ MAX_SURFACE_FORMS = 1_000
 # merged cost of 1e308 USD made finalize's sum raise OverflowError. Over it: one line naming
 # the item and the column.
 MAX_STORED_NUMBER = 1e12
+# Tokens one model call may report (input or output). The largest context windows are about
+# 2M tokens; a count above this bound, negative or not a whole number cannot be true, and is
+# priced by the estimate instead (a reported -100,000,000 once made the budget go negative).
+MAX_REPORTED_TOKENS = 10_000_000

@@ -315,6 +315,10 @@ class Usage(_Frozen):
     cost_usd: float | None = None
     # of tokens_in, read from the provider's prompt cache (priced lower); not stored per row
     tokens_cached: int | None = None
+    # what was wrong with the usage the server reported (negative, not a whole number, absurdly
+    # large, missing): the tokens are then the estimate's (``pipeline.pricing``); the row
+    # records it as its ``usage_estimated`` score, not in its usage columns
+    problem: str | None = None
 
 
 class TaxonomyTag(_Frozen):

@@ -87,6 +87,11 @@ def check_ppi(ppi: bool, human: Path | None) -> None:
         check_readable("--human", human)
 
 
+def warn_line(message: str) -> None:
+    """One ``warning:`` line on stderr (e.g. a LangFuse record skipped while pulling)."""
+    err_console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)

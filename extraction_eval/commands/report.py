@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from extraction_eval.commands.common import check_writable, console, handle_errors
+from extraction_eval.commands.common import check_writable, console, handle_errors, warn_line
 
 
 @handle_errors
@@ -31,7 +31,7 @@ def report_cmd(
 
     check_writable("--out", out)
     store = LocalStore()
-    records = [get_or_pull(store, name, dataset) for name in runs]
+    records = [get_or_pull(store, name, dataset, warn=warn_line) for name in runs]
     items_for, close = run_items(store)
     try:
         data = build_report_data(store, records, items_for=items_for)

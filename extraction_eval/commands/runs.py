@@ -30,6 +30,7 @@ from extraction_eval.commands.common import (
     fail,
     handle_errors,
     output_format,
+    warn_line,
 )
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
@@ -224,7 +225,7 @@ def pull_cmd(name: str, dataset: DatasetOpt = None) -> None:
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.langfuse_pull import pull_run
 
-    run = pull_run(LocalStore(), name, dataset=dataset)
+    run = pull_run(LocalStore(), name, dataset=dataset, warn=warn_line)
     summary = run.summary or {}
     console.print(
         f"pulled run {run.name!r} on {run.dataset!r} (experiment {run.experiment_id}):"
@@ -391,7 +392,10 @@ def compare_cmd(
     check_ppi(ppi, human)
     alias_fields = alias_settings(aliases, no_aliases, err_console)
     store = LocalStore()
-    a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
+    a, b = (
+        get_or_pull(store, run_a, dataset, warn=warn_line),
+        get_or_pull(store, run_b, dataset, warn=warn_line),
+    )
     if alias_fields:  # both re-scored with these names of one entity (in memory only)
         from extraction_eval.analysis.stored import rescored_with
 

@@ -30,21 +30,19 @@ from typing import Any
 
 from extraction_eval.datasets.jsonl import extraction_payload
 from extraction_eval.errors import InvalidValue
-from extraction_eval.pipeline.pricing import Pricer
+from extraction_eval.pipeline.pricing import (
+    CHARS_PER_TOKEN,
+    MESSAGE_OVERHEAD_TOKENS,
+    Pricer,
+    chars_per_token,
+)
 from extraction_eval.prompts.contract import extraction_json_schema
 from extraction_eval.prompts.template import PromptTemplate
 from extraction_eval.types import DatasetItem, Schema, Usage
 
-CHARS_PER_TOKEN = 4.0
-MESSAGE_OVERHEAD_TOKENS = 4  # role and separators of one chat message
 METHOD = f"{CHARS_PER_TOKEN:g} characters per token"
 
 TokenCounter = Callable[[str], int]
-
-
-def chars_per_token(text: str) -> int:
-    """Tokens in ``text`` at ``CHARS_PER_TOKEN`` characters a token (rounded up)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True)
@@ -252,7 +250,8 @@ class Budget:
     held_back: int = 0  # times an item was held back because the ceiling was reached
 
     def add(self, usage: Usage) -> None:
-        if usage.cost_usd is not None:
+        """Count an item's cost; a negative or non-finite one never un-spends the ceiling."""
+        if usage.cost_usd is not None and math.isfinite(usage.cost_usd) and usage.cost_usd > 0:
             self.spent_usd += usage.cost_usd
 
     @property
@@ -273,4 +272,8 @@ def spent_before(costs: Mapping[str, float | None], rerun: Iterable[str]) -> flo
     """What a resumed run spent on the results it keeps (a re-run item's old row is replaced,
     so its old cost is not counted)."""
     skip = set(rerun)
-    return sum(c for item_id, c in costs.items() if c is not None and item_id not in skip)
+    return sum(
+        c
+        for item_id, c in costs.items()
+        if c is not None and math.isfinite(c) and c > 0 and item_id not in skip
+    )

@@ -29,7 +29,7 @@ from extraction_eval.errors import BackendError, one_line
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.prepare import PreparedRun, discard_if_empty, release_lock
 from extraction_eval.experiments.repair import MASKED_SCORE, REPAIRED_SCORE, clean_result
-from extraction_eval.experiments.runner import RunOutcome, finalize, stored_results
+from extraction_eval.experiments.runner import USAGE_SCORE, RunOutcome, finalize, stored_results
 from extraction_eval.experiments.summary import RunSummary, SummaryAccumulator
 from extraction_eval.types import DatasetItem, ItemResult
 
@@ -199,6 +199,7 @@ class Driver:
         self.write_errors: list[str] = []
         self.repaired = 0  # items whose text needed repair (lone surrogates) to be stored
         self.masked = 0  # items whose answer held a secret, stored masked
+        self.estimated = 0  # items whose reported usage could not be true: priced by estimate
         self._names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per name set
         self._sized_loop: asyncio.AbstractEventLoop | None = None
         self._closed: RunSummary | None = None
@@ -249,6 +250,8 @@ class Driver:
             self.repaired += 1
         if any(s.name == MASKED_SCORE for s in result.scores):
             self.masked += 1
+        if result.usage.problem is not None:
+            self.estimated += 1
         names = tuple(sorted({s.name for s in result.scores}))
         self.recorded[result.item_id] = Recorded(
             result.trace_id, self._names.setdefault(names, names)
@@ -394,6 +397,11 @@ class Driver:
             prep.warnings.append(
                 f"{self.masked} items' answers held a configured secret or token-shaped text,"
                 f" stored masked as *** and scored so (score {MASKED_SCORE}: which fields)"
+            )
+        if self.estimated:
+            prep.warnings.append(
+                f"{self.estimated} items' model calls reported usage that is missing or cannot"
+                f" be true; their tokens and cost are estimated (score {USAGE_SCORE}: why)"
             )
         if self.write_errors:
             raise BackendError(

@@ -44,6 +44,7 @@ from extraction_eval.backends.langfuse import (
     post_score,
     run_score_id,
 )
+from extraction_eval.backends.langfuse.reads import bound_sdk_reads, bounded_reads
 from extraction_eval.backends.langfuse.score_configs import ensure_score_configs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import ExtractionEvalError, one_line
@@ -220,9 +221,7 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
     install_log_filter()
     lf = connect()
     try:
-        dataset = LangfuseDatasetBackend(lf).load_for_run(
-            config.dataset, version=config.dataset_version
-        )
+        dataset = load_bounded(lf, config.dataset, config.dataset_version)
         prompt = _prompt(lf, config, [])
         return plan(
             config,
@@ -236,6 +235,14 @@ def plan_langfuse(config: RunConfig, *, store: LocalStore) -> PreparedRun:
         )
     finally:
         close_client(lf)
+
+
+def load_bounded(lf: Langfuse, dataset: str, version: int | str | None) -> RunDataset:
+    """A run's dataset from LangFuse, read within the LangFuse read bounds (the SDK walks
+    the item pages up to the ``totalPages`` the server claims: ``backends.langfuse.reads``)."""
+    with bounded_reads():
+        bound_sdk_reads(lf)
+        return LangfuseDatasetBackend(lf).load_for_run(dataset, version=version)
 
 
 def _prompt(lf: Langfuse, config: RunConfig, warnings: list[str]) -> PromptTemplate:
@@ -259,9 +266,7 @@ def _run(
     verify_timeout: float,
     warnings: Sequence[str] = (),
 ) -> RunOutcome:
-    dataset = LangfuseDatasetBackend(lf).load_for_run(
-        config.dataset, version=config.dataset_version
-    )
+    dataset = load_bounded(lf, config.dataset, config.dataset_version)
     prep = prepare_langfuse_run(lf, config, store, dataset, warnings=warnings)
     return run_prepared(lf, prep, store, dataset, progress, verify_timeout)
 

@@ -14,20 +14,28 @@ folded from the results and the gold, exactly as ``runs finalize`` does.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
-    api_errors,
     base_url_of,
+    check_auth,
     close_client,
     connect,
 )
 from extraction_eval.backends.langfuse.datasets import json_value
-from extraction_eval.backends.langfuse.readback import api_pages
-from extraction_eval.errors import NotFoundError, UsageError
+from extraction_eval.backends.langfuse.reads import (
+    ReadLimits,
+    Warn,
+    api_pages,
+    bound_sdk_reads,
+    bounded_reads,
+    get_json,
+    warn,
+)
+from extraction_eval.errors import BackendError, ExtractionEvalError, NotFoundError, UsageError
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.runner import Rescorer, finalize, taxonomy_tags
 from extraction_eval.redact import redact
@@ -43,10 +51,26 @@ __all__ = ["get_or_pull", "pull_run"]
 _SINCE = "2000-01-01T00:00:00Z"  # experiments need a window start: everything
 _PAGE = 100
 _TRACE_CHUNK = 20
+_SCORE_TYPES = ("NUMERIC", "BOOLEAN", "CATEGORICAL")
+FAILED = "failed"  # a pull cut short by an error: what was read is kept; pulling again redoes it
 
 
-def _ts(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+def _ts(value: Any, what: str) -> datetime:
+    """An ISO timestamp from LangFuse, or one line naming what is unreadable."""
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        raise BackendError(f"{what}: unreadable time {str(value)[:40]!r} from LangFuse") from None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """A JSON object from LangFuse, or {} for anything else (a list, null, a number)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _whole(value: Any) -> int | None:
+    """A whole number written in ASCII digits (``"²".isdigit()`` is True, ``int("²")`` fails)."""
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
 
 
 def _iso(ts: datetime) -> str:
@@ -64,28 +88,31 @@ def find_experiment(lf: Langfuse, name: str, dataset: str | None) -> dict[str, A
         if e.get("name") == name
     ]
     if dataset is not None:
-        found = [e for e in found if (e.get("metadata") or {}).get("dataset") in (dataset, None)]
+        found = [e for e in found if _dict(e.get("metadata")).get("dataset") in (dataset, None)]
     if not found:
         where = f" on dataset {dataset!r}" if dataset else ""
         raise NotFoundError(f"no experiment named {name!r}{where} in LangFuse at {base_url_of(lf)}")
-    return max(found, key=lambda e: str(e.get("endTime") or e.get("startTime")))
+    latest = max(found, key=lambda e: str(e.get("endTime") or e.get("startTime")))
+    if not isinstance(latest.get("id"), str) or not latest["id"]:
+        raise BackendError(f"experiment {name!r} in LangFuse has no id")
+    return latest
 
 
 def _dataset_name(lf: Langfuse, experiment: Mapping[str, Any]) -> str:
-    named = (experiment.get("metadata") or {}).get("dataset")
+    named = _dict(experiment.get("metadata")).get("dataset")
     if isinstance(named, str) and named:
         return named
     wanted = experiment.get("datasetId")
-    page = 1
-    while wanted:
-        with api_errors(lf, "listing datasets"):
-            batch = lf.api.datasets.list(page=page, limit=100)
-        for ds in batch.data:
-            if ds.id == wanted:
-                return str(ds.name)
-        if page >= batch.meta.total_pages:
+    limits = ReadLimits.from_env()
+    for page in range(1, limits.max_pages + 1) if wanted else ():
+        body = _dict(get_json(lf, "v2/datasets", {"page": page, "limit": 100}))
+        data = body.get("data")
+        for ds in data if isinstance(data, list) else []:
+            if isinstance(ds, dict) and ds.get("id") == wanted and isinstance(ds.get("name"), str):
+                return str(ds["name"])
+        total = _dict(body.get("meta")).get("totalPages")
+        if not isinstance(total, int) or page >= total:
             break
-        page += 1
     raise UsageError(f"experiment {experiment.get('name')!r} is not linked to a LangFuse dataset")
 
 
@@ -109,26 +136,36 @@ def _scores(lf: Langfuse, trace_ids: Sequence[str]) -> dict[str, list[Score]]:
             lf, "v3/scores", traceId=",".join(chunk), fields="subject,details", limit=_PAGE
         ):
             for s in page:
-                subject = s.get("subject") or {}
-                trace_id = (
-                    subject.get("traceId")
-                    if subject.get("kind") == "observation"
-                    else subject.get("id")
-                )
-                data_type = s.get("dataType") or "NUMERIC"
-                value = s.get("value")
-                if data_type == "BOOLEAN":
-                    value = bool(value)
-                comment = s.get("comment")  # quotes labels: may hold a key configured here
-                out.setdefault(str(trace_id), []).append(
-                    Score(
-                        name=str(s.get("name")),
-                        value=redact(value) if isinstance(value, str) else value,
-                        data_type=data_type,
-                        comment=redact(comment) if isinstance(comment, str) else comment,
-                    )
-                )
+                trace_id, score = _score(s)
+                if trace_id is not None and score is not None:
+                    out.setdefault(trace_id, []).append(score)
     return out
+
+
+def _score(s: Mapping[str, Any]) -> tuple[str | None, Score | None]:
+    """One v3 score as (trace id, Score); one line and (None, None) for a malformed one."""
+    subject = _dict(s.get("subject"))
+    trace_id = subject.get("traceId") if subject.get("kind") == "observation" else subject.get("id")
+    data_type = s.get("dataType") or "NUMERIC"
+    value = s.get("value")
+    if data_type == "BOOLEAN":
+        value = bool(value)
+    try:
+        if data_type not in _SCORE_TYPES:
+            raise ValueError(f"dataType {str(data_type)[:40]!r} is not one of {_SCORE_TYPES}")
+        if not isinstance(trace_id, str) or not isinstance(s.get("name"), str):
+            raise ValueError("no trace id or no name")
+        comment = s.get("comment")  # quotes labels: may hold a key configured here
+        score = Score(
+            name=s["name"],
+            value=redact(value) if isinstance(value, str) else value,
+            data_type=data_type,
+            comment=redact(comment) if isinstance(comment, str) else None,
+        )
+    except ValueError as exc:
+        warn(f"reading v3/scores: score {str(s.get('id'))[:60]!r}: {str(exc)[:200]}; skipped")
+        return None, None
+    return trace_id, score
 
 
 def _root_output(lf: Langfuse, trace_id: str) -> Any:
@@ -141,6 +178,11 @@ def _root_output(lf: Langfuse, trace_id: str) -> Any:
                 return json_value(obs.get("output"))
         break
     return None
+
+
+def _error_kind(output: Any) -> str | None:
+    kind = output.get("error_kind") if isinstance(output, dict) else None
+    return kind[:40] if isinstance(kind, str) else None
 
 
 def _result(item_id: str, row: Mapping[str, Any], output: Any, scores: list[Score]) -> ItemResult:
@@ -162,62 +204,108 @@ def _result(item_id: str, row: Mapping[str, Any], output: Any, scores: list[Scor
         item_id=item_id,
         output=extraction,
         error=(redact(error) if error else error) if failed else None,
-        error_kind=(output.get("error_kind") if isinstance(output, dict) else None)
-        if failed
-        else None,
+        error_kind=_error_kind(output) if failed else None,
         scores=scores,
         trace_id=str(row.get("traceId")),
     )
 
 
-def pull_run(store: LocalStore, name: str, *, dataset: str | None = None) -> RunRecord:
+def pull_run(
+    store: LocalStore, name: str, *, dataset: str | None = None, warn: Warn | None = None
+) -> RunRecord:
     """Experiment ``name`` from LangFuse into the local mirror (``NotFoundError`` when there
-    is none; ``UsageError`` when the mirror already has a run of that name)."""
-    lf = connect()
-    try:
-        return _pull(lf, store, name, dataset)
-    finally:
-        close_client(lf)
+    is none; ``UsageError`` when the mirror already has a run of that name). Every read is
+    bounded (``backends.langfuse.reads``); ``warn`` gets one line per skipped record or walk
+    cut short."""
+    with bounded_reads(warn):
+        lf = connect(check=False)
+        try:
+            bound_sdk_reads(lf)  # the key check and the dataset's items are the SDK's reads
+            check_auth(lf)
+            return _pull(lf, store, name, dataset)
+        finally:
+            close_client(lf)
 
 
 def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> RunRecord:
     experiment = find_experiment(lf, name, dataset)
     dataset_name = _dataset_name(lf, experiment)
-    if store.get_run(name, dataset_name) is not None:
+    existing = store.get_run(name, dataset_name)
+    if existing is not None and not (
+        existing.status == FAILED and "pulled_from" in (existing.config or {})
+    ):
         raise UsageError(f"the local store already has run {name!r} on {dataset_name!r}")
-    started = _ts(str(experiment["startTime"]))
+    started = _ts(experiment.get("startTime"), f"experiment {name!r}")
     loaded = LangfuseDatasetBackend(lf).load_for_run(
         dataset_name, version=started + timedelta(seconds=1)
     )
     by_lf_id = {str(raw.id): our for our, raw in loaded.raw_by_id.items()}
-    latest: dict[str, dict[str, Any]] = {}
+    config = _run_config(lf, experiment)
+    scoring_config = _scoring(config, name)  # before the record: it says what was used
+    if existing is None:
+        run = store.create_run(
+            name=name,
+            dataset=dataset_name,
+            dataset_version=loaded.version,
+            config=config,
+            backend="langfuse",
+            experiment_id=str(experiment["id"]),
+        )
+    else:  # an earlier pull failed halfway: pulled again into the same run
+        run = existing
+        store.update_run(
+            run.id, config=config, experiment_id=str(experiment["id"]), status="running"
+        )
+    items = {i.id: i for i in loaded.items}
+    scorer = Rescorer(scoring_config, {i.id: i.text for i in loaded.items})
     since = _iso(started - timedelta(minutes=1))
-    for page in api_pages(
+    pages = api_pages(
         lf,
         "experiment-items",
         fromStartTime=since,
         experimentId=experiment["id"],
         fields="core,io,itemMetadata",
         limit=_PAGE,
-    ):
-        for row in page:
-            item_id = _our_item_id(row, by_lf_id)
-            if item_id is None:
-                continue
-            kept = latest.get(item_id)
-            if kept is None or str(row.get("startTime")) >= str(kept.get("startTime")):
-                latest[item_id] = row  # a resumed item: its latest trace wins
-    scores = _scores(lf, sorted(str(r["traceId"]) for r in latest.values()))
-    meta = {k: v for k, v in (experiment.get("metadata") or {}).items() if isinstance(v, str)}
+    )
+    try:
+        _store_pages(lf, store, run, pages, by_lf_id, items, scorer)
+    except ExtractionEvalError as exc:  # what was read is kept; a pull again redoes it
+        finalize(store, run, loaded.items, scorer, status=FAILED)
+        raise BackendError(
+            f"{exc} (the items read so far are stored as run {name!r}, status {FAILED};"
+            " runs pull again pulls it anew)"
+        ) from None
+    finalize(store, run, loaded.items, scorer, status="finished")
+    return store.get_run_by_id(run.id)
+
+
+def _scoring(config: dict[str, Any], name: str) -> ScoringConfig:
+    """The scoring the experiment recorded; the defaults (one line, and the record says
+    none) when its metadata does not make one."""
+    scoring = config["scoring"]
+    if not isinstance(scoring, dict):
+        return ScoringConfig()
+    try:
+        return ScoringConfig(**scoring)
+    except (TypeError, ValueError) as exc:
+        config["scoring"] = None
+        warn(
+            f"experiment {name!r}: its scoring metadata does not read"
+            f" ({str(exc).splitlines()[0][:200]}); scored with the defaults"
+        )
+        return ScoringConfig()
+
+
+def _run_config(lf: Langfuse, experiment: Mapping[str, Any]) -> dict[str, Any]:
+    """The run record's config from the experiment's metadata (only what reads cleanly)."""
+    meta = {k: v for k, v in _dict(experiment.get("metadata")).items() if isinstance(v, str)}
     scoring = json_value(meta.get("scoring"))
     config: dict[str, Any] = {
         **{k: meta[k] for k in ("provider", "model", "pipeline", "prompt_hash") if k in meta},
         "prompt": {
             "name": meta.get("prompt_name"),
             "label": meta.get("prompt_label"),
-            "version": int(meta["prompt_version"])
-            if meta.get("prompt_version", "").isdigit()
-            else None,
+            "version": _whole(meta.get("prompt_version")),
             "source": meta.get("prompt_source"),
         },
         "scoring": scoring if isinstance(scoring, dict) else None,
@@ -226,41 +314,63 @@ def _pull(lf: Langfuse, store: LocalStore, name: str, dataset: str | None) -> Ru
     if "temperature" in meta:
         with contextlib.suppress(ValueError):
             config["temperature"] = float(meta["temperature"])
-    run = store.create_run(
-        name=name,
-        dataset=dataset_name,
-        dataset_version=loaded.version,
-        config=config,
-        backend="langfuse",
-        experiment_id=str(experiment["id"]),
-    )
-    items = {i.id: i for i in loaded.items}
-    scoring_config = ScoringConfig(**scoring) if isinstance(scoring, dict) else ScoringConfig()
-    scorer = Rescorer(scoring_config, {i.id: i.text for i in loaded.items})
-    for item_id, row in latest.items():
-        if item_id not in items:
-            continue
-        output = (
-            json_value(row.get("output"))
-            if "output" in row
-            else _root_output(lf, str(row["traceId"]))
-        )
-        result = _result(item_id, row, output, scores.get(str(row["traceId"]), []))
-        scored = scorer.score(items[item_id], result.output)
-        store.record_result(run.id, result.model_copy(update={"taxonomy": taxonomy_tags(scored)}))
-    finalize(store, run, loaded.items, scorer, status="finished")
-    return store.get_run_by_id(run.id)
+    return config
 
 
-def get_or_pull(store: LocalStore, name: str, dataset: str | None = None) -> RunRecord:
+def _store_pages(
+    lf: Langfuse,
+    store: LocalStore,
+    run: RunRecord,
+    pages: Iterable[list[dict[str, Any]]],
+    by_lf_id: Mapping[str, str],
+    items: Mapping[str, Any],
+    scorer: Rescorer,
+) -> None:
+    """Each page of experiment items into the store as it arrives (never all held): an item
+    seen again (a resumed item) is replaced when its trace started later."""
+    started: dict[str, str] = {}  # item id -> start time of the row stored for it
+    for page in pages:
+        latest: dict[str, dict[str, Any]] = {}
+        for row in page:
+            item_id = _our_item_id(row, by_lf_id)
+            trace_id = row.get("traceId")
+            if item_id is None or item_id not in items:
+                continue
+            if not isinstance(trace_id, str) or not trace_id:
+                warn(f"reading experiment-items: item {item_id!r} has no trace id; skipped")
+                continue
+            when = str(row.get("startTime"))
+            if item_id not in started or when >= started[item_id]:
+                started[item_id] = when  # a resumed item: its latest trace wins
+                latest[item_id] = row
+        scores = _scores(lf, sorted({str(r["traceId"]) for r in latest.values()}))
+        for item_id, row in latest.items():
+            output = (
+                json_value(row.get("output"))
+                if "output" in row
+                else _root_output(lf, str(row["traceId"]))
+            )
+            result = _result(item_id, row, output, scores.get(str(row["traceId"]), []))
+            scored = scorer.score(items[item_id], result.output)
+            tags = taxonomy_tags(scored)
+            store.record_result(run.id, result.model_copy(update={"taxonomy": tags}))
+
+
+def get_or_pull(
+    store: LocalStore, name: str, dataset: str | None = None, warn: Warn | None = None
+) -> RunRecord:
     """The stored run ``name``; when the mirror has none and LangFuse is configured, the
     experiment of that name pulled from LangFuse first (``compare`` and ``report``)."""
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.langfuse import langfuse_configured
 
     try:
-        return get_run(store, name, dataset)
+        run = get_run(store, name, dataset)
     except NotFoundError:
         if not langfuse_configured():
             raise
-    return pull_run(store, name, dataset=dataset)
+    else:  # a pull that failed halfway is pulled again rather than compared as it is
+        pulled = "pulled_from" in (run.config or {})
+        if run.status != FAILED or not pulled or not langfuse_configured():
+            return run
+    return pull_run(store, name, dataset=dataset, warn=warn)

@@ -356,7 +356,6 @@ def run_matrix_langfuse(
     run one after another. A cell whose read-back misses data is reported in ``problems``
     and the next cell goes on."""
     from extraction_eval.backends.langfuse import (
-        LangfuseDatasetBackend,
         close_client,
         verify_timeout_s,
     )
@@ -371,9 +370,7 @@ def run_matrix_langfuse(
     timeout_s = verify_timeout_s() if base.verify else 0.0
     lf, server_warnings = lfm.connect_for_run()  # keys, server, version; before any spend
     try:
-        dataset = LangfuseDatasetBackend(lf).load_for_run(
-            base.dataset, version=base.dataset_version
-        )
+        dataset = lfm.load_bounded(lf, base.dataset, base.dataset_version)  # read bounds
         limited = _limited(base, dataset.items)
         outcomes: dict[str, CellOutcome] = {}
         preps: list[tuple[Cell, PreparedRun]] = []

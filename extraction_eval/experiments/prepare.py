@@ -329,17 +329,6 @@ def plan(
         schema=config.schema,
         dataset_schema=dataset_schema,
     )
-    # a Batch API run has no synchronous endpoint to probe: json_schema, as OpenAI's batch takes
-    # the probe asks as the items will be asked: the run's or dataset's schema, labels mapped
-    asked = lambda: (asked_item(runner.view.item(i)) for i in read_items())  # noqa: E731
-    choice = _response_format(pipeline, asked, detect=detect and not config.batch)
-    if choice is not None:
-        record["response_format"] = choice.used
-        record["response_format_choice"] = choice.to_json()
-        if (warning := choice.warning()) is not None:
-            warnings.append(warning)
-        if existing is not None and detect:
-            check_reuse(store, config, record)  # the resumed run was asked the same way
     spent = 0.0
     if existing is None:
         todo_ids = list(item_ids)
@@ -349,6 +338,7 @@ def plan(
         todo_ids = [i for i in item_ids if i not in done or (retry and not done[i][0])]
         spent = spent_before({i: cost for i, (_, cost) in done.items()}, todo_ids)
         del done
+    wanted = None if len(todo_ids) == len(item_ids) else set(todo_ids)
     key_for = getattr(pipeline, "key_for", None)  # a model pipeline with a response cache
     cache = getattr(pipeline, "cache", None)  # as the run's cache mode has it (None: off)
 
@@ -360,10 +350,44 @@ def plan(
             return bool(contains(key_for(item)))
         return cache.get(key_for(item)) is not None
 
+    def cached_in_any_format(item: DatasetItem) -> bool:  # ``get``: remembers nothing
+        keys_for = getattr(pipeline, "keys_any_format", None)
+        return (
+            keys_for is not None
+            and cache is not None
+            and any(cache.get(key) is not None for key in keys_for(item))
+        )
+
+    # a Batch API run has no synchronous endpoint to probe: json_schema, as OpenAI's batch takes
+    probing = detect and not config.batch
+    if config.max_cost is not None and probing and _will_probe(pipeline):
+        # the probe is paid for, so a run the ceiling refuses is refused before it: on the
+        # least the run can cost (an item cached under any response format costs nothing)
+        least = estimate_cost(
+            (
+                asked_item(runner.view.item(item))
+                for item in read_items()
+                if wanted is None or item.id in wanted
+            ),
+            prompt=prompt,
+            pricer=pricer,
+            cached=cached_in_any_format,
+        )
+        check_estimate(config.max_cost, least, spent)
+    # the probe asks as the items will be asked: the run's or dataset's schema, labels mapped
+    asked = lambda: (asked_item(runner.view.item(i)) for i in read_items())  # noqa: E731
+    choice = _response_format(pipeline, asked, detect=probing)
+    if choice is not None:
+        record["response_format"] = choice.used
+        record["response_format_choice"] = choice.to_json()
+        if (warning := choice.warning()) is not None:
+            warnings.append(warning)
+        if existing is not None and detect:
+            check_reuse(store, config, record)  # the resumed run was asked the same way
+
     # one pass over the items: the gold-confidence count over all, the estimate over the todo
     confidence = config.min_gold_confidence
     ignored = 0
-    wanted = None if len(todo_ids) == len(item_ids) else set(todo_ids)
 
     def todo_counting_gold() -> Iterator[DatasetItem]:
         nonlocal ignored
@@ -399,6 +423,18 @@ def plan(
         warnings=warnings,
         existing=existing,
         spent=spent,
+    )
+
+
+def _will_probe(pipeline: object) -> bool:
+    """Whether settling the response format will call the server (``auto`` on a server
+    that is not OpenAI's own API, not settled by an earlier run of the same provider)."""
+    provider = getattr(pipeline, "provider", None)
+    return (
+        getattr(pipeline, "resolve_format", None) is not None
+        and getattr(provider, "response_format", None) == AUTO
+        and getattr(provider, "format_choice", None) is None
+        and not getattr(provider, "official_api", True)
     )
 
 

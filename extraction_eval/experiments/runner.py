@@ -49,6 +49,10 @@ ANSWER_REPAIR_SCORE = "answer_repair"
 FAILURE_CATEGORY_SCORE = "failure_category"
 _MAX_LABELS_IN_COMMENT = 10
 
+# A BOOLEAN score on an item whose call's reported usage was missing or could not be true
+# (negative, fractional, absurd): its tokens and cost are the estimate's; the comment says why.
+USAGE_SCORE = "usage_estimated"
+
 OnResult = Callable[[ItemResult], None]
 T = TypeVar("T")
 R = TypeVar("R")
@@ -145,6 +149,7 @@ class ItemRunner:
                 *([repaired_score(repaired)] if repaired else []),
                 *([masked_score(masked)] if masked else []),
                 *answer_repair_scores(out.repairs),
+                *usage_scores(out.usage),
             ],
             taxonomy=tags,
             counts=self.counts(scored),
@@ -168,6 +173,7 @@ class ItemRunner:
         scored = self.score(item, None)
         tags = taxonomy_tags(scored)
         spent = _attribute(exc, "usage")  # a schema failure's answer was paid for
+        spent = spent if isinstance(spent, Usage) else Usage()
         attempts = _attribute(exc, "attempts")
         failed = ItemResult(
             item_id=item.id,
@@ -176,12 +182,13 @@ class ItemRunner:
             raw_output=texts["raw_output"],
             attempts=attempts if isinstance(attempts, int) and attempts > 0 else 1,
             latency_ms=round(latency, 3),
-            usage=spent if isinstance(spent, Usage) else Usage(),
+            usage=spent,
             scores=[
                 *item_scores(scored),
                 Score(name="extraction_error", value=True, data_type="BOOLEAN", comment=message),
                 *category_scores(tags),
                 *([repaired_score(repaired)] if repaired else []),
+                *usage_scores(spent),
             ],
             taxonomy=tags,
             counts=self.counts(scored, schema_failure=kind == "schema"),
@@ -199,6 +206,14 @@ class ItemRunner:
     @cached_property
     def _counts_key(self) -> str:  # a hash of the scoring settings: once per run, not per item
         return counts_key(self.scoring, self.min_gold_confidence, self.view.schemas_key())
+
+
+def usage_scores(usage: Usage) -> list[Score]:
+    """The ``usage_estimated`` score when the call's reported usage was replaced by the
+    estimate (``Usage.problem``), so such a row's cost is never taken for a measured one."""
+    if usage.problem is None:
+        return []
+    return [Score(name=USAGE_SCORE, value=True, data_type="BOOLEAN", comment=usage.problem)]
 
 
 def asked_item(item: DatasetItem) -> DatasetItem:

@@ -321,12 +321,11 @@ def _run_items(store: LocalStore, run: RunRecord) -> tuple[list[DatasetItem], An
     cut to its ``limit``; and the LangFuse client when one was opened (caller closes it)."""
     lf: Any = None
     if run.backend == "langfuse":
-        from extraction_eval.backends.langfuse import LangfuseDatasetBackend, connect
+        from extraction_eval.backends.langfuse import connect
+        from extraction_eval.experiments.langfuse_mode import load_bounded
 
         lf = connect()
-        items = (
-            LangfuseDatasetBackend(lf).load_for_run(run.dataset, version=run.dataset_version).items
-        )
+        items = load_bounded(lf, run.dataset, run.dataset_version).items
     else:
         items = store.get_items(run.dataset, version=run.dataset_version)
     limit = run.config.get("limit")

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from extraction_eval.errors import ProviderError, one_line
-from extraction_eval.llm.base import Completion, CompletionRequest
+from extraction_eval.llm.base import Completion, CompletionRequest, reported_usage
 from extraction_eval.llm.context import current_item_id
-from extraction_eval.types import Usage
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -110,15 +109,15 @@ def completion_from_body(body: Any, fallback_model: str) -> Completion:
     if not choices:
         raise ValueError("no chat completion in the response body")
     message = choices[0].get("message") or {}
-    usage = body.get("usage") or {}
-    details = usage.get("prompt_tokens_details") or {}
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
     return Completion(
         text=message.get("content") or "",
         model=body.get("model") or fallback_model,
-        usage=Usage(
-            tokens_in=usage.get("prompt_tokens"),
-            tokens_out=usage.get("completion_tokens"),
-            tokens_cached=details.get("cached_tokens"),
+        usage=reported_usage(  # a count that cannot be true is priced by the estimate
+            usage.get("prompt_tokens"), usage.get("completion_tokens"), details.get("cached_tokens")
         ),
         batch=True,
     )

@@ -12,9 +12,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from extraction_eval.errors import ConfigError, ProviderError
-from extraction_eval.llm.base import Completion, CompletionRequest
+from extraction_eval.llm.base import Completion, CompletionRequest, reported_usage
 from extraction_eval.llm.retry import ProviderTimeout, retry_after_from_headers
-from extraction_eval.types import Usage
 
 if TYPE_CHECKING:
     from google import genai
@@ -24,11 +23,16 @@ API_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
-def _output_tokens(usage: Any) -> int | None:
-    """Answer plus thinking tokens: Gemini bills both as output but counts them apart."""
-    if usage is None or usage.candidates_token_count is None:
-        return None
-    return int(usage.candidates_token_count) + int(usage.thoughts_token_count or 0)
+def _output_tokens(usage: Any) -> Any:
+    """Answer plus thinking tokens: Gemini bills both as output but counts them apart. A
+    count that is not a whole number >= 0 is handed on as it is, for ``reported_usage`` to
+    refuse (a negative thinking count must not shrink the answer's)."""
+    answer: Any = getattr(usage, "candidates_token_count", None)
+    thoughts: Any = getattr(usage, "thoughts_token_count", None) or 0
+    for count in (answer, thoughts):
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            return count
+    return answer + thoughts
 
 
 def to_gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -188,10 +192,11 @@ class GeminiProvider:
         return Completion(
             text=response.text or "",
             model=response.model_version or self.model,
-            usage=Usage(
-                tokens_in=usage.prompt_token_count if usage else None,
-                tokens_out=_output_tokens(usage),
-                tokens_cached=usage.cached_content_token_count if usage else None,
+            usage=reported_usage(  # a count that cannot be true is priced by the estimate
+                getattr(usage, "prompt_token_count", None),
+                _output_tokens(usage),
+                getattr(usage, "cached_content_token_count", None),
+                names=("promptTokenCount", "candidatesTokenCount"),
             ),
         )
 

@@ -11,10 +11,9 @@ import os
 from typing import TYPE_CHECKING, Any, Literal
 
 from extraction_eval.errors import ConfigError, ProviderError
-from extraction_eval.llm.base import Completion, CompletionRequest
+from extraction_eval.llm.base import Completion, CompletionRequest, reported_usage
 from extraction_eval.llm.retry import ProviderTimeout, retry_after_from_headers
 from extraction_eval.redact import register_secret
-from extraction_eval.types import Usage
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -332,10 +331,10 @@ class OpenAIProvider:
             text=message.content or "",
             model=response.model or self.model,
             finish_reason=response.choices[0].finish_reason,
-            usage=Usage(
-                tokens_in=usage.prompt_tokens if usage else None,
-                tokens_out=usage.completion_tokens if usage else None,  # reasoning included
-                tokens_cached=_cached_tokens(usage),
+            usage=reported_usage(  # a count that cannot be true is priced by the estimate
+                getattr(usage, "prompt_tokens", None),
+                getattr(usage, "completion_tokens", None),  # reasoning included
+                _cached_tokens(usage),
             ),
         )
 

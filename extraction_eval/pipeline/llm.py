@@ -23,7 +23,7 @@ from extraction_eval.llm.context import item_context
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 from extraction_eval.llm.tracing import CallTracer, GenerationHandle, NullTracer
 from extraction_eval.pipeline.base import PipelineConfig, PipelineOutput
-from extraction_eval.pipeline.pricing import Pricer, batch_cost
+from extraction_eval.pipeline.pricing import Pricer, batch_cost, estimated_usage
 from extraction_eval.prompts.contract import extraction_json_schema, read_extraction
 from extraction_eval.prompts.replies import strict_refusal
 from extraction_eval.prompts.template import PromptTemplate
@@ -146,6 +146,17 @@ class LLMPipeline:
             "response_format": _format_key(self.provider),  # what the server was asked for
         }
 
+    def keys_any_format(self, item: DatasetItem) -> list[str]:
+        """The cache keys ``item``'s answer may have once the response format is settled:
+        before a probe, the least a run can cost counts an answer cached under any."""
+        from extraction_eval.llm.openai_provider import RESPONSE_FORMATS
+
+        fields = self.answer_fields(item)
+        return [
+            cache_key(**(fields | {"response_format": None if f == "json_schema" else f}))
+            for f in RESPONSE_FORMATS
+        ]
+
     def resolve_format(
         self, sample: DatasetItem, meanwhile: Callable[[], None] | None = None
     ) -> FormatChoice | None:
@@ -235,12 +246,20 @@ class LLMPipeline:
                 metadata={"attempts": getattr(exc, "attempts", None)},
             )
             raise
-        usage = _usage_details(completion.usage)
+        reported = completion.usage
+        if reported.problem is not None:  # missing or cannot be true: priced by the estimate
+            reported = estimated_usage(
+                (m.content for m in request.messages),
+                request.json_schema,
+                completion.text,
+                reported.problem,
+            )
+        usage = _usage_details(reported)
         # the model the provider reports it ran, else the one asked for
-        cost = self._pricer.cost(completion.usage, completion.model or self.config.model_name)
+        cost = self._pricer.cost(reported, completion.model or self.config.model_name)
         if completion.batch:
             cost = batch_cost(cost)
-        spent = completion.usage.model_copy(update={"cost_usd": cost.usd})
+        spent = reported.model_copy(update={"cost_usd": cost.usd})
         if len(completion.text) > MAX_REPLY_CHARS:  # paid for, but neither parsed nor kept
             problem = (
                 f"the reply has {len(completion.text):,} characters, over the limit of"
@@ -284,7 +303,8 @@ class LLMPipeline:
             cost_details=cost.details(),
             metadata={"attempts": attempts}
             | ({"cost": cost.reason} if cost.reason else {})
-            | ({"repairs": list(repairs)} if repairs else {}),
+            | ({"repairs": list(repairs)} if repairs else {})
+            | ({"usage_estimated": reported.problem} if reported.problem else {}),
         )
         return self._output(completion, extraction, repairs, attempts=attempts, spent=spent)
 

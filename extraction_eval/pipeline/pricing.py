@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import json
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -23,9 +25,31 @@ if TYPE_CHECKING:
     from extraction_eval.pipeline.base import PipelineConfig
 
 PRICE_DB = "genai-prices"
+# How text becomes tokens when no tokenizer is at hand: the cost estimate's rule
+# (``experiments.budget``), and the fallback for a call whose reported usage cannot be true.
+CHARS_PER_TOKEN = 4.0
+MESSAGE_OVERHEAD_TOKENS = 4  # role and separators of one chat message
 # our provider name -> genai-prices provider id; others are looked up by model name alone
 PROVIDER_IDS = {"openai": "openai", "gemini": "google"}
 NOT_REPORTED = "not reported"
+
+
+def chars_per_token(text: str) -> int:
+    """Tokens in ``text`` at ``CHARS_PER_TOKEN`` characters a token (rounded up)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def estimated_usage(
+    messages: Iterable[str], contract: Mapping[str, Any] | None, answer: str, problem: str
+) -> Usage:
+    """A call's tokens counted as the cost estimate counts them (``CHARS_PER_TOKEN``), on
+    what was really sent (each message, the JSON-schema contract) and received (the answer):
+    the documented fallback when the server's own usage is missing or cannot be true, so
+    the call is still priced, and never below zero. ``problem`` stays on the usage."""
+    tokens_in = sum(chars_per_token(m) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+    if contract is not None:
+        tokens_in += chars_per_token(json.dumps(contract, separators=(",", ":")))
+    return Usage(tokens_in=tokens_in, tokens_out=chars_per_token(answer), problem=problem)
 
 
 def check_prices(price_in: float | None, price_out: float | None) -> None:
@@ -103,12 +127,15 @@ class Pricer:
         """The cost of ``usage`` for ``model`` (what the provider reported), falling back to the
         requested model when the reported one is not in the price database."""
         if usage.cost_usd is not None:  # the pipeline reported its own cost
+            if not (math.isfinite(usage.cost_usd) and usage.cost_usd >= 0):
+                return Cost(None, reason=f"reported cost {usage.cost_usd} is not >= 0")
             return Cost(usage.cost_usd)
         if self.provider == "offline":
             return Cost(0.0, 0.0, 0.0)
         if not _reported(usage):
             return Cost(None, reason=NOT_REPORTED)
-        tokens_in, tokens_out = usage.tokens_in or 0, usage.tokens_out or 0
+        # never below zero, whatever a pipeline put in its usage
+        tokens_in, tokens_out = max(usage.tokens_in or 0, 0), max(usage.tokens_out or 0, 0)
         if self.price_in is not None and self.price_out is not None:
             cost_in = tokens_in * self.price_in / 1e6
             cost_out = tokens_out * self.price_out / 1e6
@@ -144,9 +171,12 @@ class Pricer:
         return None
 
     def priced(self, usage: Usage, model: str | None = None) -> Usage:
-        """``usage`` with its cost filled in (unchanged when it has one or none can be had)."""
+        """``usage`` with its cost filled in (unchanged when it has one or none can be had);
+        a cost a pipeline reported that is negative or not finite is dropped (unpriced)."""
         if usage.cost_usd is not None:
-            return usage
+            if math.isfinite(usage.cost_usd) and usage.cost_usd >= 0:
+                return usage
+            return usage.model_copy(update={"cost_usd": None})
         cost = self.cost(usage, model)
         return usage if cost.usd is None else usage.model_copy(update={"cost_usd": cost.usd})
 

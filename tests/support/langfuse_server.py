@@ -384,6 +384,20 @@ class _Fault:
 
 
 @dataclass(frozen=True)
+class RawAnswer:
+    """What a hostile server sends instead of a JSON answer: these bytes as the body (with a
+    Content-Length), each after ``drip_s`` when set (a slow-drip body)."""
+
+    payload: bytes
+    drip_s: float = 0.0
+
+
+# A hostile server (``FakeLangfuse.rewrite``): (query, the honest answer) -> the answer sent,
+# a JSON value or a RawAnswer
+Rewrite = Callable[[Query, Any], Any]
+
+
+@dataclass(frozen=True)
 class SeededTrace:
     trace_id: str
     observation_id: str
@@ -446,6 +460,7 @@ class FakeLangfuse:
         self._lost: set[str] = set()
         self._score_delay_s = 0.0
         self._drop_connections = False
+        self._rewrites: dict[str, Rewrite] = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port = 0
@@ -545,6 +560,16 @@ class FakeLangfuse:
         """Store each score batch, then wait ``seconds`` before answering (a slow server:
         past the client's timeout the batch has arrived all the same)."""
         self._score_delay_s = seconds
+
+    def rewrite(self, path: str, fn: Rewrite | None) -> None:
+        """A hostile server: every answer to ``GET path`` goes through ``fn(query, answer)``
+        and what it returns is sent with a 200 (a JSON value, or a :class:`RawAnswer`); the
+        honest answer (an error's body included) is computed first. None: honest again."""
+        with self._lock:
+            if fn is None:
+                self._rewrites.pop(path, None)
+            else:
+                self._rewrites[path] = fn
 
     def down(self, mode: Literal["refuse", "drop"] = "refuse") -> None:
         """``refuse``: stop listening (connection refused); ``drop``: accept connections and
@@ -1716,6 +1741,9 @@ def _make_handler(server: FakeLangfuse) -> type[BaseHTTPRequestHandler]:
                         status, response = exc.status, {"message": exc.message}
                     except Exception as exc:  # a fake bug must show up as a 500, not a hang
                         status, response = 500, {"message": f"fake server error: {exc!r}"}
+                    rule = server._rewrites.get(path)
+                    if rule is not None and self.command == "GET":  # sent with a 200
+                        status, response = 200, rule(query, response)
             server._record(
                 RecordedRequest(
                     method=self.command,
@@ -1745,7 +1773,11 @@ def _make_handler(server: FakeLangfuse) -> type[BaseHTTPRequestHandler]:
                 return text
 
         def _respond(self, status: int, response: Any, extra_headers: Mapping[str, str]) -> None:
-            if isinstance(response, _Protobuf):
+            drip = 0.0
+            if isinstance(response, RawAnswer):
+                payload, content_type = response.payload, "application/json"
+                drip = response.drip_s
+            elif isinstance(response, _Protobuf):
                 payload, content_type = response.payload, "application/x-protobuf"
             else:
                 payload, content_type = json.dumps(response).encode(), "application/json"
@@ -1756,7 +1788,12 @@ def _make_handler(server: FakeLangfuse) -> type[BaseHTTPRequestHandler]:
                 for key, value in extra_headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                if not drip:
+                    self.wfile.write(payload)
+                for i in range(len(payload)) if drip else ():
+                    self.wfile.flush()
+                    time.sleep(drip)
+                    self.wfile.write(payload[i : i + 1])
             except OSError:  # the client went away
                 pass
 

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 EMPTY_EXTRACTION: dict[str, Any] = {"entities": [], "relationships": []}
+OMIT_USAGE = object()  # ``LoopbackServer.usage`` returns it: the answer carries no usage
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 FaultKind = Literal[
@@ -278,6 +279,10 @@ class LoopbackServer:
     answer: Answer = empty_answer
     model: str = "loopback-model"
     formats: FormatRule | None = None  # None: every response format is taken
+    # what a 200 reports as ``usage`` (Gemini: ``usageMetadata``) for a request's body
+    # (``OMIT_USAGE``: no such key);
+    # None: word counts (a hostile server reports negative, fractional, absurd counts)
+    usage: Callable[[dict[str, Any]], Any] | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     # how many requests were being answered at once, at most (counted, not timed: overlap
     # tests assert on it rather than on wall time, which a loaded machine stretches)
@@ -429,6 +434,13 @@ class LoopbackServer:
             if gemini
             else _chat_body(text, str(record.body.get("model") or self.model), prompt_words)
         )
+        if self.usage is not None:
+            key = "usageMetadata" if gemini else "usage"
+            reported = self.usage(record.body)
+            if reported is OMIT_USAGE:
+                del payload[key]
+            else:
+                payload[key] = reported
         record.status = 200
         handler._send_json(200, payload)
 

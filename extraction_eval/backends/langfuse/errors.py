@@ -62,6 +62,7 @@ def api_errors(lf: Langfuse, what: str, *, not_found: str | None = None) -> Iter
     from langfuse.api import AccessDeniedError, UnauthorizedError
     from langfuse.api import NotFoundError as LangfuseNotFound
     from langfuse.api.core import ApiError
+    from pydantic import ValidationError
 
     _install_sdk_filter()
     token = _translating.set(True)
@@ -95,6 +96,14 @@ def api_errors(lf: Langfuse, what: str, *, not_found: str | None = None) -> Iter
         ) from None
     except ExtractionEvalError:
         raise
+    except ValidationError as exc:  # an answer the SDK's models refuse (a hostile server)
+        found = exc.errors()
+        msg, loc = (found[0]["msg"], found[0]["loc"]) if found else (str(exc), ())
+        where = ".".join(str(p) for p in loc) or "the top"
+        raise BackendError(
+            f"LangFuse at {base} sent an answer that does not read while {what}:"
+            f" {one_line(msg)} at {where}"
+        ) from None
     except AttributeError as exc:  # the SDK's "client is not initialized" (no keys)
         if "not initialized" in str(exc):
             raise ConfigError(

@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from extraction_eval.backends.langfuse.errors import api_errors
-from extraction_eval.errors import BackendError, ConfigError, ExtractionEvalError
+from extraction_eval.backends.langfuse.reads import ReadLimits, api_pages
+from extraction_eval.errors import ConfigError, ExtractionEvalError
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -83,39 +84,9 @@ def _score_trace_id(score: Mapping[str, Any]) -> str | None:
     return None
 
 
-def api_pages(
-    lf: Langfuse, path: str, *, retries: int | None = None, **params: Any
-) -> Iterator[list[dict[str, Any]]]:
-    """Cursor pages of a public GET endpoint (``path`` below ``api/public/``) as plain JSON.
-
-    Sent through the SDK's own HTTP client (its auth, base URL and retries; ``retries=0`` for a
-    caller that polls and retries itself), but read as JSON rather than through the SDK's
-    generated models: parsing each score into those models costs about 4 ms, which made
-    verifying a 1,000-item run take minutes.
-    """
-    http = lf.api._client_wrapper.httpx_client
-    query = {k: v for k, v in params.items() if v is not None}
-    extra: dict[str, Any] = {} if retries is None else {"retries": retries}
-    cursor: str | None = None
-    while True:
-        with api_errors(lf, f"reading {path}"):
-            response = http.request(
-                f"api/public/{path}", method="GET", params={**query, "cursor": cursor}, **extra
-            )
-        if response.status_code >= 400:
-            raise BackendError(
-                f"reading {path} failed: HTTP {response.status_code} {response.text[:200].strip()}"
-            )
-        body = response.json()
-        yield list(body.get("data") or [])
-        cursor = (body.get("meta") or {}).get("cursor")
-        if not cursor:
-            return
-
-
 def _score_pages(lf: Langfuse, **params: Any) -> Iterator[list[dict[str, Any]]]:
     """Pages of ``GET /api/public/v3/scores``."""
-    return api_pages(lf, "v3/scores", retries=0, **params)
+    return api_pages(lf, "v3/scores", retry=False, **params)
 
 
 def _chunks(values: Sequence[str], size: int) -> Iterator[list[str]]:
@@ -127,7 +98,8 @@ def _arrived_traces(lf: Langfuse, wanted: set[str], since: datetime | None) -> s
     found: set[str] = set()
     if since is not None:  # one window query, paged, instead of one request per trace
         cursor: str | None = None
-        while True:
+        seen: set[str] = set()  # a cursor sent twice would page forever
+        for _ in range(ReadLimits.from_env().max_pages):
             page = lf.api.observations.get_many(
                 is_root_observation=True,
                 from_start_time=since,
@@ -137,8 +109,10 @@ def _arrived_traces(lf: Langfuse, wanted: set[str], since: datetime | None) -> s
             )
             found.update(o.trace_id for o in page.data if o.trace_id in wanted)
             cursor = page.meta.cursor
-            if not cursor or found >= wanted:
+            if not cursor or found >= wanted or cursor in seen:
                 return found
+            seen.add(cursor)
+        return found
     for trace_id in sorted(wanted):
         page = lf.api.observations.get_many(trace_id=trace_id, fields="core", limit=1)
         if page.data:
@@ -235,7 +209,7 @@ def _walk_window(
     pages = api_pages(
         lf,
         "experiment-items",
-        retries=0,
+        retry=False,
         experimentId=experiment_id,
         fromStartTime=_stamp(window[0]),
         toStartTime=_stamp(window[1]) if window[1] is not None else None,

@@ -6,6 +6,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterable
+from typing import Any
 
 from extraction_eval.backends.local.connection import StoreConnection, _dumps, _now
 from extraction_eval.llm.base import Completion
@@ -83,11 +84,14 @@ def write_cache_rows(conn: sqlite3.Connection, rows: Iterable[CacheRow]) -> None
     conn.executemany(
         "INSERT OR REPLACE INTO response_cache (key, text, model, usage, created_at)"
         " VALUES (?, ?, ?, ?, ?)",
-        [
-            (key, clean_text(c.text), c.model, _dumps(c.usage.model_dump(mode="json")), _now())
-            for key, c in rows
-        ],
+        [(key, clean_text(c.text), c.model, _dumps(_usage_json(c)), _now()) for key, c in rows],
     )
+
+
+def _usage_json(completion: Completion) -> dict[str, Any]:
+    """The usage as stored: ``problem`` only when there is one (entries stay as they were)."""
+    usage = completion.usage
+    return usage.model_dump(mode="json", exclude=None if usage.problem else {"problem"})
 
 
 class SQLiteResponseCache:
