@@ -103,6 +103,8 @@ def triage(
     if limit is not None and limit < 1:
         raise UsageError("--limit must be at least 1")
     run = get_run(store, run_name)
+    if file is None and run.backend != "langfuse" and any(c in queue for c in "/\\\0"):
+        raise UsageError(f"--queue {queue!r} cannot name a review file: give --file")
     selection = select_candidates(_views(store, run), kinds=kinds)
     known = {row.key for row in store.review_candidates(queue)}
     fresh = [c for c in selection.candidates if c.key not in known]
