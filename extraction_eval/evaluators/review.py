@@ -310,10 +310,12 @@ def _same(a: Entity | Relationship, b: Entity | Relationship) -> bool:
 
 def apply_decisions(
     item: DatasetItem, decisions: Sequence[Decision]
-) -> tuple[DatasetItem, list[str]]:
-    """The item with the verdicts applied, flagged human-verified, and one line per verdict
-    that could not apply. ``add_to_gold`` on a prediction adds it; ``remove_from_gold`` on a
-    gold object removes it; a gold object confirmed (``add_to_gold`` / ``prediction_wrong``)
+) -> tuple[DatasetItem, list[str], list[Decision]]:
+    """The item with the verdicts applied, flagged human-verified, one line per verdict that
+    could not apply, and the decisions that did (``unsure`` is not one).
+
+    ``add_to_gold`` on a prediction adds it; ``remove_from_gold`` on a gold object removes
+    it; a gold object confirmed (``add_to_gold`` / ``prediction_wrong``)
     gets confidence 1; ``prediction_wrong`` on a prediction and ``unsure`` change no object.
     Ensemble-gold metadata (one entry per object) stays lined up with the objects."""
     lists: dict[str, list[Any]] = {
@@ -333,6 +335,7 @@ def apply_decisions(
             meta = {"entity": list(ents), "relationship": list(rels)}
     problems: list[str] = []
     applied: list[dict[str, Any]] = []
+    done: list[Decision] = []
     for d in decisions:
         c = d.candidate
         objs = lists[c.object_kind]
@@ -358,6 +361,7 @@ def apply_decisions(
         applied.append(
             {"key": c.key, "verdict": d.verdict, "reviewer": d.reviewer, "reason": d.reason}
         )
+        done.append(d)
     metadata = dict(item.metadata)
     if meta is not None and isinstance(gold_meta, Mapping):
         metadata["gold"] = {
@@ -375,4 +379,4 @@ def apply_decisions(
             "verdicts": [v for v in kept if v.get("key") not in keys] + applied,
         }
     expected = Extraction(entities=lists["entity"], relationships=lists["relationship"])
-    return item.model_copy(update={"expected": expected, "metadata": metadata}), problems
+    return item.model_copy(update={"expected": expected, "metadata": metadata}), problems, done

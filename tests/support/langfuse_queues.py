@@ -222,6 +222,28 @@ class QueueRoutes:
         with self._lock:  # type: ignore[attr-defined]
             return [dict(c) for c in self._queues.comments]
 
+    def seed_queue_items(self, queue_id: str, object_ids: list[str]) -> None:
+        """Items someone else put in the queue (no HTTP: a big queue in a blink)."""
+        with self._lock:  # type: ignore[attr-defined]
+            now = _iso()
+            for object_id in object_ids:
+                item_id = uuid.uuid4().hex
+                self._queues.items[item_id] = {
+                    "id": item_id,
+                    "queueId": queue_id,
+                    "objectId": object_id,
+                    "objectType": "TRACE",
+                    "status": "PENDING",
+                    "completedAt": None,
+                    "createdAt": now,
+                    "updatedAt": now,
+                }
+
+    def remove_queue_item(self, item_id: str) -> None:
+        """What deleting the item in the UI does."""
+        with self._lock:  # type: ignore[attr-defined]
+            del self._queues.items[item_id]
+
     def review(
         self,
         item_id: str,

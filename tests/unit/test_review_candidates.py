@@ -95,11 +95,12 @@ def test_verdicts_add_remove_and_confirm_keeping_ensemble_metadata_lined_up() ->
     item = _item([BABBAGE, LONDON], meta)
     sel = select_candidates([_view(item, [ADA])])
     fp, miss = sel.candidates
-    new, problems = apply_decisions(
-        item,
-        [Decision(fp, "add_to_gold", "rev", "in the text"), Decision(miss, "remove_from_gold")],
-    )
-    assert problems == []
+    decisions = [
+        Decision(fp, "add_to_gold", "rev", "in the text"),
+        Decision(miss, "remove_from_gold"),
+    ]
+    new, problems, done = apply_decisions(item, decisions)
+    assert problems == [] and done == decisions
     assert [e.name for e in new.expected.entities] == ["Charles Babbage", "Ada Lovelace"]
     ents = new.metadata["gold"]["entities"]
     assert [e["confidence"] for e in ents] == [1.0, 1.0]
@@ -108,15 +109,18 @@ def test_verdicts_add_remove_and_confirm_keeping_ensemble_metadata_lined_up() ->
     assert item.expected.entities == [BABBAGE, LONDON]  # the input is never changed
 
     # applied again: nothing more changes (idempotent); removing what is gone is one line
-    again, problems = apply_decisions(new, [Decision(fp, "add_to_gold")])
+    again, problems, _ = apply_decisions(new, [Decision(fp, "add_to_gold")])
     assert again.expected == new.expected and problems == []
-    _, problems = apply_decisions(new, [Decision(miss, "remove_from_gold")])
-    assert (
+    _, problems, done = apply_decisions(new, [Decision(miss, "remove_from_gold")])
+    assert done == [] and (
         len(problems) == 1 and "'London' (Loc)" in problems[0] and "not in the gold" in problems[0]
     )
 
     # confirmed gold object: confidence 1; unsure / prediction_wrong on a prediction: no change
-    kept, _ = apply_decisions(item, [Decision(miss, "prediction_wrong"), Decision(fp, "unsure")])
+    kept, _, done = apply_decisions(
+        item, [Decision(miss, "prediction_wrong"), Decision(fp, "unsure")]
+    )
+    assert [d.verdict for d in done] == ["prediction_wrong"]
     assert kept.expected == item.expected
     assert kept.metadata["gold"]["entities"][1]["confidence"] == 1.0
 

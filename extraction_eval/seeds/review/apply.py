@@ -242,15 +242,17 @@ def _apply_dataset(
                 " verdict(s) on it not applied"
             )
             continue
-        new, problems = apply_decisions(item, decisions)
+        new, problems, applied = apply_decisions(item, decisions)
         report.problems.extend(problems)
-        changed.append(new)
-        done.extend(decisions)
+        if applied:
+            changed.append(new)
+            done.extend(applied)
     if not changed:
         return
     upload = backend.upload_items(dataset, changed)
     version: Any = upload.version
-    report.versions[dataset] = version
+    if upload.new_version:
+        report.versions[dataset] = version
     for d in done:
         store.mark_review_applied(
             queue, d.candidate.key, d.verdict, d.reviewer, None if version is None else str(version)
