@@ -80,3 +80,41 @@ def render_apply(report: ApplyReport, out: Console, err: Console) -> None:
 
 def candidate_state(applied: Any, version: Any) -> str:
     return "awaiting a verdict" if applied is None else f"{applied} (version {version})"
+
+
+_GOLD_METRICS = (
+    "entity_precision",
+    "entity_recall",
+    "entity_f1",
+    "relationship_precision",
+    "relationship_recall",
+    "relationship_f1",
+)
+
+
+def render_gold_change(
+    old_name: str,
+    old: dict[str, Any] | None,
+    new_name: str,
+    new: dict[str, Any] | None,
+    out: Console,
+) -> None:
+    """The same outputs on two gold versions: every change in this table is the gold's."""
+    if not old or not new:
+        return
+    _say(out, f"what the gold change did (same outputs): {old_name} -> {new_name}")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    for col in ("", "old gold", "new gold", "change"):
+        table.add_column(col, justify="right" if col else "left")
+    ov, nv = old.get("values", {}), new.get("values", {})
+    for name in _GOLD_METRICS:
+        a, b = ov.get(name), nv.get(name)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            table.add_row(name, f"{a:.4f}", f"{b:.4f}", f"{b - a:+.4f}")
+    ot = old.get("report", {}).get("taxonomy", {})
+    nt = new.get("report", {}).get("taxonomy", {})
+    for name in ("spurious", "missed"):
+        a, b = ot.get(name), nt.get(name)
+        if isinstance(a, int) and isinstance(b, int):
+            table.add_row(f"{name} objects", str(a), str(b), f"{b - a:+d}")
+    print_table(out, table)

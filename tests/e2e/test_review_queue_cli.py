@@ -88,6 +88,22 @@ def test_six_add_to_gold_verdicts_make_a_version_with_six_fewer_spurious_entitie
     assert code == 0, err
     assert spurious_entities("after") == spurious_entities("before") - 6
 
+    # how much of the change is gold: the old run rescored on version 2, then compared
+    code, out, err = cli("runs", "rescore", "before", "--dataset-version", "2")
+    assert code == 0, err
+    assert "compare before before@v2: what the gold change did" in _flat(out)
+    assert spurious_entities("before@v2") == spurious_entities("after")
+    old_run = store.get_run("before")
+    assert old_run is not None and old_run.dataset_version == 1  # the old run is untouched
+    assert spurious_entities("before") == 6
+    table = [ln.split() for ln in out.splitlines()]
+    assert ["spurious", "objects", "6", "0", "-6"] in table  # the gold's doing, not the model's
+    precision = next(row for row in table if row and row[0] == "entity_precision")
+    assert precision[2] == "1.0000" and float(precision[3]) > 0
+    code, out, err = cli("compare", "before@v2", "after", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["metrics"]["entity_precision"]["delta"] == 0  # same model
+
     # a reviewer changes a verdict after it was applied: one line, nothing changed
     lines[1]["verdict"] = "prediction_wrong"
     review.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")

@@ -86,6 +86,7 @@ def test_triage_fills_a_langfuse_queue_and_verdicts_come_back_as_a_dataset_versi
     code, out, err = cli("gold", "apply-reviews", "--queue", "gold-gaps")
     assert code == 0, err
     assert "applied 6 add_to_gold -> dataset 'c6-lf' version" in _flat(out)
+    version = _flat(out).split("dataset 'c6-lf' version ", 1)[1].split()[0]
     after = _lf_items(server)
     for item, removed in docs:
         names = [e["name"] for e in after[item.id]["expectedOutput"]["entities"]]  # type: ignore[index]
@@ -109,6 +110,11 @@ def test_triage_fills_a_langfuse_queue_and_verdicts_come_back_as_a_dataset_versi
     code, _, err = cli("run", "--dataset", DATASET, "--name", "lf-after")
     assert code == 0, err
     assert spurious_entities("lf-after") == spurious_entities("lf-before") - 6
+
+    # the old run's outputs on the new LangFuse version: the six are the gold's doing
+    code, out, err = cli("runs", "rescore", "lf-before", "--dataset-version", version)
+    assert code == 0, err
+    assert ["spurious", "objects", "6", "0", "-6"] in [ln.split() for ln in out.splitlines()]
 
 
 def test_conflicting_unknown_and_lost_verdicts_are_a_line_each_in_a_huge_queue(
