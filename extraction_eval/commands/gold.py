@@ -107,12 +107,29 @@ def review_cmd(
     item: Annotated[str | None, typer.Option(help="Show this item only.")] = None,
     below: Annotated[float, typer.Option(help="Items whose lowest confidence is below.")] = 0.75,
     fmt: Annotated[Literal["text", "json"], typer.Option("--format")] = "text",
+    queue: Annotated[
+        str | None,
+        typer.Option(help="Show this review queue's candidates (gold triage) and their state."),
+    ] = None,
 ) -> None:
-    """Items of the last build that need a person: each object with the disagreeing votes."""
+    """Items of the last build that need a person: each object with the disagreeing votes;
+    with --queue, the candidates triage sent and what became of them."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.seeds.ensemble.review import review_items
     from extraction_eval.views.gold import render_review
 
+    if queue is not None:
+        from extraction_eval.seeds.review.triage import queue_state
+        from extraction_eval.views.review import render_candidates
+
+        rows = queue_state(LocalStore(), queue, dataset)
+        if fmt == "json":
+            out = [{**c.to_json(), "state": state} for c, state in rows]
+            typer.echo(json.dumps(out, sort_keys=True, indent=1))
+            return
+        render_candidates(rows, console)
+        console.print(f"{len(rows)} candidates of {dataset} in queue {queue}", highlight=False)
+        return
     found = review_items(LocalStore(), dataset, below=below, item=item)
     if fmt == "json":
         typer.echo(json.dumps([{"item_id": i, **a} for i, a in found], sort_keys=True, indent=1))

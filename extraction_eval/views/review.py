@@ -78,10 +78,6 @@ def render_apply(report: ApplyReport, out: Console, err: Console) -> None:
     )
 
 
-def candidate_state(applied: Any, version: Any) -> str:
-    return "awaiting a verdict" if applied is None else f"{applied} (version {version})"
-
-
 _GOLD_METRICS = (
     "entity_precision",
     "entity_recall",

@@ -42,6 +42,7 @@ def test_six_add_to_gold_verdicts_make_a_version_with_six_fewer_spurious_entitie
     code, out, err = cli("gold", "triage", "before", "--queue", "q6", "--file", str(review))
     assert code == 0, err
     assert f"sent 6 to review file {review}" in _flat(out) and "6 grounded_fp" in out
+    assert _flat(out).count("misses?") == 6  # the terminal shows each question
     lines = [json.loads(x) for x in review.read_text(encoding="utf-8").splitlines()]
     assert sorted(x["object"]["name"] for x in lines) == sorted(n for _, n in docs)
     assert all(x["verdict"] is None and x["kind"] == "grounded_fp" for x in lines)
@@ -76,6 +77,12 @@ def test_six_add_to_gold_verdicts_make_a_version_with_six_fewer_spurious_entitie
         assert new[item.id].metadata["review"]["human_verified"] is True
     reasons = json.dumps([x.metadata for x in new.values()])
     assert SECRET not in reasons and "\\u001b" not in reasons and "by ann" in reasons
+
+    # the terminal review shows each candidate and what became of it
+    code, out, err = cli("gold", "review", "c6", "--queue", "q6", "--format", "json")
+    assert code == 0, err
+    states = {x["object"]["name"]: x["state"] for x in json.loads(out)}
+    assert states == {n: "add_to_gold by ann (version 2)" for _, n in docs}
 
     # applied again: nothing new, no new version
     code, out, err = cli("gold", "apply-reviews", "--queue", "q6", "--file", str(review))

@@ -190,3 +190,19 @@ def _to_langfuse(
             report.sent.append(c)
     finally:
         close_client(lf)
+
+
+def queue_state(store: LocalStore, queue: str, dataset: str) -> list[tuple[Candidate, str]]:
+    """The candidates sent to ``queue`` for ``dataset``, each with what became of it."""
+    out = []
+    for row in store.review_candidates(queue):
+        if row.dataset != dataset:
+            continue
+        state = (
+            "awaiting a verdict"
+            if row.applied_verdict is None
+            else f"{row.applied_verdict} by {row.applied_by or 'a reviewer'}"
+            f" (version {row.applied_version})"
+        )
+        out.append((Candidate.from_json(row.candidate), state))
+    return out
