@@ -112,7 +112,8 @@ def question(kind: CandidateKind, object_kind: str, obj: Entity | Relationship) 
     """The one-line question a reviewer answers, readable without this tool."""
     what = _label(object_kind, obj)
     if kind == "grounded_fp":
-        return _one_line(f"is {what} an {object_kind} the gold misses?")
+        article = "an" if object_kind == "entity" else "a"
+        return _one_line(f"is {what} {article} {object_kind} the gold misses?")
     if kind == "weak_gold_miss":
         return _one_line(f"the model missed gold {object_kind} {what}: is it really in the text?")
     return _one_line(f"a judge accepts {what} where string matching did not: add it to gold?")
@@ -196,7 +197,9 @@ def grounded_false_positives(view: ItemView) -> list[Candidate]:
             if not all(text.contains(n) for n in names):
                 continue
         has_evidence = 0.0 if obj.evidence else 1.0  # evidence found beats a name alone
-        out.append(_make(view, "grounded_fp", tag.kind, obj, (0.0, has_evidence)))
+        # an entity before a relationship: a relationship's endpoint may be the gap itself
+        later = 0.0 if tag.kind == "entity" else 1.0
+        out.append(_make(view, "grounded_fp", tag.kind, obj, (0.0, later, has_evidence)))
     return out
 
 

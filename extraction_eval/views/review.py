@@ -22,15 +22,17 @@ def _say(out: Console, message: str) -> None:
     out.print(escape(message), highlight=False, soft_wrap=True)
 
 
-def render_candidates(rows: Sequence[tuple[Candidate, str]], out: Console) -> None:
-    """One row per candidate: the item, the kind, the question, and its state."""
+def render_candidates(rows: Sequence[tuple[Candidate, str | None]], out: Console) -> None:
+    """One row per candidate: the item, the kind, the question, and its state (if given)."""
     if not rows:
         return
+    stated = any(state is not None for _, state in rows)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
-    for col in ("item", "kind", "question", "state"):
+    for col in ("item", "kind", "question", *(("state",) if stated else ())):
         table.add_column(col)
     for c, state in rows:
-        table.add_row(escape(c.item_id), c.kind, escape(c.question), escape(state))
+        cells = [escape(c.item_id), c.kind, escape(c.question)]
+        table.add_row(*cells, *((escape(state or ""),) if stated else ()))
     print_table(out, table)
 
 
@@ -42,7 +44,7 @@ def render_triage(report: TriageReport, out: Console, err: Console) -> None:
         if report.mode == "langfuse"
         else f"review file {report.file} (queue {report.queue!r})"
     )
-    render_candidates([(c, "sent") for c in report.sent], out)
+    render_candidates([(c, None) for c in report.sent], out)
     _say(out, f"candidates found: {found}")
     held = []
     if report.already:

@@ -14,7 +14,7 @@ from extraction_eval.evaluators.review import (
     safe_comment,
     select_candidates,
 )
-from extraction_eval.types import DatasetItem, Entity, Extraction, TaxonomyTag
+from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship, TaxonomyTag
 
 TEXT = "Ada Lovelace met Charles Babbage in London. Paris is far."
 
@@ -132,3 +132,26 @@ def test_a_comment_with_control_characters_or_a_secret_becomes_one_safe_line() -
     assert secret not in text and "***" in text
     assert notes == ["control characters replaced", "a secret-looking value masked"]
     assert safe_comment("fine", []) == ("fine", [])
+
+
+def test_an_entity_comes_before_a_relationship_that_may_rest_on_it() -> None:
+    item = _item([BABBAGE])
+    pred = Extraction(
+        entities=[ADA, BABBAGE],
+        relationships=[
+            Relationship(
+                source="Ada Lovelace",
+                type="knows",
+                target="Charles Babbage",
+                evidence="Ada Lovelace met Charles Babbage",
+            )
+        ],
+    )
+    scored = score_dataset_item(item, pred, ScoringConfig())
+    tags = [TaxonomyTag(**t.to_json()) for t in scored.taxonomy]  # type: ignore[arg-type]
+    view = ItemView(dataset="d", item=item, output=pred, taxonomy=tags)
+    rel, ent = select_candidates([view]).candidates[::-1]
+    assert ent.object_kind == "entity" and rel.object_kind == "relationship"
+    assert rel.question == (
+        "is ('Ada Lovelace', knows, 'Charles Babbage') a relationship the gold misses?"
+    )
