@@ -462,8 +462,8 @@ def rescore_cmd(
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     console.print(
-        f"compare {name} {outcome.run.name}: what the gold change did;"
-        f" compare {outcome.run.name} NEXT-RUN: what the model did",
+        f"the table above is what the gold change did; compare {outcome.run.name} NEXT-RUN"
+        " (a run on the same version): what the model did",
         highlight=False,
         soft_wrap=True,
     )

@@ -98,7 +98,7 @@ def test_six_add_to_gold_verdicts_make_a_version_with_six_fewer_spurious_entitie
     # how much of the change is gold: the old run rescored on version 2, then compared
     code, out, err = cli("runs", "rescore", "before", "--dataset-version", "2")
     assert code == 0, err
-    assert "compare before before@v2: what the gold change did" in _flat(out)
+    assert "the table above is what the gold change did; compare before@v2" in _flat(out)
     assert spurious_entities("before@v2") == spurious_entities("after")
     old_run = store.get_run("before")
     assert old_run is not None and old_run.dataset_version == 1  # the old run is untouched
