@@ -124,7 +124,7 @@ def test_six_add_to_gold_verdicts_make_a_version_with_six_fewer_spurious_entitie
 def test_bad_review_lines_and_unknown_candidates_are_a_line_each(
     shared_data: Path, tmp_path: Path
 ) -> None:
-    docs = six_documents(shared_data)[:2]
+    docs = six_documents(shared_data)[:3]
     with LocalStore() as store:
         store.upload_items("c2", [item for item, _ in docs])
     assert cli("run", "--dataset", "c2", "--name", "r2")[0] == 0
@@ -133,6 +133,10 @@ def test_bad_review_lines_and_unknown_candidates_are_a_line_each(
     lines = [json.loads(x) for x in review.read_text(encoding="utf-8").splitlines()]
     lines[0]["verdict"] = "looks fine"  # not a verdict
     lines[1]["verdict"] = "unsure"
+    lines[2]["verdict"] = "add_to_gold"  # on an item archived since
+    gone = next(item for item, _ in docs if item.id == lines[2]["item_id"])
+    with LocalStore() as store:
+        store.upload_items("c2", [gone.model_copy(update={"status": "ARCHIVED"})])
     extra = {"key": "not-a-candidate", "verdict": "add_to_gold"}
     review.write_text(
         "{broken\n" + "".join(json.dumps(x) + "\n" for x in [*lines, extra]), encoding="utf-8"
@@ -140,9 +144,10 @@ def test_bad_review_lines_and_unknown_candidates_are_a_line_each(
     code, out, err = cli("gold", "apply-reviews", "--queue", "q2", "--file", str(review))
     assert code == 0, err
     warnings = [ln for ln in err.splitlines() if ln.startswith("warning:")]
-    assert len(warnings) == 3
+    assert len(warnings) == 4, err
+    assert f"dataset 'c2' has no item {gone.id!r} any more: 1 verdict(s) on it not applied" in err
     assert "q2.jsonl:1:" in warnings[0] and "skipped" in warnings[0]
     assert "'looks fine' is not one of add_to_gold" in err
     assert "no candidate 'not-a-candidate' was sent to this queue" in err
     assert "applied none" in out and "1 unsure" in out
-    assert LocalStore().get_dataset("c2").version == 1  # nothing to apply: no version
+    assert LocalStore().get_dataset("c2").version == 2  # the archiving; nothing applied

@@ -128,9 +128,14 @@ def test_conflicting_unknown_and_lost_verdicts_are_a_line_each_in_a_huge_queue(
     assert cli("gold", "triage", "lf-bad", "--queue", "big", "--limit", "1")[0] == 0
     (queue,) = server.annotation_queues()
     server.seed_queue_items(queue["id"], [f"other-{n}" for n in range(10_000)])
+    server.fail_next("/api/public/comments", 1, status=400, method="POST")
     code, out, err = cli("gold", "triage", "lf-bad", "--queue", "big")
     assert code == 0, err
     assert "sent 2" in out and "1 already in the queue" in _flat(out)
+    # a comment LangFuse refused: the item is queued (and known), the question said here
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+    assert "queued, but its question could not be added as a comment" in line
+    assert line.endswith("an entity the gold misses?")
     ours = [i for i in server.queue_items(queue["id"]) if not i["objectId"].startswith("other")]
     assert len(ours) == 3
 

@@ -181,13 +181,20 @@ def _to_langfuse(
                 continue
             try:
                 item_id = add_queue_item(lf, queue_id, c.trace_id, "TRACE")
-                add_comment(lf, project, "TRACE", c.trace_id, COMMENT_PREFIX + c.question)
             except Exception as exc:  # one line per candidate; the others go on
                 report.problems.append(f"item {c.item_id!r}: not queued: {one_line(exc)}")
                 continue
+            # recorded at once: a queue item the ledger does not know could never be applied
             store.add_review_candidate(queue, c.to_json(), run=run.name, queue_item_id=item_id)
             queued_traces.add(c.trace_id)
             report.sent.append(c)
+            try:
+                add_comment(lf, project, "TRACE", c.trace_id, COMMENT_PREFIX + c.question)
+            except Exception as exc:
+                report.problems.append(
+                    f"item {c.item_id!r}: queued, but its question could not be added as a"
+                    f" comment ({one_line(exc)}): {c.question}"
+                )
     finally:
         close_client(lf)
 
