@@ -57,6 +57,8 @@ def render_triage(report: TriageReport, out: Console, err: Console) -> None:
         out,
         f"sent {len(report.sent)} to {where}" + (f"; {', '.join(held)}" if held else ""),
     )
+    for n in report.notes:
+        err.print(f"[yellow]note:[/] {escape(n)}", highlight=False, soft_wrap=True)
     for p in report.problems:
         err.print(f"[yellow]warning:[/] {escape(p)}", highlight=False, soft_wrap=True)
 

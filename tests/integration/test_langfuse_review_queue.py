@@ -136,6 +136,7 @@ def test_conflicting_unknown_and_lost_verdicts_are_a_line_each_in_a_huge_queue(
     (line,) = [ln for ln in err.splitlines() if ln.startswith("warning:")]
     assert "queued, but its question could not be added as a comment" in line
     assert line.endswith("an entity the gold misses?")
+    assert "note: queue 'big' also holds 10,000 items this tool did not send" in _flat(err)
     ours = [i for i in server.queue_items(queue["id"]) if not i["objectId"].startswith("other")]
     assert len(ours) == 3
 

@@ -47,6 +47,7 @@ class TriageReport:
     held_back_trace: int = 0
     found: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     queue_created: bool = False
     file: Path | None = None
 
@@ -164,7 +165,18 @@ def _to_langfuse(
     try:
         lf_queue, _, report.queue_created = ensure_queue(lf, queue, QUEUE_DESCRIPTION)
         queue_id = str(lf_queue.id)
-        queued_traces = {i.object_id for i in queue_items(lf, queue_id) if i.object_type == "TRACE"}
+        ours = {row.queue_item_id for row in store.review_candidates(queue)}
+        queued_traces: set[str] = set()
+        foreign = 0
+        for i in queue_items(lf, queue_id):
+            if i.object_type == "TRACE":
+                queued_traces.add(i.object_id)
+            foreign += i.id not in ours
+        if foreign:
+            report.notes.append(
+                f"queue {queue!r} also holds {foreign:,} items this tool did not send:"
+                " left as they are"
+            )
         project = project_id(lf)
         for c in fresh:
             if limit is not None and len(report.sent) >= limit:
