@@ -53,6 +53,12 @@ def rescore_run(
     run = get_run(store, name, dataset)
     if isinstance(version, str) and version.isdigit():
         version = int(version)
+    target_name = new_name or f"{name}@v{version}"
+    if store.get_run(target_name, run.dataset) is not None:
+        raise UsageError(
+            f"run {target_name!r} already exists on dataset {run.dataset!r}: it holds this"
+            " rescore already, or give --name for another"
+        )
     items = _items(store, run, version)
     if not items:
         raise UsageError(f"dataset {run.dataset!r} version {version} has no items")
@@ -76,7 +82,7 @@ def rescore_run(
     config = {k: v for k, v in run.config.items() if k not in ("dataset_fingerprint", "limit")}
     config["rescored_from"] = {"run": run.name, "dataset_version": run.dataset_version}
     target = store.create_run(
-        name=new_name or f"{name}@v{version}",
+        name=target_name,
         dataset=run.dataset,
         dataset_version=version,
         config=config,
