@@ -81,8 +81,9 @@ def test_triage_fills_a_langfuse_queue_and_verdicts_come_back_as_a_dataset_versi
     assert "applied none" in out and "6 awaiting a verdict" in _flat(out)
 
     before = _lf_items(server)
-    for i in items:
-        server.review(i["id"], "add_to_gold", comment="it is named in the sentence")
+    given = [
+        server.review(i["id"], "add_to_gold", comment="it is named in the sentence") for i in items
+    ]
     code, out, err = cli("gold", "apply-reviews", "--queue", "gold-gaps")
     assert code == 0, err
     assert "applied 6 add_to_gold -> dataset 'c6-lf' version" in _flat(out)
@@ -105,6 +106,17 @@ def test_triage_fills_a_langfuse_queue_and_verdicts_come_back_as_a_dataset_versi
     code, out, err = cli("gold", "apply-reviews", "--queue", "gold-gaps")
     assert code == 0, err
     assert "applied none" in out and "6 already applied" in _flat(out)
+
+    # a reviewer changes a verdict after it was applied: one line, the gold stays
+    server.change_review(given[0]["id"], "prediction_wrong")
+    code, out, err = cli("gold", "apply-reviews", "--queue", "gold-gaps")
+    assert code == 0, err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+    assert (
+        f"verdict changed to prediction_wrong after add_to_gold was applied in version {version}"
+        in _flat(line)
+    )
+    assert "5 already applied" in _flat(out) and _lf_items(server) == after
 
     # the loop closes: the next LangFuse run is scored on the new version
     code, _, err = cli("run", "--dataset", DATASET, "--name", "lf-after")

@@ -239,6 +239,13 @@ class QueueRoutes:
                     "updatedAt": now,
                 }
 
+    def change_review(self, score_id: str, value: str) -> None:
+        """A reviewer picking another verdict in the UI: the same score, a new value."""
+        with self._lock:  # type: ignore[attr-defined]
+            score = self._state.scores[score_id]  # type: ignore[attr-defined]
+            score["value"] = value
+            score["updatedAt"] = _iso()
+
     def remove_queue_item(self, item_id: str) -> None:
         """What deleting the item in the UI does."""
         with self._lock:  # type: ignore[attr-defined]
