@@ -1,4 +1,5 @@
-"""``gold build|review|override``: ensemble gold for a dataset (parse, call, render).
+"""``gold build|review|override|triage|apply-reviews``: ensemble gold for a dataset, and review
+queues that make gold better (parse, call, render).
 
 Library modules are imported inside each command, so ``--help`` loads none of them.
 """
@@ -24,7 +25,8 @@ from extraction_eval.commands.common import (
 
 gold_app = typer.Typer(
     no_args_is_help=True,
-    help="Ensemble gold: several models vote a dataset's expected output; people override.",
+    help="Ensemble gold: several models vote a dataset's expected output; people override and"
+    " review likely gold gaps in a queue.",
 )
 
 
@@ -107,13 +109,30 @@ def review_cmd(
     item: Annotated[str | None, typer.Option(help="Show this item only.")] = None,
     below: Annotated[float, typer.Option(help="Items whose lowest confidence is below.")] = 0.75,
     fmt: FormatOpt = "table",
+    queue: Annotated[
+        str | None,
+        typer.Option(help="Show this review queue's candidates (gold triage) and their state."),
+    ] = None,
 ) -> None:
-    """Items of the last build that need a person: each object with the disagreeing votes."""
+    """Items of the last build that need a person: each object with the disagreeing votes;
+    with --queue, the candidates triage sent and what became of them."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.seeds.ensemble.review import review_items
     from extraction_eval.views.gold import render_review
 
     fmt = output_format(fmt)
+    if queue is not None:
+        from extraction_eval.seeds.review.triage import queue_state
+        from extraction_eval.views.review import render_candidates
+
+        rows = queue_state(LocalStore(), queue, dataset)
+        if fmt == "json":
+            out = [{**c.to_json(), "state": state} for c, state in rows]
+            typer.echo(json.dumps(out, sort_keys=True, indent=1))
+            return
+        render_candidates(rows, console)
+        console.print(f"{len(rows)} candidates of {dataset} in queue {queue}", highlight=False)
+        return
     found = review_items(LocalStore(), dataset, below=below, item=item)
     if fmt == "json":
         typer.echo(json.dumps([{"item_id": i, **a} for i, a in found], sort_keys=True, indent=1))
@@ -200,3 +219,65 @@ def override_cmd(
     console.print(
         f"override #{number} stored; it applies from the next gold build", highlight=False
     )
+
+
+@gold_app.command("triage")
+@handle_errors
+def triage_cmd(
+    run: Annotated[str, typer.Argument(help="A finished run whose likely gold gaps to review.")],
+    queue: Annotated[str, typer.Option(help="Review queue (LangFuse annotation queue) name.")],
+    limit: Annotated[
+        int | None, typer.Option(help="Send at most this many (most likely first).")
+    ] = None,
+    kinds: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="grounded_fp, weak_gold_miss, judge_disagreement (repeatable or a comma list;"
+            " default all)."
+        ),
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option(help="Local run: the review file [QUEUE.review.jsonl]."),
+    ] = None,
+) -> None:
+    """Send a run's likely gold gaps to a review queue: a LangFuse annotation queue for a
+    LangFuse-mode run, a review file for a local one; nothing is sent twice."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.seeds.review.triage import check_kinds, triage
+    from extraction_eval.views.review import render_triage
+
+    if file is not None:
+        check_writable("--file", file)
+    report = triage(LocalStore(), run, queue, kinds=check_kinds(kinds), limit=limit, file=file)
+    render_triage(report, console, err_console)
+
+
+@gold_app.command("apply-reviews")
+@handle_errors
+def apply_reviews_cmd(
+    queue: Annotated[str, typer.Option(help="Review queue whose verdicts to apply.")],
+    file: Annotated[
+        Path | None,
+        typer.Option(help="Local queue: the filled-in review file [QUEUE.review.jsonl]."),
+    ] = None,
+) -> None:
+    """Turn the queue's new verdicts into a new dataset version (human-verified); each verdict
+    applies once, a conflicting or changed one is reported, not guessed."""
+    from extraction_eval.backends import get_dataset_backend
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.seeds.review.apply import apply_reviews
+    from extraction_eval.views.review import render_apply
+
+    if file is not None:
+        check_readable("--file", file)
+    store = LocalStore()
+    # a queue triage sent to LangFuse has queue items; a local one has a review file
+    langfuse = file is None and any(r.queue_item_id for r in store.review_candidates(queue))
+    backend = store if not langfuse else get_dataset_backend()
+    try:
+        report = apply_reviews(store, backend, queue, file=file, langfuse=langfuse)
+    finally:
+        if backend is not store:
+            backend.close()
+    render_apply(report, console, err_console)

@@ -471,3 +471,38 @@ def report_gate(line: str | None, failed: bool) -> None:
     err_console.print(f"[{style}]{line}[/]", highlight=False, soft_wrap=True)
     if failed:
         raise typer.Exit(1)
+
+
+@runs_app.command("rescore")
+@handle_errors
+def rescore_cmd(
+    name: str,
+    dataset_version: Annotated[
+        str, typer.Option(help="The dataset version to score the run's outputs against.")
+    ],
+    new_name: Annotated[
+        str | None, typer.Option("--name", help="Name of the rescored run [NAME@vVERSION].")
+    ] = None,
+    dataset: DatasetOpt = None,
+) -> None:
+    """Score run NAME's stored outputs against another dataset version (no model is called),
+    stored as a run of its own: compare NAME with it to see what the gold change did."""
+    from extraction_eval.analysis.stored import get_run
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.experiments.rescore import rescore_run
+    from extraction_eval.views.review import render_gold_change
+    from extraction_eval.views.runs import render_run_summary
+
+    store = LocalStore()
+    outcome = rescore_run(store, name, dataset_version, new_name=new_name, dataset=dataset)
+    render_run_summary(outcome, console)
+    old = get_run(store, name, outcome.run.dataset)
+    render_gold_change(name, old.summary, outcome.run.name, outcome.run.summary, console)
+    for warning in outcome.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    console.print(
+        f"the table above is what the gold change did; compare {outcome.run.name} NEXT-RUN"
+        " (a run on the same version): what the model did",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -24,6 +24,7 @@ Endpoints (all under ``/api/public``)::
     GET    /v2/observations                            filters + ``filter`` JSON, fields, cursor
     POST   /otel/v1/traces                             OTLP protobuf (gzip), decoded to dicts
     GET    /experiments            GET /experiment-items   derived from experiment spans
+    /annotation-queues (+ items, assignments), /comments   ``langfuse_queues``
 
 Fault switches: :meth:`FakeLangfuse.fail_next` (N x 429 + Retry-After, or 5xx, per path),
 :meth:`FakeLangfuse.reject_scores` (400 for whole batches, or 207 naming scores),
@@ -60,6 +61,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from tests.support.langfuse_queues import QueueRoutes, QueueState
 
 JSON = Any
 Query = dict[str, list[str]]
@@ -430,7 +433,7 @@ class _Request:
 # --- the server ---------------------------------------------------------------------------
 
 
-class FakeLangfuse:
+class FakeLangfuse(QueueRoutes):
     """In-memory LangFuse on 127.0.0.1 that records requests; use as a context manager.
 
     Keys: every pair passed to the constructor or added with :meth:`new_keys` is accepted;
@@ -452,6 +455,7 @@ class FakeLangfuse:
         self._keys: dict[str, str] = dict(keys or {})
         self._lock = threading.RLock()
         self._state = _State()
+        self._queues = QueueState()
         self.requests: list[RecordedRequest] = []
         self._faults: list[_Fault] = []
         self._reject_scores_status: int | None = None
@@ -812,6 +816,7 @@ class FakeLangfuse:
             ("POST", "/api/public/otel/v1/traces", self._otel_traces),
             ("GET", "/api/public/experiments", self._list_experiments),
             ("GET", "/api/public/experiment-items", self._list_experiment_items),
+            *self.queue_routes(seg),
         ]
         return [(m, re.compile(p), h) for m, p, h in table]
 
@@ -1164,6 +1169,8 @@ class FakeLangfuse:
             "experimentId": ("datasetRunId", _csv(q, "experimentId")),
             "environment": ("environment", _csv(q, "environment")),
             "configId": ("configId", _csv(q, "configId")),
+            "queueId": ("queueId", _csv(q, "queueId")),
+            "authorUserId": ("authorUserId", _csv(q, "authorUserId")),
         }
         sources = [s.upper() for s in _csv(q, "source") or []]
         data_types = [d.upper() for d in _csv(q, "dataType") or []]

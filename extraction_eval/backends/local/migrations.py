@@ -354,6 +354,34 @@ def m013_result_repairs(conn: sqlite3.Connection) -> None:
     _exec(conn, "ALTER TABLE results ADD COLUMN repairs TEXT")
 
 
+@migration
+def m014_review_candidates(conn: sqlite3.Connection) -> None:
+    """Review queues: each candidate triage sent to a queue (once per queue and key), where it
+    went (a LangFuse queue item, or the local review file), and the verdict applied from it,
+    so re-running triage adds nothing twice and apply-reviews applies nothing twice."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE review_candidates (
+            queue           TEXT NOT NULL,
+            key             TEXT NOT NULL,
+            dataset         TEXT NOT NULL,
+            item_id         TEXT NOT NULL,
+            run             TEXT NOT NULL,
+            candidate       TEXT NOT NULL,      -- JSON (evaluators.review.Candidate.to_json)
+            queue_item_id   TEXT,               -- LangFuse mode: the annotation queue item
+            created_at      TEXT NOT NULL,
+            applied_verdict TEXT,
+            applied_by      TEXT,
+            applied_version TEXT,
+            applied_at      TEXT,
+            PRIMARY KEY (queue, key)
+        );
+        CREATE INDEX review_candidates_item ON review_candidates (queue, queue_item_id)
+        """,
+    )
+
+
 def _ensure_table(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"

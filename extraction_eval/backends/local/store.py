@@ -20,6 +20,7 @@ from extraction_eval.backends.local.locks import LockTables
 from extraction_eval.backends.local.pages import ResultPages
 from extraction_eval.backends.local.prompts import PromptTables
 from extraction_eval.backends.local.report_rows import ReportRowTables
+from extraction_eval.backends.local.reviews import ReviewTables
 
 __all__ = ["SAMPLE_DATASET", "LocalStore", "default_home", "default_store_path"]
 
@@ -49,6 +50,7 @@ class LocalStore(
     GoldTables,
     BatchTables,
     LockTables,
+    ReviewTables,
 ):
     """Datasets (versioned), runs, item results, scores and the response cache in SQLite.
 
