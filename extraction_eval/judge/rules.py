@@ -1,0 +1,258 @@
+"""``offline:rules``: a keyless judge that never calls a model.
+
+Four rules, tried in order, each with the reason it gives:
+
+1. **equal once set aside**: the names are equal after casefolding, punctuation, honorifics
+   (Mr, Dr, President, ...) and legal suffixes (Inc, Ltd, GmbH, ...) are removed;
+2. **numbers differ**: names whose digits differ are different ("2002 Winter Olympics" is
+   not "2006 Winter Olympics"), whatever else they share;
+3. **acronym / initials**: one name is the initials of the other ("IBM" and "International
+   Business Machines", "U.S." and "United States"), or a person's given names are shortened
+   to initials ("J. Smith" and "John Smith");
+4. **token containment, with a type guard**: every word of the shorter name is a word of the
+   longer one ("Obama" and "Barack Obama"), except for places, times and numbers, which nest
+   ("Paris" is in "Paris, Texas") or differ by one word ("March 1963", "13 March 1963").
+
+Anything else is "not the same". Pure and deterministic: the same pair always gets the same
+verdict, so the rules need no cache.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+
+from extraction_eval.judge.base import JudgePair, JudgeStats, Verdict
+
+RULES_MODEL = "offline:rules"
+RULES_VERSION = "rules-v1"  # bump when a rule changes: calibrations name the version they measured
+
+HONORIFICS = frozenset(
+    {
+        "mr",
+        "mrs",
+        "ms",
+        "miss",
+        "mx",
+        "dr",
+        "prof",
+        "professor",
+        "sir",
+        "dame",
+        "lord",
+        "lady",
+        "st",
+        "saint",
+        "rev",
+        "reverend",
+        "fr",
+        "father",
+        "president",
+        "gen",
+        "general",
+        "col",
+        "colonel",
+        "capt",
+        "captain",
+        "lt",
+        "sgt",
+        "gov",
+        "governor",
+        "sen",
+        "senator",
+        "rep",
+        "judge",
+        "justice",
+        "king",
+        "queen",
+        "prince",
+        "princess",
+        "pope",
+        "jr",
+        "sr",
+        "ii",
+        "iii",
+    }
+)
+LEGAL_SUFFIXES = frozenset(
+    {
+        "inc",
+        "incorporated",
+        "corp",
+        "corporation",
+        "co",
+        "company",
+        "ltd",
+        "limited",
+        "llc",
+        "llp",
+        "plc",
+        "lp",
+        "gmbh",
+        "ag",
+        "sa",
+        "sas",
+        "spa",
+        "srl",
+        "bv",
+        "nv",
+        "oy",
+        "ab",
+        "as",
+        "kk",
+        "pty",
+        "pvt",
+        "group",
+        "holdings",
+    }
+)
+# Words initials skip ("Bank of America" -> BOA or BA)
+_SMALL = frozenset(
+    {
+        "of",
+        "the",
+        "and",
+        "for",
+        "de",
+        "du",
+        "des",
+        "la",
+        "le",
+        "el",
+        "di",
+        "da",
+        "von",
+        "van",
+        "der",
+        "den",
+        "in",
+        "on",
+        "at",
+        "&",
+        "a",
+        "an",
+    }
+)
+# Type classes whose names nest or differ by one word: containment proves nothing there
+_NESTING = ("loc", "gpe", "place", "city", "country", "time", "date", "num", "money", "percent")
+_PERSON = ("per", "peop", "person", "human", "people")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@lru_cache(maxsize=1 << 14)
+def _tokens(name: str) -> tuple[str, ...]:
+    """Casefolded words, accents dropped, dotted initials joined ("U.S." -> "us")."""
+    folded = _fold(name)
+    folded = re.sub(r"\b(\w)\.(?=\w\.)", r"\1", folded)  # u.s.a. -> usa.
+    return tuple(_WORD.findall(folded))
+
+
+def core(tokens: Sequence[str]) -> tuple[str, ...]:
+    """The words that name the entity: honorifics, legal suffixes and a leading "the" out."""
+    words = [t for t in tokens if t not in HONORIFICS and t not in LEGAL_SUFFIXES]
+    if words and words[0] == "the":
+        words = words[1:]
+    return tuple(words) or tuple(tokens)
+
+
+def _type_class(type_: str | None) -> str:
+    if not type_:
+        return "unknown"
+    key = _fold(type_).strip()
+    if key.startswith(_PERSON):
+        return "person"
+    if key.startswith(_NESTING):
+        return "nesting"
+    return "other"
+
+
+def _acronym(short: tuple[str, ...], long: tuple[str, ...], raw_short: str) -> bool:
+    if len(short) != 1 or len(long) < 2:
+        return False
+    letters = short[0]
+    if not 2 <= len(letters) <= 10 or not letters.isalpha():
+        return False
+    upper_in_raw = sum(c.isupper() for c in raw_short) >= 2 or "." in raw_short
+    if not upper_in_raw:
+        return False  # "bank" is a word, not the initials of "Bank of America Network Kit"
+    full = "".join(w[0] for w in long)
+    content = "".join(w[0] for w in long if w not in _SMALL)
+    return letters in (full, content)
+
+
+def _initials(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Person names equal up to given names shortened to initials ("J. R. Smith")."""
+    if len(a) != len(b) or len(a) < 2 or a[-1] != b[-1]:
+        return False
+    shortened = False
+    for x, y in zip(a[:-1], b[:-1], strict=True):
+        if x == y:
+            continue
+        if (len(x) == 1 and y.startswith(x)) or (len(y) == 1 and x.startswith(y)):
+            shortened = True
+            continue
+        return False
+    return shortened
+
+
+def _digits(words: Sequence[str]) -> frozenset[str]:
+    return frozenset(w for w in words if any(c.isdigit() for c in w))
+
+
+def rules_verdict(a: str, b: str, type_: str | None = None) -> tuple[bool, str]:
+    """(same, reason) for one pair by the four rules above."""
+    ta, tb = _tokens(a), _tokens(b)
+    ca, cb = core(ta), core(tb)
+    if not ca or not cb:
+        return False, "a name has no words"
+    if ca == cb:
+        return True, "equal once case, punctuation, honorifics and legal suffixes are set aside"
+    if _digits(ca) != _digits(cb):
+        return False, "their numbers differ"
+    short_raw, (short, long) = (a, (ca, cb)) if len(ca) <= len(cb) else (b, (cb, ca))
+    if _acronym(short, long, short_raw):
+        return True, f"{short_raw.strip()!r} is the initials of the other name"
+    kind = _type_class(type_)
+    if kind in ("person", "unknown") and _initials(ca, cb):
+        return True, "the same name with given names as initials"
+    meaningful = [w for w in short if w not in _SMALL and len(w) > 1]
+    if meaningful and set(short) <= set(long):
+        if kind == "nesting":
+            return False, "places, times and numbers nest: containment is not identity"
+        if kind == "person" and len(short) == 1 and short[0] not in (long[0], long[-1]):
+            return False, "a middle name alone does not name the person"
+        return True, "every word of the shorter name is in the longer one"
+    return False, "no rule links the names"
+
+
+class RulesJudge:
+    """The ``offline:rules`` judge: no key, no call, no cost, no cache needed."""
+
+    def __init__(self) -> None:
+        self._stats = JudgeStats()
+
+    @property
+    def identity(self) -> str:
+        return f"{RULES_MODEL}@{RULES_VERSION}"
+
+    @property
+    def stats(self) -> JudgeStats:
+        return self._stats
+
+    async def judge(self, pairs: Sequence[JudgePair]) -> list[Verdict]:
+        self._stats.pairs += len(pairs)
+        out = []
+        for p in pairs:
+            same, reason = rules_verdict(p.a, p.b, p.type)
+            out.append(Verdict(same, reason, "rules"))
+        return out
+
+    async def aclose(self) -> None:
+        return None
