@@ -25,3 +25,6 @@ MAX_TOML_DEPTH = 32
 # Mentions, and aliases, per entity: each is a surface form every prediction is compared with
 # (Re-DocRED: at most a few dozen). Over it: the object is refused with one line.
 MAX_SURFACE_FORMS = 1_000
+# Context of one labelled pair in a judge pairs file (characters): the judge reads windows of
+# it, but the file and the per-pair file keep it whole; a longer one is that line's warning.
+MAX_PAIR_CONTEXT_CHARS = 1_000_000

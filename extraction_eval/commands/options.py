@@ -148,3 +148,15 @@ MaxObjectsOrFile = Annotated[int | None, _MAX_OBJECTS]
 NoCache = Annotated[bool, _NO_CACHE]
 RefreshCache = Annotated[bool, _REFRESH_CACHE]
 ConfigFile = Annotated[Path | None, _CONFIG]
+
+# the semantic judge (score; judge calibrate): judged figures beside the string ones
+_JUDGE = typer.Option(
+    "--judge",
+    help="Judge unmatched pairs with MODEL (offline:rules, openai:…, gemini:…, fake:…);"
+    " judged figures are shown beside the unchanged string ones.",
+)
+_JUDGE_BASE_URL = typer.Option(
+    "--judge-base-url", help="OpenAI-compatible server for the --judge model."
+)
+JudgeModel = Annotated[str | None, _JUDGE]
+JudgeBaseUrl = Annotated[str | None, _JUDGE_BASE_URL]

@@ -11,6 +11,7 @@ exception, never a match.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
@@ -89,6 +90,7 @@ class ModelJudge:
         provider: Provider | None = None,
         timeout_s: float = 60.0,
         max_attempts: int = 4,
+        concurrency: int = 4,
     ) -> None:
         from extraction_eval.llm.registry import make_provider
 
@@ -102,6 +104,7 @@ class ModelJudge:
         )
         self._pricer = Pricer.for_config(self.config)
         self._stats = JudgeStats()
+        self.concurrency = max(1, concurrency)  # calls in flight at once
 
     @property
     def endpoint(self) -> str | None:
@@ -162,15 +165,23 @@ class ModelJudge:
                 out[i] = hit
             else:
                 todo.setdefault(context, []).append((i, key))
-        for context, waiting in todo.items():
-            for start in range(0, len(waiting), BATCH):
-                chunk = waiting[start : start + BATCH]
+        chunks = [
+            (context, waiting[start : start + BATCH])
+            for context, waiting in todo.items()
+            for start in range(0, len(waiting), BATCH)
+        ]
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def settle(context: str, chunk: list[tuple[int, str]]) -> None:
+            async with gate:
                 answers = await self._ask(context, [pairs[i] for i, _ in chunk])
-                for (i, key), answer in zip(chunk, answers, strict=True):
-                    out[i] = answer
-                    if answer.same is not None and self.cache is not None:
-                        body = json.dumps({"same": answer.same, "reason": answer.reason})
-                        self.cache.put(key, Completion(body, self.config.model_name))
+            for (i, key), answer in zip(chunk, answers, strict=True):
+                out[i] = answer
+                if answer.same is not None and self.cache is not None:
+                    body = json.dumps({"same": answer.same, "reason": answer.reason})
+                    self.cache.put(key, Completion(body, self.config.model_name))
+
+        await asyncio.gather(*(settle(c, chunk) for c, chunk in chunks))
         return [v if v is not None else Verdict(None, "", "error", "no verdict") for v in out]
 
     async def _ask(self, context: str, batch: Sequence[JudgePair]) -> list[Verdict]:

@@ -106,7 +106,7 @@ def test_model_judge_scripted_verdicts_and_one_call_per_batch() -> None:
 def test_verdicts_are_cached_per_pair_so_a_rerun_makes_no_call() -> None:
     cache = DictCache()
     script = {"default": _verdicts((1, True, "acronym"), (2, False, "two cities"))}
-    first, fake = _judge(script, cache)
+    first, _ = _judge(script, cache)
     _run(first, PAIRS)
     again, fake2 = _judge(script, cache)
     verdicts = _run(again, PAIRS)

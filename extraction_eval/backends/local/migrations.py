@@ -347,6 +347,28 @@ def m012_run_locks(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m013_judge_calibrations(conn: sqlite3.Connection) -> None:
+    """Each ``judge calibrate``: the judge's identity (model, endpoint, prompt version), the
+    pairs it was measured on, its 2x2 counts and kappa with its interval, so every judged
+    figure can say which calibration backs it."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE judge_calibrations (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            judge       TEXT NOT NULL,
+            source      TEXT NOT NULL DEFAULT '',
+            pairs       INTEGER NOT NULL,
+            kappa       REAL,
+            report      TEXT NOT NULL,          -- JSON: Calibration.to_json()
+            created_at  TEXT NOT NULL
+        );
+        CREATE INDEX judge_calibrations_judge ON judge_calibrations(judge, id)
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)
