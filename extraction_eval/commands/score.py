@@ -62,6 +62,8 @@ def _run(
     schema: Path | None = None,
     max_objects: int = DEFAULT_MAX_OBJECTS,
     ci: str = "expanded",
+    judge: str | None = None,
+    judge_base_url: str | None = None,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -105,22 +107,23 @@ def _run(
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     if schema is not None:
         check_readable("--schema", schema)
+    judged = _judge_setup(judge, judge_base_url)  # refused before any scoring
     scored = score_files(
         gold,
         predictions,
         config,
         min_gold_confidence=min_gold_confidence,
         schema=None if schema is None else read_schema(schema),
+        **judged,
     )
     report = scored.report
     if out is not None:
         _write("--out", out, _dump(report) + "\n")
     if per_item is not None:
-        _write(
-            "--per-item",
-            per_item,
-            "".join(_dump(s.to_json(), indent=None) + "\n" for s in scored.items),
-        )
+        lines = [s.to_json() for s in scored.items]
+        for line, j in zip(lines, scored.judged or [], strict=False):
+            line["judged"] = j.to_json()
+        _write("--per-item", per_item, "".join(_dump(x, indent=None) + "\n" for x in lines))
     if output_format == "json":
         sys.stdout.write(_dump(report) + "\n")
         sys.stdout.flush()
@@ -128,6 +131,28 @@ def _run(
         print_warnings([*([labels] if labels else []), *report["warnings"]], err)
     else:
         render_report(report, SafeConsole())
+        if "judged" in report:
+            from extraction_eval.views.judge import render_judged
+
+            render_judged(report["judged"], SafeConsole())
+
+
+def _judge_setup(model: str | None, base_url: str | None) -> dict[str, Any]:
+    """``score_files``' judge arguments for ``--judge``: the judge (its verdicts cached in the
+    local store) and the latest calibration stored for its identity; none without it."""
+    if model is None:
+        if base_url is not None:
+            raise UsageError("--judge-base-url needs --judge MODEL")
+        return {}
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.judge.factory import make_judge
+
+    try:
+        store = LocalStore(seed=False)
+        judge = make_judge(model, base_url=base_url, cache=store.cache())
+    except InvalidValue as exc:
+        raise UsageError(error_line(exc).replace("base_url", "--judge-base-url")) from None
+    return {"judge": judge, "calibration": store.latest_judge_calibration(judge.identity)}
 
 
 def score(
@@ -179,6 +204,8 @@ def score(
         ),
     ] = None,
     ci: o.Ci = "expanded",
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -207,6 +234,8 @@ def score(
             schema,
             max_objects,
             ci,
+            judge=judge,
+            judge_base_url=judge_base_url,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

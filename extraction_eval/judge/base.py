@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-Source = Literal["rules", "model", "cache", "error"]
+Source = Literal["rules", "model", "cache", "error", "string"]  # string: no judging needed
 
 
 @dataclass(frozen=True, slots=True)
