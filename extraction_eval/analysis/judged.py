@@ -11,7 +11,8 @@ matches (tp + m, fp − m, fn − m), kept in a block of their own (``judged``).
   untyped and typed figures each re-align their own unmatched objects.
 - **Relationships**: an unmatched prediction and an unmatched gold relationship of the same
   type are the same fact when each endpoint (source with source, target with target) matches
-  by string under the scoring's name mode or is judged the same entity; ``SHORTLIST_K`` gold
+  by string under the scoring's name mode or is judged the same entity (asked with the gold
+  endpoint's entity type, found by ``head``/``tail`` or by name); ``SHORTLIST_K`` gold
   relationships per prediction. Swapped endpoints (symmetric or inverse types) are left to
   the string matcher.
 - Gold objects below the confidence floor (ignore regions) are never candidates; a failed
@@ -107,7 +108,7 @@ class _Plan:
     name pairs each needs judged, and the distinct name pairs to ask."""
 
     entity: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    rel: list[tuple[int, int, list[tuple[str, str]]]] = field(default_factory=list)
+    rel: list[tuple[int, int, list[tuple[str, str, str | None]]]] = field(default_factory=list)
     asks: dict[tuple[str, str, str | None], int] = field(default_factory=dict)
 
     def ask(self, a: str, b: str, type_: str | None) -> None:
@@ -140,6 +141,19 @@ def _entity_candidates(
     plan.entity[kind] = found
 
 
+def _endpoint_types(r: Relationship, entities: Sequence[Entity]) -> tuple[str | None, str | None]:
+    """The gold types of a gold relationship's endpoints (by ``head``/``tail``, else by
+    name), so the judge's type guard applies to endpoints too; None when not found."""
+    by_name = {e.name: e.type for e in entities}
+
+    def one(index: int | None, name: str) -> str | None:
+        if index is not None and 0 <= index < len(entities):
+            return entities[index].type
+        return by_name.get(name)
+
+    return one(r.head, r.source), one(r.tail, r.target)
+
+
 def _rel_candidates(
     plan: _Plan,
     pr: Sequence[Relationship],
@@ -147,6 +161,7 @@ def _rel_candidates(
     pairs: Sequence[tuple[int, int]],
     ignored: set[int],
     config: ScoringConfig,
+    gold_entities: Sequence[Entity] = (),
 ) -> None:
     open_p = _open(len(pr), [p for p, _ in pairs], set())
     open_g = _open(len(gr), [g for _, g in pairs], ignored)
@@ -167,13 +182,15 @@ def _rel_candidates(
         for col in js:
             j = open_g[col]
             needs = []
-            for a, b in ((pr[i].source, gr[j].source), (pr[i].target, gr[j].target)):
+            types = _endpoint_types(gr[j], gold_entities)
+            ends = ((pr[i].source, gr[j].source), (pr[i].target, gr[j].target))
+            for (a, b), t in zip(ends, types, strict=True):
                 _, ok = name_similarity(
                     [name_key(a, mode)], [name_key(b, mode)], mode, config.threshold
                 )
                 if not bool(ok[0, 0]):
-                    needs.append((a, b))
-                    plan.ask(a, b, None)
+                    needs.append((a, b, t))
+                    plan.ask(a, b, t)
             plan.rel.append((i, j, needs))
 
 
@@ -237,7 +254,13 @@ async def judge_item(
         _entity_candidates(plan, kind, pe, ge, [(p.pred, p.gold) for p in pairs], ignored["entity"])
     rel_pairs = [(p.pred, p.gold) for p in score.relationship_pairs]
     _rel_candidates(
-        plan, pred.relationships, gold.relationships, rel_pairs, ignored["relationship"], config
+        plan,
+        pred.relationships,
+        gold.relationships,
+        rel_pairs,
+        ignored["relationship"],
+        config,
+        gold.entities,
     )
     asks = list(plan.asks)
     if not asks:
@@ -255,7 +278,7 @@ async def judge_item(
         matches += _assign(kind, list(yes), yes, (pe, ge))
     rel_yes: dict[tuple[int, int], Verdict] = {}
     for i, j, needs in plan.rel:
-        found = [said[(a, b, None)] for a, b in needs]
+        found = [said[need] for need in needs]
         if all(v.same for v in found):
             reason = "; ".join(v.reason for v in found) or "endpoints match by string"
             source = found[0].source if found else "string"

@@ -201,3 +201,43 @@ def test_bad_judge_options_are_one_line(files: tuple[Path, Path]) -> None:
         )
         assert result.exit_code == 2, result.output
         assert problem in result.output and "pw" not in result.output
+
+
+def test_relationship_endpoints_are_judged_with_their_gold_type(tmp_path: Path) -> None:
+    """'Paris' is not 'Paris, Texas' as an endpoint either: the type guard knows it is a
+    place from the gold entity the relationship's tail points at."""
+    gold = tmp_path / "g.jsonl"
+    pred = tmp_path / "p.jsonl"
+    gold.write_text(
+        json.dumps(
+            {
+                "id": "t",
+                "text": "Barack Obama visited Paris, Texas.",
+                "entities": [
+                    {"name": "Barack Obama", "type": "PER"},
+                    {"name": "Paris, Texas", "type": "LOC"},
+                ],
+                "relationships": [
+                    {"source": "Barack Obama", "type": "visited", "target": "Paris, Texas"},
+                    {"source": "Barack Obama", "type": "born_in", "target": "Paris, Texas"},
+                ],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    pred.write_text(
+        json.dumps(
+            {
+                "id": "t",
+                "relationships": [
+                    {"source": "Obama", "type": "visited", "target": "Paris"},
+                    {"source": "Obama", "type": "born_in", "target": "Paris, Texas"},
+                ],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    judged, _ = _score(gold, pred, "--judge", "offline:rules")
+    assert judged["judged"]["matches"]["relationships"] == 1  # born_in only
