@@ -91,11 +91,16 @@ class ModelJudge:
         timeout_s: float = 60.0,
         max_attempts: int = 4,
         concurrency: int = 4,
+        response_format: str = "auto",
     ) -> None:
         from extraction_eval.llm.registry import make_provider
 
         self.config = PipelineConfig(
-            model=model, base_url=base_url, timeout_s=timeout_s, max_attempts=max_attempts
+            model=model,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            max_attempts=max_attempts,
+            response_format=response_format,  # auto: detected before the first call
         )
         self.provider = provider if provider is not None else make_provider(self.config)
         self.cache = cache
@@ -105,6 +110,8 @@ class ModelJudge:
         self._pricer = Pricer.for_config(self.config)
         self._stats = JudgeStats()
         self.concurrency = max(1, concurrency)  # calls in flight at once
+        self._format_settled = False
+        self._format_lock = asyncio.Lock()
 
     @property
     def endpoint(self) -> str | None:
@@ -170,6 +177,8 @@ class ModelJudge:
             for context, waiting in todo.items()
             for start in range(0, len(waiting), BATCH)
         ]
+        if chunks:
+            await self._settle_format(chunks[0][0], [pairs[i] for i, _ in chunks[0][1]])
         gate = asyncio.Semaphore(self.concurrency)
 
         async def settle(context: str, chunk: list[tuple[int, str]]) -> None:
@@ -184,15 +193,49 @@ class ModelJudge:
         await asyncio.gather(*(settle(c, chunk) for c, chunk in chunks))
         return [v if v is not None else Verdict(None, "", "error", "no verdict") for v in out]
 
-    async def _ask(self, context: str, batch: Sequence[JudgePair]) -> list[Verdict]:
+    async def _settle_format(self, context: str, batch: Sequence[JudgePair]) -> None:
+        """How an OpenAI-compatible server is asked for JSON, detected once before the first
+        call (``llm/formats.py``: llama.cpp's server refuses ``json_schema`` but follows the
+        schema as ``json_object``); never when every verdict came from the cache. A server
+        that refuses every format leaves the strongest one: its calls then fail as counted
+        errors."""
+        from extraction_eval.llm.openai_provider import OpenAIProvider
+
+        async with self._format_lock:
+            if self._format_settled or not isinstance(self.provider, OpenAIProvider):
+                self._format_settled = True
+                return
+            from extraction_eval.errors import ConfigError
+            from extraction_eval.llm.formats import resolve
+
+            def conforms(text: str) -> bool:
+                try:
+                    parse_verdicts(text, len(batch))
+                except BadAnswer:
+                    return False
+                return True
+
+            request = self._request(context, batch)
+            try:
+                await asyncio.to_thread(
+                    resolve, self.provider, request, self.retry, conforms=conforms
+                )
+            except ConfigError as exc:
+                self._stats.failed(f"judge response format: {one_line(exc)}", 0)
+            self._format_settled = True
+
+    def _request(self, context: str, batch: Sequence[JudgePair]) -> CompletionRequest:
         shown = context_for(context, [n for p in batch for n in (p.a, p.b)])
-        request = CompletionRequest(
+        return CompletionRequest(
             messages=messages(shown, [(p.a, p.b, p.type) for p in batch]),
             model=self.config.model_name,
             temperature=0.0,
             json_schema=JUDGE_SCHEMA,
             timeout_s=self.config.timeout_s,
         )
+
+    async def _ask(self, context: str, batch: Sequence[JudgePair]) -> list[Verdict]:
+        request = self._request(context, batch)
         self._stats.calls += 1
         try:
             completion, _ = await call_with_retry(

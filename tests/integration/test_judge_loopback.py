@@ -86,10 +86,12 @@ CONFIG = ScoringConfig(resamples=0)
 
 
 def _judge(server: LoopbackServer, attempts: int = 2, timeout_s: float = 5.0) -> ModelJudge:
+    """Format pinned: the injected faults meet the judge's calls, not a format probe."""
     return ModelJudge(
         "openai:judge-model",
         base_url=server.url,
         retry=RetryPolicy.immediate(max_attempts=attempts, timeout_s=timeout_s),
+        response_format="json_schema",
     )
 
 
@@ -102,15 +104,18 @@ def test_the_cli_judges_over_http_and_an_unchanged_rerun_sends_nothing(
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     report = json.loads(first.stdout)
-    assert len(server.chat_requests) == 1
-    sent = server.chat_requests[0].body
+    # the response-format probe (a compatible server: detected once), then one judge call
+    assert len(server.chat_requests) == 2
+    assert report["judged"]["stats"]["calls"] == 1
+    sent = server.chat_requests[-1].body
     assert sent["model"] == "judge-model" and sent["temperature"] == 0.0
+    assert sent["response_format"]["type"] == "json_schema"
     assert report["judged"]["matches"]["entities"] == 1  # IBM, not Lyon
     assert report["entities"]["tp"] == 0 and report["judged"]["entities"]["tp"] == 1
     assert "127.0.0.1" in report["judged"]["judge"]
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
-    assert len(server.chat_requests) == 1  # every verdict came from the cache
+    assert len(server.chat_requests) == 2  # every verdict from the cache: not even a probe
     assert json.loads(again.stdout)["judged"]["stats"]["cache_hits"] == 2
 
 
@@ -137,6 +142,24 @@ def test_a_failing_server_is_counted_and_changes_no_string_figure(
     assert judged["stats"]["errors"] == judged["stats"]["pairs"] == 2
     assert judged["matches"]["entities"] == 0
     assert any(problem in line for line in judged["stats"]["error_examples"]), judged["stats"]
+
+
+def test_a_server_refusing_json_schema_is_asked_for_json_object(
+    files: tuple[Path, Path],
+) -> None:
+    """llama.cpp's server refuses ``json_schema`` (500, invalid request) and follows the
+    schema given with ``json_object``: the judge detects that once and its calls then work."""
+    from tests.support.openai_server import llama_cpp_python_formats
+
+    gold, pred = files
+    with LoopbackServer(answer=answer, formats=llama_cpp_python_formats()) as server:
+        judge = ModelJudge(
+            "openai:judge-model", base_url=server.url, retry=RetryPolicy.immediate(max_attempts=2)
+        )
+        report = score_files(gold, pred, CONFIG, judge=judge).report
+        assert report["judged"]["stats"]["errors"] == 0
+        assert report["judged"]["matches"]["entities"] == 1
+        assert server.chat_requests[-1].body["response_format"]["type"] == "json_object"
 
 
 def test_an_echoed_key_never_reaches_the_report(
