@@ -78,7 +78,7 @@ class JudgedItem:
         return {
             "candidates": self.candidates,
             "matches": [m.to_json() for m in self.matches],
-            **{k: counts_json(self.counts[k]) for k in KINDS},
+            **{k: counts_json(self.counts[k], failed=self.failed) for k in KINDS},
         }
 
 

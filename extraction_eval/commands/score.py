@@ -129,6 +129,9 @@ def _run(
         sys.stdout.flush()
         labels = label_warning(report)
         print_warnings([*([labels] if labels else []), *report["warnings"]], err)
+        if "judged" in report:  # the judge's failures: the report has them, a person too
+            stats = report["judged"]["stats"]
+            print_warnings([f"judge: {line}" for line in stats["error_examples"]], err)
     else:
         render_report(report, SafeConsole())
         if "judged" in report:

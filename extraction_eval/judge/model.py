@@ -111,7 +111,9 @@ class ModelJudge:
         self._stats = JudgeStats()
         self.concurrency = max(1, concurrency)  # calls in flight at once
         self._format_settled = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # what the lock and gate are for
         self._format_lock = asyncio.Lock()
+        self._gate = asyncio.Semaphore(self.concurrency)
 
     @property
     def endpoint(self) -> str | None:
@@ -157,6 +159,11 @@ class ModelJudge:
         return Verdict(same, reason, "cache")
 
     async def judge(self, pairs: Sequence[JudgePair]) -> list[Verdict]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # asyncio's lock and semaphore belong to one loop
+            self._loop = loop
+            self._format_lock = asyncio.Lock()
+            self._gate = asyncio.Semaphore(self.concurrency)
         self._stats.pairs += len(pairs)
         out: list[Verdict | None] = [None] * len(pairs)
         todo: dict[str, list[tuple[int, str]]] = {}  # context -> [(position, key)]
@@ -179,7 +186,7 @@ class ModelJudge:
         ]
         if chunks:
             await self._settle_format(chunks[0][0], [pairs[i] for i, _ in chunks[0][1]])
-        gate = asyncio.Semaphore(self.concurrency)
+        gate = self._gate  # one gate for every batch of this judge, whoever asks
 
         async def settle(context: str, chunk: list[tuple[int, str]]) -> None:
             async with gate:
