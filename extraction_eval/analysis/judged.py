@@ -339,6 +339,7 @@ def judged_report(
         "per_item": sum(it.candidates for it in items) / n if n else 0.0,
     }
     out["stats"] = judge.stats.to_json()
+    out["overruled"] = int(getattr(judge, "overruled", 0))  # pairs a person settled
     out["calibration"] = calibration
     out["backing"] = (
         str(calibration.get("backing")) if calibration else "no calibration for this judge"

@@ -158,5 +158,10 @@ _JUDGE = typer.Option(
 _JUDGE_BASE_URL = typer.Option(
     "--judge-base-url", help="OpenAI-compatible server for the --judge model."
 )
+_JUDGE_OVERRIDES = typer.Option(
+    "--judge-overrides",
+    help="Pairs JSONL (a, b, type, same, reason) whose labels overrule the judge's verdicts.",
+)
 JudgeModel = Annotated[str | None, _JUDGE]
+JudgeOverrides = Annotated[Path | None, _JUDGE_OVERRIDES]
 JudgeBaseUrl = Annotated[str | None, _JUDGE_BASE_URL]

@@ -64,6 +64,7 @@ def _run(
     ci: str = "expanded",
     judge: str | None = None,
     judge_base_url: str | None = None,
+    judge_overrides: Path | None = None,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -107,7 +108,7 @@ def _run(
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     if schema is not None:
         check_readable("--schema", schema)
-    judged = _judge_setup(judge, judge_base_url)  # refused before any scoring
+    judged = _judge_setup(judge, judge_base_url, judge_overrides, err)  # refused before scoring
     scored = score_files(
         gold,
         predictions,
@@ -140,12 +141,16 @@ def _run(
             render_judged(report["judged"], SafeConsole())
 
 
-def _judge_setup(model: str | None, base_url: str | None) -> dict[str, Any]:
+def _judge_setup(
+    model: str | None, base_url: str | None, overrides: Path | None, err: Console
+) -> dict[str, Any]:
     """``score_files``' judge arguments for ``--judge``: the judge (its verdicts cached in the
-    local store) and the latest calibration stored for its identity; none without it."""
+    local store; people's verdicts from ``--judge-overrides`` on top) and the latest
+    calibration stored for its identity; none without it."""
     if model is None:
-        if base_url is not None:
-            raise UsageError("--judge-base-url needs --judge MODEL")
+        for option, value in (("--judge-base-url", base_url), ("--judge-overrides", overrides)):
+            if value is not None:
+                raise UsageError(f"{option} needs --judge MODEL")
         return {}
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.judge.factory import make_judge
@@ -155,7 +160,17 @@ def _judge_setup(model: str | None, base_url: str | None) -> dict[str, Any]:
         judge = make_judge(model, base_url=base_url, cache=store.cache())
     except InvalidValue as exc:
         raise UsageError(error_line(exc).replace("base_url", "--judge-base-url")) from None
-    return {"judge": judge, "calibration": store.latest_judge_calibration(judge.identity)}
+    calibration = store.latest_judge_calibration(judge.identity)
+    if overrides is not None:
+        from extraction_eval.datasets.pairs import read_pairs
+        from extraction_eval.judge.overrides import OverruledJudge
+
+        check_readable("--judge-overrides", overrides)
+        people, warnings = read_pairs(overrides)
+        for line in warnings:
+            err.print(f"warning: {escape(line)}", highlight=False, soft_wrap=True)
+        judge = OverruledJudge(judge, people)
+    return {"judge": judge, "calibration": calibration}
 
 
 def score(
@@ -209,6 +224,7 @@ def score(
     ci: o.Ci = "expanded",
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_overrides: o.JudgeOverrides = None,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -239,6 +255,7 @@ def score(
             ci,
             judge=judge,
             judge_base_url=judge_base_url,
+            judge_overrides=judge_overrides,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

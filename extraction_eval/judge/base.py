@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-Source = Literal["rules", "model", "cache", "error", "string"]  # string: no judging needed
+Source = Literal[
+    "rules", "model", "cache", "error", "string", "person"
+]  # string: no judging needed
 
 
 @dataclass(frozen=True, slots=True)

@@ -241,3 +241,33 @@ def test_relationship_endpoints_are_judged_with_their_gold_type(tmp_path: Path) 
     )
     judged, _ = _score(gold, pred, "--judge", "offline:rules")
     assert judged["judged"]["matches"]["relationships"] == 1  # born_in only
+
+
+def test_a_person_overrules_the_judge(files: tuple[Path, Path], tmp_path: Path) -> None:
+    gold, pred = files
+    people = tmp_path / "people.jsonl"
+    people.write_text(
+        json.dumps({"a": "international business machines", "b": "IBM", "same": False})
+        + "\n"
+        + json.dumps({"a": "Lyon", "b": "Paris", "type": "LOC", "same": True, "reason": "renamed"})
+        + "\n"
+        + json.dumps({"a": "x", "b": "y"})
+        + "\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app,
+        ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
+        + ["--judge", "offline:rules", "--judge-overrides", str(people)]
+        + ["--per-item", str(tmp_path / "items.jsonl")],
+    )
+    assert result.exit_code == 0, result.output
+    assert "people.jsonl:3" in result.stderr  # the bad line, one warning
+    judged = json.loads(result.stdout)["judged"]
+    assert judged["overruled"] >= 2
+    line = json.loads((tmp_path / "items.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    matches = {(m["kind"], m["pred_name"]): m for m in line["judged"]["matches"]}
+    assert ("entities", "IBM") not in matches
+    assert matches[("entities", "Lyon")]["source"] == "person"
+    assert matches[("entities", "Lyon")]["reason"] == "renamed"
+    assert ("entities", "Obama") in matches  # the rest is still the judge's
