@@ -108,15 +108,20 @@ def _run(
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     if schema is not None:
         check_readable("--schema", schema)
-    judged = _judge_setup(judge, judge_base_url, judge_overrides, err)  # refused before scoring
-    scored = score_files(
-        gold,
-        predictions,
-        config,
-        min_gold_confidence=min_gold_confidence,
-        schema=None if schema is None else read_schema(schema),
-        **judged,
-    )
+    opened: list[Any] = []  # the store the judge's cache lives in, closed after scoring
+    try:
+        judged = _judge_setup(judge, judge_base_url, judge_overrides, err, opened)
+        scored = score_files(
+            gold,
+            predictions,
+            config,
+            min_gold_confidence=min_gold_confidence,
+            schema=None if schema is None else read_schema(schema),
+            **judged,
+        )
+    finally:
+        for store in opened:
+            store.close()
     report = scored.report
     if out is not None:
         _write("--out", out, _dump(report) + "\n")
@@ -142,7 +147,11 @@ def _run(
 
 
 def _judge_setup(
-    model: str | None, base_url: str | None, overrides: Path | None, err: Console
+    model: str | None,
+    base_url: str | None,
+    overrides: Path | None,
+    err: Console,
+    opened: list[Any],
 ) -> dict[str, Any]:
     """``score_files``' judge arguments for ``--judge``: the judge (its verdicts cached in the
     local store; people's verdicts from ``--judge-overrides`` on top) and the latest
@@ -155,11 +164,12 @@ def _judge_setup(
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.judge.factory import make_judge
 
+    store = LocalStore(seed=False)
+    opened.append(store)
     try:
-        store = LocalStore(seed=False)
         judge = make_judge(model, base_url=base_url, cache=store.cache())
     except InvalidValue as exc:
-        raise UsageError(error_line(exc).replace("base_url", "--judge-base-url")) from None
+        raise UsageError(error_line(exc)) from None
     calibration = store.latest_judge_calibration(judge.identity)
     if overrides is not None:
         from extraction_eval.datasets.pairs import read_pairs

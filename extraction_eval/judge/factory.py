@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from extraction_eval.errors import InvalidValue
 from extraction_eval.judge.base import Judge
 from extraction_eval.judge.rules import RULES_MODEL, RulesJudge
 from extraction_eval.llm.base import ResponseCache
@@ -23,11 +24,16 @@ def make_judge(
         return RulesJudge()
     from extraction_eval.judge.model import ModelJudge
 
-    return ModelJudge(
-        model,
-        base_url=base_url,
-        cache=cache,
-        retry=retry,
-        timeout_s=timeout_s,
-        max_attempts=max_attempts,
-    )
+    try:
+        return ModelJudge(
+            model,
+            base_url=base_url,
+            cache=cache,
+            retry=retry,
+            timeout_s=timeout_s,
+            max_attempts=max_attempts,
+        )
+    except InvalidValue as exc:  # the judge's own fields: judge_model, judge_base_url
+        if exc.field in ("model", "base_url"):
+            raise InvalidValue(f"judge_{exc.field}", exc.problem) from None
+        raise

@@ -71,12 +71,14 @@ def context_for(text: str, names: Sequence[str]) -> str:
     if len(text) <= MAX_CONTEXT_CHARS:
         return _clean(text)
     spans: list[tuple[int, int]] = []
-    folded = text.casefold()
     for name in dict.fromkeys(names):
-        at = folded.find(name.casefold()[:MAX_NAME_CHARS]) if name.strip() else -1
-        if at >= 0:
-            end = min(len(text), at + len(name) + CONTEXT_WINDOW)
-            spans.append((max(0, at - CONTEXT_WINDOW), end))
+        name = name.strip()[:MAX_NAME_CHARS]
+        # case-insensitive search on the text itself: its offsets are the text's (casefolding
+        # first would shift them: "ß" becomes "ss")
+        found = re.search(re.escape(name), text, re.IGNORECASE) if name else None
+        if found is not None:
+            end = min(len(text), found.end() + CONTEXT_WINDOW)
+            spans.append((max(0, found.start() - CONTEXT_WINDOW), end))
     if not spans:
         spans = [(0, MAX_CONTEXT_CHARS)]
     spans.sort()

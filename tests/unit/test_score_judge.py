@@ -190,10 +190,11 @@ def test_bad_judge_options_are_one_line(files: tuple[Path, Path]) -> None:
     gold, pred = files
     for extra, problem in (
         (["--judge", "nosuch:model"], "unknown model provider"),
+        (["--judge", "openai:"], "--judge 'openai:' names no model"),
         (["--judge-base-url", "http://127.0.0.1:9/v1"], "--judge-base-url needs --judge"),
         (
             ["--judge", "openai:x", "--judge-base-url", "http://u:pw@127.0.0.1:9/v1"],
-            "must not carry credentials",
+            "--judge-base-url must not carry credentials",
         ),
     ):
         result = runner.invoke(
