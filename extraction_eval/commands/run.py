@@ -7,7 +7,7 @@ none of them (nor numpy, scipy or a provider SDK).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -98,6 +98,8 @@ def run_cmd(
     ci: o.Ci = "expanded",
     ppi: PpiOpt = False,
     human: HumanOpt = None,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import check_run, find_baseline
@@ -158,6 +160,7 @@ def run_cmd(
     )
     base = find_baseline(baseline, fail_on_regression or [], config.dataset)
     check_ppi(ppi, human)
+    the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
     if dry_run:
         from extraction_eval.experiments.run import estimate_run
         from extraction_eval.views.runs import render_estimate
@@ -188,6 +191,8 @@ def run_cmd(
         store = LocalStore()
         for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
             render_ppi(r, console)
+    if the_judge is not None:
+        _render_judged(the_judge, outcome.run.id)
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     result = checks.baseline
@@ -206,3 +211,31 @@ def run_cmd(
             err_console.print(f"[{style}]{gate_line}[/]", highlight=False, soft_wrap=True)
     if checks.failed:
         raise typer.Exit(1)
+
+
+def _make_judge(model: str | None, base_url: str | None) -> Any:
+    """``--judge``: the judge, built (and refused) before the run spends anything."""
+    from extraction_eval.errors import UsageError
+
+    if model is None:
+        if base_url is not None:
+            raise UsageError("--judge-base-url needs --judge MODEL")
+        return None
+    from extraction_eval.judge.factory import make_judge
+
+    return make_judge(model, base_url=base_url)
+
+
+def _render_judged(judge: Any, run_id: int) -> None:
+    """The run's judged figures under its summary (verdicts cached in the local store; the
+    latest calibration of the judge backs them); the run's own record is not changed."""
+    from extraction_eval.analysis.judged_runs import judge_run
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.views.judge import render_judged
+
+    with LocalStore(seed=False) as store:
+        if hasattr(judge, "cache"):
+            judge.cache = store.cache()
+        calibration = store.latest_judge_calibration(judge.identity)
+        report = judge_run(store, store.get_run_by_id(run_id), judge, calibration)
+    render_judged(report, console)

@@ -258,9 +258,11 @@ def test_a_person_overrules_the_judge(files: tuple[Path, Path], tmp_path: Path) 
     )
     result = runner.invoke(
         app,
-        ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
-        + ["--judge", "offline:rules", "--judge-overrides", str(people)]
-        + ["--per-item", str(tmp_path / "items.jsonl")],
+        [
+            *("score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"),
+            *("--judge", "offline:rules", "--judge-overrides", str(people)),
+            *("--per-item", str(tmp_path / "items.jsonl")),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "people.jsonl:3" in result.stderr  # the bad line, one warning

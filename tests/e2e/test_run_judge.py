@@ -1,0 +1,70 @@
+"""``run-experiment --judge``: the run's judged figures printed under its summary, read back
+from the stored run (its string figures and record untouched); a bad judge is refused before
+the run spends anything."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from extraction_eval.analysis.judged_runs import judge_run
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import app
+from extraction_eval.judge.rules import RulesJudge
+from extraction_eval.llm.fake import register_fake, unregister_fake
+
+runner = CliRunner()
+
+
+def test_a_run_prints_judged_figures_beside_its_own() -> None:
+    items = LocalStore().get_items("extraction-eval")[:3]
+    # the model names every entity by its last word: string matching misses multi-word names
+    renamed = {
+        i.id: {
+            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
+            "relationships": [],
+        }
+        for i in items
+    }
+    register_fake("renamer", {"items": renamed})
+    try:
+        plain = runner.invoke(
+            app, ["run", "--model", "fake:renamer", "--limit", "3", "--name", "plain"]
+        )
+        judged = runner.invoke(
+            app,
+            [
+                *("run", "--model", "fake:renamer", "--limit", "3", "--name", "judged"),
+                *("--judge", "offline:rules"),
+            ],  # fmt: skip
+        )
+    finally:
+        unregister_fake()
+    assert plain.exit_code == 0, plain.output
+    assert judged.exit_code == 0, judged.output
+    assert "judged by offline:rules" not in plain.stdout
+    assert "judged by offline:rules" in judged.stdout
+    assert "no calibration for this judge" in judged.stdout
+    store = LocalStore()
+    a = store.get_run("plain", "extraction-eval")
+    b = store.get_run("judged", "extraction-eval")
+    assert a is not None and b is not None
+    assert a.summary is not None and b.summary is not None
+    for key in ("entities", "entities_typed", "relationships", "ci"):
+        assert json.dumps(a.summary["report"][key]) == json.dumps(b.summary["report"][key])
+    assert "judged" not in b.summary["report"]  # the record holds string figures only
+    assert a.summary["report"]["entities"]["f1"] < 1.0
+    again = judge_run(store, b, RulesJudge(), None)  # what was printed, as numbers
+    assert again["items"] == 3
+    assert again["entities"]["tp"] > b.summary["report"]["entities"]["tp"]
+    assert again["entities"]["f1"] > b.summary["report"]["entities"]["f1"]
+
+
+def test_a_bad_judge_is_refused_before_the_run() -> None:
+    result = runner.invoke(
+        app, ["run", "--limit", "1", "--name", "never", "--judge", "nosuch:model"]
+    )
+    assert result.exit_code == 2
+    assert "unknown model provider" in result.stderr
+    assert LocalStore().get_run("never", "extraction-eval") is None
