@@ -37,7 +37,7 @@ def test_a_run_prints_judged_figures_beside_its_own() -> None:
             [
                 *("run", "--model", "fake:renamer", "--limit", "3", "--name", "judged"),
                 *("--judge", "offline:rules"),
-            ],  # fmt: skip
+            ],
         )
     finally:
         unregister_fake()
