@@ -346,6 +346,8 @@ def compare_cmd(
     min_items: MinItemsOpt = 10,
     ppi: PpiOpt = False,
     human: HumanOpt = None,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
@@ -365,6 +367,7 @@ def compare_cmd(
         fail(f"--format must be text or json, got {fmt!r}")
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
+    judges = _judges(judge, judge_base_url)  # refused before the store is opened
     store = LocalStore()
     a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
     if item is not None:
@@ -389,12 +392,15 @@ def compare_cmd(
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
     corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
+    judged = _judged_runs(store, (a, b), judges)
     if fmt == "json":
         import json
 
         data["diff"] = diff.to_json()
         if corrected:
             data["ppi"] = {r.run: r.to_json() for r in corrected}
+        if judged:
+            data["judged"] = judged
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         from extraction_eval.views.paired import render_paired
@@ -406,7 +412,42 @@ def compare_cmd(
 
             for r in corrected:
                 render_ppi(r, console)
+        if judged:
+            from extraction_eval.views.judge import render_judged
+
+            for name, block in judged.items():
+                render_judged(block, console, run=name)
     report_gate(result.gate_line(), bool(result.gate))
+
+
+def _judges(model: str | None, base_url: str | None) -> list[Any]:
+    """``--judge``: one judge per run compared (each closes its client when done), built, and
+    refused, before anything is read."""
+    from extraction_eval.errors import UsageError
+
+    if model is None:
+        if base_url is not None:
+            raise UsageError("--judge-base-url needs --judge MODEL")
+        return []
+    from extraction_eval.judge.factory import make_judge
+
+    return [make_judge(model, base_url=base_url) for _ in range(2)]
+
+
+def _judged_runs(store: Any, runs: Sequence[Any], judges: list[Any]) -> dict[str, Any]:
+    """Each run's judged block (``analysis.judged_runs``), by run name; none without a judge.
+    Not paired: each run's judged figures stand beside its own string figures."""
+    if not judges:
+        return {}
+    from extraction_eval.analysis.judged_runs import judge_run
+
+    out: dict[str, Any] = {}
+    for run, judge in zip(runs, judges, strict=True):
+        if hasattr(judge, "cache"):
+            judge.cache = store.cache()
+        calibration = store.latest_judge_calibration(judge.identity)
+        out[run.name] = judge_run(store, run, judge, calibration)
+    return out
 
 
 def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:

@@ -38,9 +38,9 @@ def render_calibration(report: dict[str, Any], console: Console) -> None:
     )
 
 
-def render_judged(judged: dict[str, Any], console: Console) -> None:
+def render_judged(judged: dict[str, Any], console: Console, *, run: str | None = None) -> None:
     """The second block: judged P/R/F1 beside the string figures above it, with what backs
-    the judge and what judging cost."""
+    the judge and what judging cost (``run``: whose figures, when several are shown)."""
     table = Table(title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("judged")
     for head in ("P", "R", "F1", "tp", "fp", "fn", "+judged"):
@@ -66,6 +66,7 @@ def render_judged(judged: dict[str, Any], console: Console) -> None:
         console,
         Text.assemble(
             ("judged", "bold"),
+            f" run {run!r}" if run is not None else "",
             f" by {judged.get('judge')} — {judged.get('backing')}",
         ),
     )

@@ -68,3 +68,44 @@ def test_a_bad_judge_is_refused_before_the_run() -> None:
     assert result.exit_code == 2
     assert "unknown model provider" in result.stderr
     assert LocalStore().get_run("never", "extraction-eval") is None
+
+
+def test_compare_shows_each_runs_judged_figures() -> None:
+    items = LocalStore().get_items("extraction-eval")[:3]
+    last_word = {
+        i.id: {
+            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
+            "relationships": [],
+        }
+        for i in items
+    }
+    register_fake("a", {"items": last_word})
+    register_fake("b", {"items": {i.id: i.expected.model_dump(mode="json") for i in items}})
+    try:
+        for model in ("a", "b"):
+            done = runner.invoke(
+                app, ["run", "--model", f"fake:{model}", "--limit", "3", "--name", model]
+            )
+            assert done.exit_code == 0, done.output
+    finally:
+        unregister_fake()
+    plain = runner.invoke(app, ["compare", "a", "b", "--format", "json", "--resamples", "100"])
+    judged = runner.invoke(
+        app,
+        [
+            *("compare", "a", "b", "--format", "json", "--resamples", "100"),
+            *("--judge", "offline:rules"),
+        ],
+    )
+    assert plain.exit_code == 0 and judged.exit_code == 0, judged.output
+    with_judge = json.loads(judged.stdout)
+    blocks = with_judge.pop("judged")
+    assert with_judge == json.loads(plain.stdout)  # the paired figures are unchanged
+    assert blocks["a"]["matches"]["entities"] > 0  # surnames credited to their full names
+    assert blocks["b"]["matches"]["entities"] == 0  # nothing left to judge
+    assert blocks["a"]["entities"]["f1"] <= blocks["b"]["entities"]["f1"]
+    text = runner.invoke(
+        app, ["compare", "a", "b", "--resamples", "100", "--judge", "offline:rules"]
+    )
+    assert text.exit_code == 0, text.output
+    assert "judged run 'a' by offline:rules" in text.stdout
