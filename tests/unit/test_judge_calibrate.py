@@ -172,3 +172,49 @@ def test_a_pairs_file_with_no_usable_line_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(judge_app, ["calibrate", "--judge", RULES_MODEL, "--pairs", str(pairs)])
     assert result.exit_code == 2
     assert "no usable labelled pair" in result.output
+
+
+def test_failed_pairs_are_null_verdicts_left_out_of_kappa(tmp_path: Path) -> None:
+    """A model judge through the fake: the pairs of one context fail (HTTP 500), the rest get
+    scripted verdicts; failures are ``verdict: null``, counted, and κ from the rows is κ."""
+    from extraction_eval.datasets.pairs import LabelledPair
+    from extraction_eval.judge.calibrate import calibrate
+    from extraction_eval.judge.model import ModelJudge
+    from extraction_eval.llm.fake import FakeProvider
+    from extraction_eval.llm.retry import RetryPolicy
+
+    def answer(request: Any) -> dict[str, Any]:
+        lines = [x for x in request.messages[-1].content.splitlines() if " vs " in x]
+        verdicts = [
+            {"id": i, "same": "Paris" not in x, "reason": "scripted"}
+            for i, x in enumerate(lines, start=1)
+        ]
+        return {"json": {"verdicts": verdicts}}
+
+    script = {"rules": [{"contains": "BROKEN", "responses": [{"error": 500}]}], "default": answer}
+    fake = FakeProvider.from_script(script, model="cal")
+    judge = ModelJudge("fake:cal", provider=fake, retry=RetryPolicy.immediate(max_attempts=1))
+    rows_in = [
+        ("IBM", "International Business Machines", True, "ctx one"),
+        ("Lyon", "Paris", False, "ctx one"),
+        ("Obama", "Michelle Obama", False, "ctx one"),  # the fake says same: a false positive
+        ("U.S.", "United States", True, "BROKEN ctx"),
+        ("Mola", "Mola di Bari", True, "BROKEN ctx"),
+    ]
+    pairs = [
+        LabelledPair(a, b, same, None, ctx, n, {"a": a, "b": b, "same": same, "context": ctx})
+        for n, (a, b, same, ctx) in enumerate(rows_in, start=1)
+    ]
+    result, rows = calibrate(judge, pairs, resamples=200, seed=3)
+    assert (result.tp, result.fp, result.fn, result.tn, result.errors) == (1, 1, 0, 1, 2)
+    assert [r["verdict"] for r in rows] == [True, False, True, None, None]
+    assert all("judge call failed" in r["error"] for r in rows[3:])
+    again = summarise(
+        result.judge,
+        [r["same"] for r in rows],
+        [r["verdict"] for r in rows],
+        resamples=200,
+        seed=3,
+    )
+    assert again.kappa == result.kappa and again.ci == result.ci
+    assert len(fake.calls) == 2  # one call per context
