@@ -4,7 +4,7 @@ command, so ``--help`` loads none of them."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -60,6 +60,8 @@ def matrix_cmd(
             " | bh (false discovery rate) | none."
         ),
     ] = None,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
     details: Annotated[
         bool | None,
         typer.Option(
@@ -73,7 +75,11 @@ def matrix_cmd(
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
     # every option by its name (None: not given), before anything else is bound here
-    overrides = {k: v for k, v in locals().items() if k not in ("config", "dry_run", "details")}
+    overrides = {
+        k: v
+        for k, v in locals().items()
+        if k not in ("config", "dry_run", "details", "judge", "judge_base_url")
+    }
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
     from extraction_eval.experiments.matrix_config import MatrixConfig
     from extraction_eval.views.matrix import render_matrix, render_matrix_estimate
@@ -82,12 +88,15 @@ def matrix_cmd(
     if config is not None:
         check_readable("--config", config)
     matrix = MatrixConfig.resolve(config, overrides).named()  # a default name has a timestamp
+    judged_cells = _judged_cells(judge, judge_base_url)  # refused before anything is spent
     if dry_run:
         render_matrix_estimate(matrix, estimate_matrix(matrix), console)
         return
     with RichProgress(err_console) as progress:
         outcome = run_matrix(matrix, progress=progress)
     render_matrix(outcome, console, details)
+    if judged_cells is not None:
+        judged_cells([c.run for c in outcome.cells])
     for warning in outcome.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     stop = outcome.budget_stop()
@@ -97,3 +106,31 @@ def matrix_cmd(
         )
     if outcome.problems:
         fail("; ".join(outcome.problems), 3)
+
+
+def _judged_cells(model: str | None, base_url: str | None) -> Any:
+    """``--judge``: checked now (a bad judge is refused before any cell runs); returns what
+    prints each cell's string and judged F1 once the matrix has run, or None."""
+    if model is None:
+        if base_url is not None:
+            fail("--judge-base-url needs --judge MODEL")
+        return None
+    from extraction_eval.judge.factory import make_judge
+
+    make_judge(model, base_url=base_url)  # refused here, before any cell runs
+
+    def show(runs: list[Any]) -> None:
+        from extraction_eval.analysis.judged_runs import judge_run
+        from extraction_eval.backends.local import LocalStore
+        from extraction_eval.views.judge import render_judged_cells
+
+        rows = []
+        with LocalStore(seed=False) as store:
+            for run in runs:
+                judge = make_judge(model, base_url=base_url, cache=store.cache())
+                calibration = store.latest_judge_calibration(judge.identity)
+                record = store.get_run_by_id(run.id)
+                rows.append((record, judge_run(store, record, judge, calibration)))
+        render_judged_cells(rows, console)
+
+    return show

@@ -83,3 +83,31 @@ def render_judged(judged: dict[str, Any], console: Console, *, run: str | None =
     )
     for line in stats.get("error_examples") or []:
         print_table(console, Text(f"  judge error: {line}", style="yellow"))
+
+
+def render_judged_cells(rows: list[tuple[Any, dict[str, Any]]], console: Console) -> None:
+    """``matrix --judge``: per cell, the string and judged F1 side by side (entities and
+    relationships), the judged matches, and the judge's errors."""
+    if not rows:
+        return
+    first = rows[0][1]
+    table = Table(title_justify="left", show_edge=False, pad_edge=False)
+    for head in ("cell", "ent F1", "judged", "rel F1", "judged", "+judged", "errors"):
+        table.add_column(head, justify="left" if head == "cell" else "right")
+    for run, judged in rows:
+        report = (getattr(run, "summary", None) or {}).get("report") or {}
+        matches = judged.get("matches") or {}
+        table.add_row(
+            str(run.name),
+            fmt_number((report.get("entities") or {}).get("f1")),
+            Text(fmt_number((judged.get("entities") or {}).get("f1")), style="bold"),
+            fmt_number((report.get("relationships") or {}).get("f1")),
+            Text(fmt_number((judged.get("relationships") or {}).get("f1")), style="bold"),
+            fmt_number(matches.get("entities")),
+            fmt_number((judged.get("stats") or {}).get("errors")),
+        )
+    print_table(
+        console,
+        Text.assemble(("judged", "bold"), f" by {first.get('judge')} — {first.get('backing')}"),
+    )
+    print_table(console, table)

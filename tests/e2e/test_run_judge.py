@@ -109,3 +109,34 @@ def test_compare_shows_each_runs_judged_figures() -> None:
     )
     assert text.exit_code == 0, text.output
     assert "judged run 'a' by offline:rules" in text.stdout
+
+
+def test_matrix_prints_string_and_judged_f1_per_cell() -> None:
+    items = LocalStore().get_items("extraction-eval")[:3]
+    last_word = {
+        i.id: {
+            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
+            "relationships": [],
+        }
+        for i in items
+    }
+    register_fake("m1", {"items": last_word})
+    register_fake("m2", {"items": {i.id: i.expected.model_dump(mode="json") for i in items}})
+    try:
+        done = runner.invoke(
+            app,
+            [
+                *("matrix", "--model", "fake:m1", "--model", "fake:m2", "--limit", "3"),
+                *("--name", "mx", "--judge", "offline:rules"),
+            ],
+        )
+        refused = runner.invoke(
+            app, ["matrix", "--model", "fake:m1", "--limit", "1", "--judge", "nosuch:x"]
+        )
+    finally:
+        unregister_fake()
+    assert done.exit_code == 0, done.output
+    assert "judged by offline:rules" in done.stdout
+    rows = [x for x in done.stdout.splitlines() if x.lstrip().startswith("mx")]
+    assert len(rows) >= 2
+    assert refused.exit_code == 2 and "unknown model provider" in refused.stderr
