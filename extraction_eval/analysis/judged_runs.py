@@ -1,6 +1,7 @@
 """Judged figures of a stored run (``run-experiment --judge``): its items re-scored exactly as
 the run scored them (its scoring config, its gold view), then judged like ``score --judge``.
-Read-only: the run's record and its string figures are left as they are."""
+The run's record and its string figures are left as they are; the judged block is kept
+beside them (``run_judged``)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,15 @@ from extraction_eval.types import Extraction
 
 
 def judge_run(
-    store: LocalStore, run: RunRecord, judge: Judge, calibration: dict[str, Any] | None
+    store: LocalStore,
+    run: RunRecord,
+    judge: Judge,
+    calibration: dict[str, Any] | None,
+    *,
+    keep: bool = True,
 ) -> dict[str, Any]:
-    """The ``judged`` block of ``run`` (as ``score``'s report has it), plus ``items``."""
+    """The ``judged`` block of ``run`` (as ``score``'s report has it), plus ``items``; with
+    ``keep``, stored with the run (``runs show`` shows it), each item's judged matches too."""
     gold = run_gold(store, run)
     config = run_scoring(run)
     work: list[tuple[ItemScore, str, Extraction, Extraction | None]] = []
@@ -33,4 +40,8 @@ def judge_run(
         score = score_dataset_item(item, pred, config)
         work.append((score, item.text, scored_gold(item), pred))
     judged = judge_items(judge, work, config)
-    return {**judged_report(judge, judged, calibration), "items": len(judged)}
+    report = {**judged_report(judge, judged, calibration), "items": len(judged)}
+    if keep:
+        matches = {j.item_id: [m.to_json() for m in j.matches] for j in judged if j.matches}
+        store.put_run_judged(run.id, judge.identity, report, matches)
+    return report

@@ -141,6 +141,10 @@ def show_cmd(
             store, run, page=page or 1, limit=limit or PAGE_SIZE, category=category
         )
         render_run_page(run, shown, console, category=category)
+        for judged in store.run_judged(run.id):  # --judge on run, compare or matrix kept it
+            from extraction_eval.views.judge import render_judged
+
+            render_judged(judged, console, stored=judged.get("created_at"))
     if category is not None:
         unknown = store.count_untagged(run.id)
         if unknown:

@@ -38,7 +38,13 @@ def render_calibration(report: dict[str, Any], console: Console) -> None:
     )
 
 
-def render_judged(judged: dict[str, Any], console: Console, *, run: str | None = None) -> None:
+def render_judged(
+    judged: dict[str, Any],
+    console: Console,
+    *,
+    run: str | None = None,
+    stored: str | None = None,
+) -> None:
     """The second block: judged P/R/F1 beside the string figures above it, with what backs
     the judge and what judging cost (``run``: whose figures, when several are shown)."""
     table = Table(title_justify="left", show_edge=False, pad_edge=False)
@@ -68,6 +74,7 @@ def render_judged(judged: dict[str, Any], console: Console, *, run: str | None =
             ("judged", "bold"),
             f" run {run!r}" if run is not None else "",
             f" by {judged.get('judge')} — {judged.get('backing')}",
+            f" (judged {stored[:19]})" if stored else "",
         ),
     )
     print_table(console, table)

@@ -55,7 +55,15 @@ def test_a_run_prints_judged_figures_beside_its_own() -> None:
         assert json.dumps(a.summary["report"][key]) == json.dumps(b.summary["report"][key])
     assert "judged" not in b.summary["report"]  # the record holds string figures only
     assert a.summary["report"]["entities"]["f1"] < 1.0
-    again = judge_run(store, b, RulesJudge(), None)  # what was printed, as numbers
+    kept = store.run_judged(b.id)
+    assert store.run_judged(a.id) == [] and len(kept) == 1
+    matches = [m for ms in kept[0]["items"].values() for m in ms]
+    assert matches and all(m["reason"] and m["source"] == "rules" for m in matches)
+    shown = runner.invoke(app, ["runs", "show", "judged"])
+    assert shown.exit_code == 0, shown.output
+    assert "judged by offline:rules" in shown.stdout
+    assert "judged by" not in runner.invoke(app, ["runs", "show", "plain"]).stdout
+    again = judge_run(store, b, RulesJudge(), None, keep=False)  # the numbers printed
     assert again["items"] == 3
     assert again["entities"]["tp"] > b.summary["report"]["entities"]["tp"]
     assert again["entities"]["f1"] > b.summary["report"]["entities"]["f1"]

@@ -369,6 +369,26 @@ def m013_judge_calibrations(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m014_run_judged(conn: sqlite3.Connection) -> None:
+    """A run's judged figures (``--judge`` on run, compare, matrix): the judged block by judge
+    identity, with each item's judged matches and their reasons, so ``runs show`` shows them
+    beside the run's string figures (which are never changed)."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE run_judged (
+            run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            judge       TEXT NOT NULL,
+            report      TEXT NOT NULL,          -- JSON: the judged block
+            items       TEXT NOT NULL,          -- JSON: {item id: its judged matches}
+            created_at  TEXT NOT NULL,
+            PRIMARY KEY (run_id, judge)
+        )
+        """,
+    )
+
+
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     """Names already applied, in the order they were applied."""
     _ensure_table(conn)
