@@ -371,7 +371,7 @@ def compare_cmd(
         fail(f"--format must be text or json, got {fmt!r}")
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
-    judges = _judges(judge, judge_base_url)  # refused before the store is opened
+    judges = judges_for(judge, judge_base_url)  # refused before the store is opened
     store = LocalStore()
     a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
     if item is not None:
@@ -396,7 +396,7 @@ def compare_cmd(
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
     corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
-    judged = _judged_runs(store, (a, b), judges)
+    judged = judged_of_runs(store, (a, b), judges)
     if fmt == "json":
         import json
 
@@ -424,8 +424,8 @@ def compare_cmd(
     report_gate(result.gate_line(), bool(result.gate))
 
 
-def _judges(model: str | None, base_url: str | None) -> list[Any]:
-    """``--judge``: one judge per run compared (each closes its client when done), built, and
+def judges_for(model: str | None, base_url: str | None, runs: int = 2) -> list[Any]:
+    """``--judge``: one judge per run (each closes its client when done), built, and
     refused, before anything is read."""
     from extraction_eval.errors import UsageError
 
@@ -435,10 +435,10 @@ def _judges(model: str | None, base_url: str | None) -> list[Any]:
         return []
     from extraction_eval.judge.factory import make_judge
 
-    return [make_judge(model, base_url=base_url) for _ in range(2)]
+    return [make_judge(model, base_url=base_url) for _ in range(runs)]
 
 
-def _judged_runs(store: Any, runs: Sequence[Any], judges: list[Any]) -> dict[str, Any]:
+def judged_of_runs(store: Any, runs: Sequence[Any], judges: list[Any]) -> dict[str, Any]:
     """Each run's judged block (``analysis.judged_runs``), by run name; none without a judge.
     Not paired: each run's judged figures stand beside its own string figures."""
     if not judges:

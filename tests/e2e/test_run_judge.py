@@ -5,6 +5,7 @@ the run spends anything."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -148,3 +149,32 @@ def test_matrix_prints_string_and_judged_f1_per_cell() -> None:
     rows = [x for x in done.stdout.splitlines() if x.lstrip().startswith("mx")]
     assert len(rows) >= 2
     assert refused.exit_code == 2 and "unknown model provider" in refused.stderr
+
+
+def test_report_shows_judged_metrics_beside_the_string_ones(tmp_path: Path) -> None:
+    items = LocalStore().get_items("extraction-eval")[:3]
+    last_word = {
+        i.id: {
+            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
+            "relationships": [],
+        }
+        for i in items
+    }
+    register_fake("rep", {"items": last_word})
+    try:
+        done = runner.invoke(app, ["run", "--model", "fake:rep", "--limit", "3", "--name", "r1"])
+        assert done.exit_code == 0, done.output
+    finally:
+        unregister_fake()
+    plain, judged = tmp_path / "plain.html", tmp_path / "judged.html"
+    first = runner.invoke(app, ["report", "r1", "--out", str(plain)])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["report", "r1", "--out", str(judged), "--judge", "offline:rules"])
+    assert second.exit_code == 0, second.output
+    assert "Judged metrics" not in plain.read_text(encoding="utf-8")
+    page = judged.read_text(encoding="utf-8")
+    assert "Judged metrics" in page and "offline:rules@" in page
+    assert "no calibration for this judge" in page
+    # kept with the run: the next report shows it without --judge
+    third = runner.invoke(app, ["report", "r1", "--out", str(plain)])
+    assert third.exit_code == 0 and "Judged metrics" in plain.read_text(encoding="utf-8")
