@@ -64,6 +64,14 @@ def test_a_run_prints_judged_figures_beside_its_own() -> None:
     assert shown.exit_code == 0, shown.output
     assert "judged by offline:rules" in shown.stdout
     assert "judged by" not in runner.invoke(app, ["runs", "show", "plain"]).stdout
+    exported = runner.invoke(app, ["runs", "export", "judged"])
+    lines = [json.loads(x) for x in exported.stdout.splitlines()]
+    assert lines and all(set(x["judged"]) == {RulesJudge().identity} for x in lines)
+    assert any(x["judged"][RulesJudge().identity] for x in lines)
+    plain_lines = runner.invoke(app, ["runs", "export", "plain"]).stdout.splitlines()
+    assert all("judged" not in json.loads(x) for x in plain_lines)
+    csv_text = runner.invoke(app, ["runs", "export", "judged", "--format", "csv"]).stdout
+    assert "judged" in csv_text.splitlines()[0].split(",")
     again = judge_run(store, b, RulesJudge(), None, keep=False)  # the numbers printed
     assert again["items"] == 3
     assert again["entities"]["tp"] > b.summary["report"]["entities"]["tp"]
