@@ -192,6 +192,9 @@ def run_cmd(
         for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
             render_ppi(r, console)
     if the_judge is not None:
+        if max_cost is not None and hasattr(the_judge, "max_cost_usd"):
+            # --max-cost counts the judge's calls too: it gets what the run left over
+            the_judge.max_cost_usd = max(0.0, max_cost - (outcome.summary.cost_usd or 0.0))
         _render_judged(the_judge, outcome.run.id)
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)

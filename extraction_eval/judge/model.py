@@ -92,6 +92,9 @@ class ModelJudge:
         max_attempts: int = 4,
         concurrency: int = 4,
         response_format: str = "auto",
+        max_cost_usd: float | None = None,
+        price_in: float | None = None,
+        price_out: float | None = None,
     ) -> None:
         from extraction_eval.llm.registry import make_provider
 
@@ -101,6 +104,8 @@ class ModelJudge:
             timeout_s=timeout_s,
             max_attempts=max_attempts,
             response_format=response_format,  # auto: detected before the first call
+            price_in=price_in,  # USD per 1M tokens, both or neither (self-hosted judges)
+            price_out=price_out,
         )
         self.provider = provider if provider is not None else make_provider(self.config)
         self.cache = cache
@@ -110,6 +115,9 @@ class ModelJudge:
         self._pricer = Pricer.for_config(self.config)
         self._stats = JudgeStats()
         self.concurrency = max(1, concurrency)  # calls in flight at once
+        # USD the judge may spend (``--max-cost`` left over by the run), checked before each
+        # call: calls already in flight may pass it by their own cost
+        self.max_cost_usd = max_cost_usd
         self._format_settled = False
         self._loop: asyncio.AbstractEventLoop | None = None  # what the lock and gate are for
         self._format_lock = asyncio.Lock()
@@ -242,6 +250,10 @@ class ModelJudge:
         )
 
     async def _ask(self, context: str, batch: Sequence[JudgePair]) -> list[Verdict]:
+        if self.max_cost_usd is not None and self._stats.cost_usd >= self.max_cost_usd:
+            return self._failed(
+                f"judge budget of ${self.max_cost_usd:.4f} reached; pair not judged", batch
+            )
         request = self._request(context, batch)
         self._stats.calls += 1
         try:

@@ -186,3 +186,26 @@ def test_a_long_context_is_cut_to_windows_around_the_names() -> None:
     _run(judge, [JudgePair("Obama", "Barack Obama", "PER", text)])
     sent = fake.calls[0].user_text
     assert len(sent) < 20_000 and "Barack Obama spoke" in sent
+
+
+def test_the_judge_stops_calling_at_its_budget() -> None:
+    """``--max-cost`` counts the judge: once its spend reaches the budget, no more calls; the
+    pairs left are counted errors, never matches."""
+    fake = FakeProvider.from_script(
+        {"default": _verdicts((1, True, "x"), (2, True, "y"))}, model="judge"
+    )
+    judge = ModelJudge(
+        "fake:judge",
+        provider=fake,
+        retry=RetryPolicy.immediate(max_attempts=1),
+        concurrency=1,
+        max_cost_usd=0.5,
+        price_in=1_000_000.0,  # a dollar a token: one call spends the budget
+        price_out=1_000_000.0,
+    )
+    pairs = [*PAIRS, *(JudgePair(p.a, p.b, p.type, "another text") for p in PAIRS)]
+    verdicts = _run(judge, pairs)
+    assert len(fake.calls) == 1 and judge.stats.calls == 1
+    assert judge.stats.cost_usd > 0.5
+    assert sum(v.same is None for v in verdicts) == 2 and judge.stats.errors == 2
+    assert any("budget" in line for line in judge.stats.error_examples)
