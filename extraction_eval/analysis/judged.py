@@ -33,7 +33,7 @@ from extraction_eval.evaluators.config import ScoringConfig, type_key
 from extraction_eval.evaluators.item import ItemScore
 from extraction_eval.evaluators.matching import assign, name_key, name_similarity
 from extraction_eval.evaluators.metrics import Counts, counts_json
-from extraction_eval.judge.base import Judge, JudgePair, Verdict
+from extraction_eval.judge.base import Judge, JudgePair, Verdict, run_blocking
 from extraction_eval.llm.context import item_context
 from extraction_eval.types import Entity, Extraction, Relationship
 
@@ -313,7 +313,7 @@ def judge_items(
         finally:
             await judge.aclose()
 
-    return asyncio.run(run())
+    return run_blocking(run)
 
 
 def judged_report(

@@ -7,9 +7,13 @@ shown, exported and overruled.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
+
+T = TypeVar("T")
 
 Source = Literal[
     "rules", "model", "cache", "error", "string", "person"
@@ -87,3 +91,14 @@ class Judge(Protocol):
     async def judge(self, pairs: Sequence[JudgePair]) -> list[Verdict]: ...
 
     async def aclose(self) -> None: ...
+
+
+def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``make()`` to completion from synchronous code: on a fresh event loop, or, when
+    this thread already runs one (a notebook), on a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="judge") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()

@@ -8,14 +8,13 @@ matrix (it is neither agreement nor disagreement); the per-pair rows carry
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from extraction_eval.datasets.pairs import LabelledPair
 from extraction_eval.evaluators.agreement import cohen_kappa, kappa_interval
-from extraction_eval.judge.base import Judge, JudgePair, Verdict
+from extraction_eval.judge.base import Judge, JudgePair, Verdict, run_blocking
 
 CONFIDENCE = 0.95
 
@@ -153,7 +152,7 @@ def calibrate(
         finally:
             await judge.aclose()
 
-    verdicts = asyncio.run(run()) if asks else []
+    verdicts = run_blocking(run) if asks else []
     rows = []
     for p, v in zip(pairs, verdicts, strict=True):
         row = {**p.raw, "verdict": v.same, "reason": v.reason}

@@ -274,3 +274,20 @@ def test_a_person_overrules_the_judge(files: tuple[Path, Path], tmp_path: Path) 
     assert matches[("entities", "Lyon")]["source"] == "person"
     assert matches[("entities", "Lyon")]["reason"] == "renamed"
     assert ("entities", "Obama") in matches  # the rest is still the judge's
+
+
+def test_judging_from_inside_a_running_event_loop(files: tuple[Path, Path]) -> None:
+    """A notebook calls ``score_files`` with its own loop running: judging still works."""
+    import asyncio
+
+    from extraction_eval.analysis.score_files import score_files
+    from extraction_eval.evaluators import ScoringConfig
+    from extraction_eval.judge.rules import RulesJudge
+
+    gold, pred = files
+
+    async def in_a_notebook() -> dict[str, Any]:
+        return score_files(gold, pred, ScoringConfig(resamples=0), judge=RulesJudge()).report
+
+    report = asyncio.run(in_a_notebook())
+    assert report["judged"]["matches"]["entities"] == 2
