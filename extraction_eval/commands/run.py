@@ -232,7 +232,7 @@ def _make_judge(model: str | None, base_url: str | None) -> Any:
 def _render_judged(judge: Any, run_id: int) -> None:
     """The run's judged figures under its summary (verdicts cached in the local store; the
     latest calibration of the judge backs them); the run's own record is not changed."""
-    from extraction_eval.analysis.judged_runs import judge_run
+    from extraction_eval.analysis.judged_runs import judge_run, post_judged_scores
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.views.judge import render_judged
 
@@ -240,5 +240,9 @@ def _render_judged(judge: Any, run_id: int) -> None:
         if hasattr(judge, "cache"):
             judge.cache = store.cache()
         calibration = store.latest_judge_calibration(judge.identity)
-        report = judge_run(store, store.get_run_by_id(run_id), judge, calibration)
+        record = store.get_run_by_id(run_id)
+        report = judge_run(store, record, judge, calibration)
     render_judged(report, console)
+    problem = post_judged_scores(record, report)  # LangFuse mode: *_judged run scores
+    if problem is not None:
+        err_console.print(f"[yellow]warning:[/] {problem}", highlight=False, soft_wrap=True)
