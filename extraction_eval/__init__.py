@@ -23,6 +23,7 @@ from extraction_eval.version import __version__
 if TYPE_CHECKING:
     from extraction_eval.analysis.compare import CompareOptions, RunComparison, compare_runs
     from extraction_eval.analysis.compare.run_diff import diff_runs
+    from extraction_eval.analysis.judged_runs import judge_run
     from extraction_eval.analysis.score_files import ScoredFiles, score_files
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.analysis.worst import run_worst_items
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from extraction_eval.experiments.run import arun_local, estimate_run, run_experiment
     from extraction_eval.experiments.runner import RunOutcome
     from extraction_eval.experiments.shards import finalize_run, merge_runs
+    from extraction_eval.judge.factory import make_judge
     from extraction_eval.pipeline.base import PipelineConfig
     from extraction_eval.seeds.ensemble.build import build_gold
     from extraction_eval.seeds.ensemble.config import GoldConfig
@@ -67,6 +69,8 @@ _EXPORTS: dict[str, str] = {
         ["CompareOptions", "RunComparison", "compare_runs"], "extraction_eval.analysis.compare"
     ),
     **dict.fromkeys(["diff_runs"], "extraction_eval.analysis.compare.run_diff"),
+    **dict.fromkeys(["judge_run"], "extraction_eval.analysis.judged_runs"),
+    **dict.fromkeys(["make_judge"], "extraction_eval.judge.factory"),
     **dict.fromkeys(["get_run"], "extraction_eval.analysis.stored"),
     **dict.fromkeys(["run_worst_items"], "extraction_eval.analysis.worst"),
     **dict.fromkeys(["GoldConfig"], "extraction_eval.seeds.ensemble.config"),
@@ -108,6 +112,8 @@ __all__ = [
     "estimate_run",
     "finalize_run",
     "get_run",
+    "judge_run",
+    "make_judge",
     "merge_runs",
     "run_experiment",
     "run_matrix",

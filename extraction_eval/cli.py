@@ -17,6 +17,7 @@ from extraction_eval.commands.common import err_console
 from extraction_eval.commands.datasets import datasets_app
 from extraction_eval.commands.gold import gold_app
 from extraction_eval.commands.help_layout import keep_option_names_whole
+from extraction_eval.commands.judge import judge_app
 from extraction_eval.commands.matrix import matrix_cmd
 from extraction_eval.commands.power import power_cmd
 from extraction_eval.commands.prompts import prompts_app
@@ -45,6 +46,7 @@ app.add_typer(datasets_app, name="datasets")
 app.add_typer(runs_app, name="runs")
 app.add_typer(prompts_app, name="prompts")
 app.add_typer(gold_app, name="gold")
+app.add_typer(judge_app, name="judge")
 
 _run_app = typer.Typer(add_completion=False)
 _run_app.command()(run_cmd)

@@ -60,3 +60,6 @@ MAX_STORED_NUMBER = 1e12
 # 2M tokens; a count above this bound, negative or not a whole number cannot be true, and is
 # priced by the estimate instead (a reported -100,000,000 once made the budget go negative).
 MAX_REPORTED_TOKENS = 10_000_000
+# Context of one labelled pair in a judge pairs file (characters): the judge reads windows of
+# it, but the file and the per-pair file keep it whole; a longer one is that line's warning.
+MAX_PAIR_CONTEXT_CHARS = 1_000_000

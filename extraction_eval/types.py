@@ -354,7 +354,7 @@ class ItemResult(_Frozen):
     # What reading the model's reply repaired (prompts/replies.py: fence, prose, wrapper);
     # empty for a bare-JSON reply, a failed item, and rows stored before repairs were kept
     repairs: list[str] = Field(default_factory=list)
-    # The paired-comparison counts the runner scored (evaluators.paired.encode_counts), stored
+    # The paired-comparison counts the runner scored (evaluators.counts.encode_counts), stored
     # so ``compare`` need not re-score; internal: never exported
     counts: str | None = Field(default=None, exclude=True, repr=False)
 

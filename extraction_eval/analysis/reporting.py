@@ -9,7 +9,7 @@ import csv
 import io
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TextIO
 
 from extraction_eval.backends.local import LocalStore, RunRecord
@@ -82,14 +82,22 @@ def export_lines(
     *,
     deterministic: bool = False,
     score_columns: Sequence[str] | None = None,
+    judged: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Iterator[str]:
     """The export one line at a time, for results already sorted by item id (the store's
     ``iter_results(order_by="item_id")``), so a run of any size streams to its file.
 
     CSV needs its score columns before the first row: pass ``score_columns``
     (``export_score_columns(store.item_score_names(run_id))``), else the results are read
-    into memory once to find them."""
+    into memory once to find them. ``judged`` (judge identity -> item id -> judged matches,
+    as ``--judge`` kept them with the run) adds a ``judged`` field to every row; without it
+    the export is as it always was."""
     rows: Iterator[dict[str, Any]] = (export_row(r, deterministic=deterministic) for r in results)
+    if judged:
+        rows = (
+            {**row, "judged": {j: list(m.get(row["item_id"], [])) for j, m in judged.items()}}
+            for row in rows
+        )
     if fmt == "jsonl":
         for row in rows:
             yield json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -145,6 +153,9 @@ def write_run_export(
     """Write ``export_run``'s bytes for a stored run to ``out`` line by line: the run is read
     in batches, never held in memory at once."""
     columns = export_score_columns(store.item_score_names(run.id)) if fmt == "csv" else None
+    judged = {b["judge"]: b.get("items") or {} for b in store.run_judged(run.id)}
     results = store.iter_results(run.id, order_by="item_id")
-    for text in export_lines(results, fmt, deterministic=deterministic, score_columns=columns):
+    for text in export_lines(
+        results, fmt, deterministic=deterministic, score_columns=columns, judged=judged or None
+    ):
         out.write(text)

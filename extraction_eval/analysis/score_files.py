@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extraction_eval.datasets.jsonl import GoldRecord, read_gold
 from extraction_eval.datasets.predictions import read_predictions
@@ -25,6 +25,10 @@ from extraction_eval.evaluators import (
 from extraction_eval.evaluators.limits import over_cap
 from extraction_eval.types import DatasetItem, Schema
 
+if TYPE_CHECKING:
+    from extraction_eval.analysis.judged import JudgedItem
+    from extraction_eval.judge.base import Judge
+
 __all__ = ["ScoredFiles", "score_files"]
 
 
@@ -35,6 +39,7 @@ class ScoredFiles:
     report: dict[str, Any]
     items: list[ItemScore]
     warnings: list[str] = field(default_factory=list)
+    judged: list[JudgedItem] | None = None  # per item, in ``items``' order, with ``judge``
 
 
 def gold_ignored_warning(ignored: int, min_confidence: float) -> str:
@@ -92,6 +97,8 @@ def score_files(
     *,
     min_gold_confidence: float | None = None,
     schema: Schema | None = None,
+    judge: Judge | None = None,
+    calibration: dict[str, Any] | None = None,
 ) -> ScoredFiles:
     """Score a predictions file against a gold file.
 
@@ -99,7 +106,9 @@ def score_files(
     prediction id not in gold is reported and ignored. Raises UsageError only when nothing
     can be scored: unreadable file, no usable gold line, or predictions that are all broken
     or that share no id with gold. ``schema`` replaces every line's own (its ``labels`` map
-    gold labels); gold objects below ``min_gold_confidence`` are ignore regions.
+    gold labels); gold objects below ``min_gold_confidence`` are ignore regions. ``judge``
+    adds the report's ``judged`` block (``analysis.judged``; ``calibration`` is the one that
+    backs it) and leaves every other key as it is without one.
     """
     gold_path, predictions_path = Path(gold_path), Path(predictions_path)
     gold, warnings = read_gold(gold_path)
@@ -131,4 +140,15 @@ def score_files(
         ignored = sum(s.ignored_gold for s in items)
         warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
     report = aggregate(items, config, warnings=warnings)
-    return ScoredFiles(report=report, items=items, warnings=list(report["warnings"]))
+    judged = None
+    if judge is not None:
+        from extraction_eval.analysis.judged import judge_items, judged_report
+        from extraction_eval.evaluators.gold_view import scored_gold
+
+        work = [
+            (s, g.text, scored_gold(view.item(gold_item(g))), preds.get(g.id))
+            for s, g in zip(items, gold, strict=True)
+        ]
+        judged = judge_items(judge, work, config)
+        report["judged"] = judged_report(judge, judged, calibration)
+    return ScoredFiles(report=report, items=items, warnings=list(report["warnings"]), judged=judged)

@@ -5,7 +5,7 @@ command, so ``--help`` loads none of them."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,6 +20,9 @@ from extraction_eval.commands.common import (
     handle_errors,
 )
 from extraction_eval.limits import DEFAULT_MAX_CELLS
+
+# options the command itself handles, not MatrixConfig settings
+_NOT_SETTINGS = ("config", "dry_run", "details", "aliases", "no_aliases", "judge", "judge_base_url")
 
 
 @handle_errors
@@ -73,6 +76,8 @@ def matrix_cmd(
             f" may have; more is refused before anything runs. [default: {DEFAULT_MAX_CELLS:,}]"
         ),
     ] = None,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
     details: Annotated[
         bool | None,
         typer.Option(
@@ -89,7 +94,8 @@ def matrix_cmd(
     overrides = {
         k: v
         for k, v in locals().items()
-        if k not in ("config", "dry_run", "details", "aliases", "no_aliases")
+        if k
+        not in ("config", "dry_run", "details", "aliases", "no_aliases", "judge", "judge_base_url")
     }
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
     from extraction_eval.experiments.matrix_config import MatrixConfig
@@ -104,6 +110,7 @@ def matrix_cmd(
     if alias_fields:  # every cell scores with the same names of one entity
         scoring = dataclasses.replace(matrix.base.scoring, **alias_fields)  # type: ignore[arg-type]
         matrix = dataclasses.replace(matrix, base=dataclasses.replace(matrix.base, scoring=scoring))
+    judged_cells = _judged_cells(judge, judge_base_url)  # refused before anything is spent
     if dry_run:
         render_matrix_estimate(matrix, estimate_matrix(matrix), console)
         return
@@ -111,6 +118,8 @@ def matrix_cmd(
         outcome = run_matrix(matrix, progress=progress)
     print_warnings_first(outcome.warnings, err_console)  # before the table, recalled after it
     render_matrix(outcome, console, details)
+    if judged_cells is not None:
+        judged_cells([c.run for c in outcome.cells])
     print_warnings_recap(outcome.warnings, err_console)
     stop = outcome.budget_stop()
     if stop is not None:
@@ -119,3 +128,31 @@ def matrix_cmd(
         )
     if outcome.problems:
         fail("; ".join(outcome.problems), 3)
+
+
+def _judged_cells(model: str | None, base_url: str | None) -> Any:
+    """``--judge``: checked now (a bad judge is refused before any cell runs); returns what
+    prints each cell's string and judged F1 once the matrix has run, or None."""
+    if model is None:
+        if base_url is not None:
+            fail("--judge-base-url needs --judge MODEL")
+        return None
+    from extraction_eval.judge.factory import make_judge
+
+    make_judge(model, base_url=base_url)  # refused here, before any cell runs
+
+    def show(runs: list[Any]) -> None:
+        from extraction_eval.analysis.judged_runs import judge_run
+        from extraction_eval.backends.local import LocalStore
+        from extraction_eval.views.judge import render_judged_cells
+
+        rows = []
+        with LocalStore(seed=False) as store:
+            for run in runs:
+                judge = make_judge(model, base_url=base_url, cache=store.cache())
+                calibration = store.latest_judge_calibration(judge.identity)
+                record = store.get_run_by_id(run.id)
+                rows.append((record, judge_run(store, record, judge, calibration)))
+        render_judged_cells(rows, console)
+
+    return show

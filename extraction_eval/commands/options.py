@@ -174,3 +174,20 @@ MaxObjectsOrFile = Annotated[int | None, _MAX_OBJECTS]
 NoCache = Annotated[bool, _NO_CACHE]
 RefreshCache = Annotated[bool, _REFRESH_CACHE]
 ConfigFile = Annotated[Path | None, _CONFIG]
+
+# the semantic judge (score; judge calibrate): judged figures beside the string ones
+_JUDGE = typer.Option(
+    "--judge",
+    help="Judge unmatched pairs with MODEL (offline:rules, openai:…, gemini:…, fake:…);"
+    " judged figures are shown beside the unchanged string ones.",
+)
+_JUDGE_BASE_URL = typer.Option(
+    "--judge-base-url", help="OpenAI-compatible server for the --judge model."
+)
+_JUDGE_OVERRIDES = typer.Option(
+    "--judge-overrides",
+    help="Pairs JSONL (a, b, type, same, reason) whose labels overrule the judge's verdicts.",
+)
+JudgeModel = Annotated[str | None, _JUDGE]
+JudgeOverrides = Annotated[Path | None, _JUDGE_OVERRIDES]
+JudgeBaseUrl = Annotated[str | None, _JUDGE_BASE_URL]

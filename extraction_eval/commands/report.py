@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from extraction_eval.commands import options as o
 from extraction_eval.commands.common import check_writable, console, handle_errors, warn_line
 
 
@@ -19,6 +20,8 @@ def report_cmd(
     runs: Annotated[list[str], typer.Argument(help="Run names (two: with the paired comparison).")],
     out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("report.html"),
     dataset: Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")] = None,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
 ) -> None:
     """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
     taxonomy, latency and cost, and every item with its evidence highlighted in the text."""
@@ -30,8 +33,12 @@ def report_cmd(
     from extraction_eval.reports.html import write_report
 
     check_writable("--out", out)
+    from extraction_eval.commands.runs import judged_of_runs, judges_for
+
+    judges = judges_for(judge, judge_base_url, len(runs))  # refused before the store is opened
     store = LocalStore()
     records = [get_or_pull(store, name, dataset, warn=warn_line) for name in runs]
+    judged_of_runs(store, records, judges)  # kept with each run: the report shows them
     items_for, close = run_items(store)
     try:
         data = build_report_data(store, records, items_for=items_for)

@@ -106,6 +106,8 @@ def run_cmd(
     human: HumanOpt = None,
     aliases: o.Aliases = None,
     no_aliases: o.NoAliases = False,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import find_baseline
@@ -172,6 +174,7 @@ def run_cmd(
     )
     base = find_baseline(baseline, fail_on_regression or [], config.dataset)
     check_ppi(ppi, human)
+    the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
     if dry_run:
         from extraction_eval.experiments.run import estimate_run
         from extraction_eval.views.runs import render_estimate
@@ -193,13 +196,16 @@ def run_cmd(
     print_warnings_first(doubts, err_console)
     render_run_summary(outcome, console, warnings=False)
     try:
-        _after_run(outcome, config, base, human)
+        _after_run(outcome, config, base, human, the_judge)
     finally:
         print_warnings_recap(doubts, err_console)
 
 
-def _after_run(outcome: RunOutcome, config: RunConfig, base: Any, human: Path | None) -> None:
-    """The checks after a run's tables: budget, PPI, thresholds, the baseline gate."""
+def _after_run(
+    outcome: RunOutcome, config: RunConfig, base: Any, human: Path | None, the_judge: Any = None
+) -> None:
+    """The checks after a run's tables: budget, PPI, the judged figures, thresholds, the
+    baseline gate."""
     from extraction_eval.analysis.checks import check_run
     from extraction_eval.commands.common import error_line
 
@@ -217,6 +223,12 @@ def _after_run(outcome: RunOutcome, config: RunConfig, base: Any, human: Path | 
         store = LocalStore()
         for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
             render_ppi(r, console)
+    if the_judge is not None:
+        if config.max_cost is not None and hasattr(the_judge, "max_cost_usd"):
+            # --max-cost counts the judge's calls too: it gets what the run left over
+            spent = outcome.summary.cost_usd or 0.0
+            the_judge.max_cost_usd = max(0.0, config.max_cost - spent)
+        _render_judged(the_judge, outcome.run.id)
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     result = checks.baseline
@@ -235,3 +247,35 @@ def _after_run(outcome: RunOutcome, config: RunConfig, base: Any, human: Path | 
             err_console.print(f"[{style}]{gate_line}[/]", highlight=False, soft_wrap=True)
     if checks.failed:
         raise typer.Exit(1)
+
+
+def _make_judge(model: str | None, base_url: str | None) -> Any:
+    """``--judge``: the judge, built (and refused) before the run spends anything."""
+    from extraction_eval.errors import UsageError
+
+    if model is None:
+        if base_url is not None:
+            raise UsageError("--judge-base-url needs --judge MODEL")
+        return None
+    from extraction_eval.judge.factory import make_judge
+
+    return make_judge(model, base_url=base_url)
+
+
+def _render_judged(judge: Any, run_id: int) -> None:
+    """The run's judged figures under its summary (verdicts cached in the local store; the
+    latest calibration of the judge backs them); the run's own record is not changed."""
+    from extraction_eval.analysis.judged_runs import judge_run, post_judged_scores
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.views.judge import render_judged
+
+    with LocalStore(seed=False) as store:
+        if hasattr(judge, "cache"):
+            judge.cache = store.cache()
+        calibration = store.latest_judge_calibration(judge.identity)
+        record = store.get_run_by_id(run_id)
+        report = judge_run(store, record, judge, calibration)
+    render_judged(report, console)
+    problem = post_judged_scores(record, report)  # LangFuse mode: *_judged run scores
+    if problem is not None:
+        err_console.print(f"[yellow]warning:[/] {problem}", highlight=False, soft_wrap=True)

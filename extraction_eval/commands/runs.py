@@ -165,6 +165,10 @@ def show_cmd(
             store, run, page=page or 1, limit=limit or PAGE_SIZE, category=category
         )
         render_run_page(run, shown, console, category=category)
+        for judged in store.run_judged(run.id):  # --judge on run, compare or matrix kept it
+            from extraction_eval.views.judge import render_judged
+
+            render_judged(judged, console, stored=judged.get("created_at"))
     if category is not None:
         unknown = store.count_untagged(run.id)
         if unknown:
@@ -368,6 +372,8 @@ def compare_cmd(
     human: HumanOpt = None,
     aliases: o.Aliases = None,
     no_aliases: o.NoAliases = False,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
@@ -391,6 +397,7 @@ def compare_cmd(
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
     alias_fields = alias_settings(aliases, no_aliases, err_console)
+    judges = judges_for(judge, judge_base_url)  # refused before the store is opened
     store = LocalStore()
     a, b = (
         get_or_pull(store, run_a, dataset, warn=warn_line),
@@ -426,12 +433,15 @@ def compare_cmd(
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
     corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
+    judged = judged_of_runs(store, (a, b), judges)
     if fmt == "json":
         import json
 
         data["diff"] = diff.to_json()
         if corrected:
             data["ppi"] = {r.run: r.to_json() for r in corrected}
+        if judged:
+            data["judged"] = judged
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         from extraction_eval.views.paired import render_alias_lines, render_paired
@@ -445,7 +455,42 @@ def compare_cmd(
 
             for r in corrected:
                 render_ppi(r, console)
+        if judged:
+            from extraction_eval.views.judge import render_judged
+
+            for name, block in judged.items():
+                render_judged(block, console, run=name)
     report_gate(result.gate_line(), bool(result.gate))
+
+
+def judges_for(model: str | None, base_url: str | None, runs: int = 2) -> list[Any]:
+    """``--judge``: one judge per run (each closes its client when done), built, and
+    refused, before anything is read."""
+    from extraction_eval.errors import UsageError
+
+    if model is None:
+        if base_url is not None:
+            raise UsageError("--judge-base-url needs --judge MODEL")
+        return []
+    from extraction_eval.judge.factory import make_judge
+
+    return [make_judge(model, base_url=base_url) for _ in range(runs)]
+
+
+def judged_of_runs(store: Any, runs: Sequence[Any], judges: list[Any]) -> dict[str, Any]:
+    """Each run's judged block (``analysis.judged_runs``), by run name; none without a judge.
+    Not paired: each run's judged figures stand beside its own string figures."""
+    if not judges:
+        return {}
+    from extraction_eval.analysis.judged_runs import judge_run
+
+    out: dict[str, Any] = {}
+    for run, judge in zip(runs, judges, strict=True):
+        if hasattr(judge, "cache"):
+            judge.cache = store.cache()
+        calibration = store.latest_judge_calibration(judge.identity)
+        out[run.name] = judge_run(store, run, judge, calibration)
+    return out
 
 
 def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:

@@ -63,6 +63,9 @@ def _run(
     max_objects: int = DEFAULT_MAX_OBJECTS,
     ci: str = "expanded",
     aliases: dict[str, Any] | None = None,
+    judge: str | None = None,
+    judge_base_url: str | None = None,
+    judge_overrides: Path | None = None,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -107,29 +110,79 @@ def _run(
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     if schema is not None:
         check_readable("--schema", schema)
-    scored = score_files(
-        gold,
-        predictions,
-        config,
-        min_gold_confidence=min_gold_confidence,
-        schema=None if schema is None else read_schema(schema),
-    )
+    opened: list[Any] = []  # the store the judge's cache lives in, closed after scoring
+    try:
+        judged = _judge_setup(judge, judge_base_url, judge_overrides, err, opened)
+        scored = score_files(
+            gold,
+            predictions,
+            config,
+            min_gold_confidence=min_gold_confidence,
+            schema=None if schema is None else read_schema(schema),
+            **judged,
+        )
+    finally:
+        for store in opened:
+            store.close()
     report = scored.report
     if out is not None:
         _write("--out", out, _dump(report) + "\n")
     if per_item is not None:
-        _write(
-            "--per-item",
-            per_item,
-            "".join(_dump(s.to_json(), indent=None) + "\n" for s in scored.items),
-        )
+        lines = [s.to_json() for s in scored.items]
+        for line, j in zip(lines, scored.judged or [], strict=False):
+            line["judged"] = j.to_json()
+        _write("--per-item", per_item, "".join(_dump(x, indent=None) + "\n" for x in lines))
     if output_format == "json":
         sys.stdout.write(_dump(report) + "\n")
         sys.stdout.flush()
         labels = label_warning(report)
         print_warnings([*([labels] if labels else []), *report["warnings"]], err)
+        if "judged" in report:  # the judge's failures: the report has them, a person too
+            stats = report["judged"]["stats"]
+            print_warnings([f"judge: {line}" for line in stats["error_examples"]], err)
     else:
         render_report(report, SafeConsole())
+        if "judged" in report:
+            from extraction_eval.views.judge import render_judged
+
+            render_judged(report["judged"], SafeConsole())
+
+
+def _judge_setup(
+    model: str | None,
+    base_url: str | None,
+    overrides: Path | None,
+    err: Console,
+    opened: list[Any],
+) -> dict[str, Any]:
+    """``score_files``' judge arguments for ``--judge``: the judge (its verdicts cached in the
+    local store; people's verdicts from ``--judge-overrides`` on top) and the latest
+    calibration stored for its identity; none without it."""
+    if model is None:
+        for option, value in (("--judge-base-url", base_url), ("--judge-overrides", overrides)):
+            if value is not None:
+                raise UsageError(f"{option} needs --judge MODEL")
+        return {}
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.judge.factory import make_judge
+
+    store = LocalStore(seed=False)
+    opened.append(store)
+    try:
+        judge = make_judge(model, base_url=base_url, cache=store.cache())
+    except InvalidValue as exc:
+        raise UsageError(error_line(exc)) from None
+    calibration = store.latest_judge_calibration(judge.identity)
+    if overrides is not None:
+        from extraction_eval.datasets.pairs import read_pairs
+        from extraction_eval.judge.overrides import OverruledJudge
+
+        check_readable("--judge-overrides", overrides)
+        people, warnings = read_pairs(overrides)
+        for line in warnings:
+            err.print(f"warning: {escape(line)}", highlight=False, soft_wrap=True)
+        judge = OverruledJudge(judge, people)
+    return {"judge": judge, "calibration": calibration}
 
 
 def score(
@@ -183,6 +236,9 @@ def score(
     ci: o.Ci = "expanded",
     aliases: o.Aliases = None,
     no_aliases: o.NoAliases = False,
+    judge: o.JudgeModel = None,
+    judge_base_url: o.JudgeBaseUrl = None,
+    judge_overrides: o.JudgeOverrides = None,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -215,6 +271,9 @@ def score(
             max_objects,
             ci,
             alias_fields,
+            judge=judge,
+            judge_base_url=judge_base_url,
+            judge_overrides=judge_overrides,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

@@ -145,6 +145,35 @@ def _headline_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     return rows
 
 
+def _judged_rows(judged: list[list[dict[str, Any]]]) -> list[tuple[str, list[str]]]:
+    """Each run's newest judged block (``--judge``) as rows beside the string figures; none
+    when no run has one."""
+    if not any(judged):
+        return []
+    newest = [blocks[0] if blocks else {} for blocks in judged]
+    rows: list[tuple[str, list[str]]] = [
+        ("judge", [str(b.get("judge", "—")) for b in newest]),
+        ("backing", [str(b.get("backing", "—")) for b in newest]),
+    ]
+    for title, block in (
+        ("entities", "entities"),
+        ("entities typed", "entities_typed"),
+        ("relationships", "relationships"),
+    ):
+        for metric in ("precision", "recall", "f1"):
+            rows.append(
+                (
+                    f"judged {title} {metric}",
+                    [_fmt((b.get(block) or {}).get(metric)) for b in newest],
+                )
+            )
+    rows.append(
+        ("judged matches", [_fmt((b.get("matches") or {}).get("entities")) for b in newest])
+    )
+    rows.append(("judge errors", [_fmt((b.get("stats") or {}).get("errors")) for b in newest]))
+    return rows
+
+
 def _cost_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     def s(run: dict[str, Any], key: str) -> Any:
         return run["summary"].get(key)
@@ -209,6 +238,7 @@ def _pieces(data: ReportData) -> Iterator[str]:
         configs=[json.dumps(r["config"], indent=2, sort_keys=True) for r in runs],
         headline_rows=_headline_rows(runs),
         cost_rows=_cost_rows(runs),
+        judged_rows=_judged_rows(data.judged),
         headline=_chart(
             charts.headline_svg(labels, summaries), "micro precision, recall, F1 with CIs"
         ),

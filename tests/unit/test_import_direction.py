@@ -47,6 +47,9 @@ LAYERS: dict[str, int] = {
     "extraction_eval.datasets": 1,  # JSONL in/out; FORBIDDEN keeps it on types + errors only
     # pipelines: providers + prompts + tracing put together
     "extraction_eval.pipeline": 2,
+    # the semantic judge: calls models (llm providers, pricing, the response cache) like a
+    # pipeline, so it is not in the pure evaluators; analysis puts its verdicts beside scores
+    "extraction_eval.judge": 2,
     # use cases
     "extraction_eval.experiments": 3,  # the run path: plan, drive, record, finalize, shards
     "extraction_eval.analysis": 3,  # read-only over stored runs: compare, diff, report data

@@ -95,6 +95,9 @@ class ReportData:
     comparison: dict[str, Any] | None = None
     # per run: latency histogram over shared bins (ms; cache hits left out)
     latency: dict[str, Any] = field(default_factory=dict)
+    # per run: the judged blocks kept beside it (``--judge``; newest first), shown as a
+    # section of their own beside the string figures
+    judged: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
     def n_items(self) -> int:
@@ -304,6 +307,7 @@ def _build(
         categories=part.table.categories,
         comparison=comparison,
         latency=latency_histogram(part.latencies),
+        judged=[store.run_judged(r.id) for r in runs],
     )
 
 

@@ -382,6 +382,54 @@ def m014_review_candidates(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m015_judge_calibrations(conn: sqlite3.Connection) -> None:
+    """Each ``judge calibrate``: the judge's identity (model, endpoint, prompt version), the
+    pairs it was measured on, its 2x2 counts and kappa with its interval, so every judged
+    figure can say which calibration backs it."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE judge_calibrations (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            judge       TEXT NOT NULL,
+            source      TEXT NOT NULL DEFAULT '',
+            pairs       INTEGER NOT NULL,
+            kappa       REAL,
+            report      TEXT NOT NULL,          -- JSON: Calibration.to_json()
+            created_at  TEXT NOT NULL
+        );
+        CREATE INDEX judge_calibrations_judge ON judge_calibrations(judge, id)
+        """,
+    )
+
+
+@migration
+def m016_run_judged(conn: sqlite3.Connection) -> None:
+    """A run's judged figures (``--judge`` on run, compare, matrix): the judged block by judge
+    identity, with each item's judged matches and their reasons, so ``runs show`` shows them
+    beside the run's string figures (which are never changed)."""
+    _exec(
+        conn,
+        """
+        CREATE TABLE run_judged (
+            run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            judge       TEXT NOT NULL,
+            report      TEXT NOT NULL,          -- JSON: the judged block
+            items       TEXT NOT NULL,          -- JSON: {item id: its judged matches}
+            created_at  TEXT NOT NULL,
+            PRIMARY KEY (run_id, judge)
+        )
+        """,
+    )
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Names already applied, in the order they were applied."""
+    _ensure_table(conn)
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+
+
 def _ensure_table(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"

@@ -16,6 +16,7 @@ from extraction_eval.backends.local.batches import BatchTables
 from extraction_eval.backends.local.cache import CacheTables
 from extraction_eval.backends.local.datasets import DatasetTables, _dataset_row
 from extraction_eval.backends.local.gold import GoldTables
+from extraction_eval.backends.local.judge import JudgeTables
 from extraction_eval.backends.local.locks import LockTables
 from extraction_eval.backends.local.pages import ResultPages
 from extraction_eval.backends.local.prompts import PromptTables
@@ -48,6 +49,7 @@ class LocalStore(
     PromptTables,
     CacheTables,
     GoldTables,
+    JudgeTables,
     BatchTables,
     LockTables,
     ReviewTables,

@@ -134,3 +134,49 @@ def gold_agreement(votes: Mapping[str, ItemVote]) -> dict[str, Any]:
             "per_type": {t: _group(groups[t]).to_json() for t in sorted(groups)},
         }
     return out
+
+
+# ---- a judge against labels: Cohen's κ ---------------------------------------------------------
+# Cohen (1960): κ = (p_o − p_e) / (1 − p_e), with p_o the share of pairs where the judge and
+# the label agree and p_e the agreement expected by chance from each side's yes/no shares.
+
+
+def cohen_kappa(tp: float, fp: float, fn: float, tn: float) -> float | None:
+    """κ of a judge's verdicts against labels from the 2×2 counts; None when undefined
+    (no pairs, or both sides say the same thing every time: p_e = 1)."""
+    n = tp + fp + fn + tn
+    if n <= 0:
+        return None
+    p_o = (tp + tn) / n
+    p_e = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
+    if p_e >= 1.0:
+        return None
+    return (p_o - p_e) / (1.0 - p_e)
+
+
+def kappa_interval(
+    cells: Sequence[int], *, resamples: int, seed: int, confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of κ over pairs: ``cells`` holds each pair's cell
+    (0 tp, 1 fp, 2 fn, 3 tn); resamples where κ is undefined are left out. None when there
+    is nothing to resample or κ is undefined in every resample."""
+    import numpy as np
+
+    from extraction_eval.evaluators.stats.bootstrap import resampled_sums
+
+    if not cells or resamples <= 0:
+        return None
+    rows = np.zeros((len(cells), 4), dtype=np.int64)
+    rows[np.arange(len(cells)), np.asarray(cells, dtype=np.intp)] = 1
+    sums = resampled_sums(rows, resamples=resamples, seed=seed)
+    tp, fp, fn, tn = sums.T
+    n = sums.sum(axis=1)
+    p_o = (tp + tn) / n
+    p_e = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
+    ok = p_e < 1.0
+    if not ok.any():
+        return None
+    kappas = (p_o[ok] - p_e[ok]) / (1.0 - p_e[ok])
+    alpha = 1.0 - confidence
+    low, high = np.quantile(kappas, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)

@@ -1,0 +1,120 @@
+"""The judge for people: a calibration, and the judged block printed under the string
+figures (``score --judge``). Plain JSON in, so a rendering never changes a number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from extraction_eval.views.score_report import fmt_number
+from extraction_eval.views.tables import print_table
+
+
+def render_calibration(report: dict[str, Any], console: Console) -> None:
+    """tp/fp/fn/tn, precision, recall, accuracy and κ with its interval."""
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column("")
+    table.add_column("", justify="right")
+    for key in ("tp", "fp", "fn", "tn", "errors", "precision", "recall", "accuracy", "kappa"):
+        table.add_row(key, fmt_number(report.get(key)))
+    ci = report.get("kappa_ci")
+    if ci:
+        table.add_row("kappa CI", f"{ci['low']:.3f}–{ci['high']:.3f}")
+    print_table(console, Text.assemble(("judge calibrate", "bold"), f" — {report.get('judge')}"))
+    print_table(console, table)
+    print_table(console, Text(str(report.get("backing", "")), style="bold"))
+    stats = report.get("judge_stats") or {}
+    print_table(
+        console,
+        Text(
+            f"{stats.get('calls', 0)} judge calls, {stats.get('cache_hits', 0)} cache hits,"
+            f" {stats.get('errors', 0)} errors, cost ${stats.get('cost_usd', 0.0):.4f};"
+            f" {report.get('ci_method')}, {report.get('resamples')} resamples",
+            style="dim",
+        ),
+    )
+
+
+def render_judged(
+    judged: dict[str, Any],
+    console: Console,
+    *,
+    run: str | None = None,
+    stored: str | None = None,
+) -> None:
+    """The second block: judged P/R/F1 beside the string figures above it, with what backs
+    the judge and what judging cost (``run``: whose figures, when several are shown)."""
+    table = Table(title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("judged")
+    for head in ("P", "R", "F1", "tp", "fp", "fn", "+judged"):
+        table.add_column(head, justify="right")
+    matches = judged.get("matches") or {}
+    for label, key in (
+        ("entities", "entities"),
+        ("entities, typed", "entities_typed"),
+        ("relationships", "relationships"),
+    ):
+        block = judged.get(key) or {}
+        table.add_row(
+            label,
+            fmt_number(block.get("precision")),
+            fmt_number(block.get("recall")),
+            Text(fmt_number(block.get("f1")), style="bold"),
+            fmt_number(block.get("tp")),
+            fmt_number(block.get("fp")),
+            fmt_number(block.get("fn")),
+            fmt_number(matches.get(key)),
+        )
+    print_table(
+        console,
+        Text.assemble(
+            ("judged", "bold"),
+            f" run {run!r}" if run is not None else "",
+            f" by {judged.get('judge')} — {judged.get('backing')}",
+            f" (judged {stored[:19]})" if stored else "",
+        ),
+    )
+    print_table(console, table)
+    stats = judged.get("stats") or {}
+    print_table(
+        console,
+        Text(
+            f"{stats.get('pairs', 0)} candidate pairs, {stats.get('calls', 0)} judge calls,"
+            f" {stats.get('cache_hits', 0)} cache hits, {stats.get('errors', 0)} judge errors,"
+            f" cost ${stats.get('cost_usd', 0.0):.4f}; the string figures above are unchanged",
+            style="dim",
+        ),
+    )
+    for line in stats.get("error_examples") or []:
+        print_table(console, Text(f"  judge error: {line}", style="yellow"))
+
+
+def render_judged_cells(rows: list[tuple[Any, dict[str, Any]]], console: Console) -> None:
+    """``matrix --judge``: per cell, the string and judged F1 side by side (entities and
+    relationships), the judged matches, and the judge's errors."""
+    if not rows:
+        return
+    first = rows[0][1]
+    table = Table(title_justify="left", show_edge=False, pad_edge=False)
+    for head in ("cell", "ent F1", "judged", "rel F1", "judged", "+judged", "errors"):
+        table.add_column(head, justify="left" if head == "cell" else "right")
+    for run, judged in rows:
+        report = (getattr(run, "summary", None) or {}).get("report") or {}
+        matches = judged.get("matches") or {}
+        table.add_row(
+            str(run.name),
+            fmt_number((report.get("entities") or {}).get("f1")),
+            Text(fmt_number((judged.get("entities") or {}).get("f1")), style="bold"),
+            fmt_number((report.get("relationships") or {}).get("f1")),
+            Text(fmt_number((judged.get("relationships") or {}).get("f1")), style="bold"),
+            fmt_number(matches.get("entities")),
+            fmt_number((judged.get("stats") or {}).get("errors")),
+        )
+    print_table(
+        console,
+        Text.assemble(("judged", "bold"), f" by {first.get('judge')} — {first.get('backing')}"),
+    )
+    print_table(console, table)
