@@ -86,10 +86,6 @@ def url_secrets(url: str) -> list[str]:
     return [unquote(v) for v in found if v] + [v for v in found if v]
 
 
-def url_has_credentials(url: str) -> bool:
-    return bool(url_secrets(url))
-
-
 def safe_url(url: str) -> str:
     """``url`` fit to show: ``***@`` for a user name or password, ``***`` for a query string
     (it may hold a key: some proxies and Azure take ``?api-key=``), no fragment."""

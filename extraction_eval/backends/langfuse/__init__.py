@@ -35,7 +35,6 @@ from extraction_eval.backends.langfuse.datasets import (
     RunDataset,
     langfuse_item_id,
     normalise_item,
-    to_dataset_item,
 )
 from extraction_eval.backends.langfuse.errors import api_errors
 from extraction_eval.backends.langfuse.prompts import fetch_prompt, push_prompt
@@ -84,7 +83,6 @@ __all__ = [
     "read_back_run",
     "resolve_base_url",
     "run_score_id",
-    "to_dataset_item",
     "verify_run",
     "verify_timeout_s",
 ]

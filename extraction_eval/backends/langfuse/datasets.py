@@ -150,12 +150,6 @@ def normalise_item(raw: Any) -> _Stored:
     )
 
 
-def to_dataset_item(raw: Any) -> DatasetItem:
-    """An SDK ``DatasetItem`` (as ``get_dataset`` / ``run_experiment`` hand it out) -> ours,
-    with our own id restored; ``UsageError`` if its input is not text or ``{"text": ...}``."""
-    return normalise_item(raw).item
-
-
 def _order(stored: Sequence[_Stored]) -> list[_Stored]:
     """Upload order: our recorded position first, then creation time (items made elsewhere)."""
     far = datetime.max.replace(tzinfo=UTC)
