@@ -7,7 +7,8 @@ offsets equal a gold mention's stands for that mention's cluster; otherwise its 
 resolves to the one gold cluster whose name, mentions or aliases it equals (casefolded,
 whitespace collapsed). A name that fits two clusters is ``ambiguous`` and one that fits none
 ``unresolved``: neither is guessed, both stay submitted facts that cannot be correct.
-Repeated facts count once (the first keeps its evidence).
+A repeated fact counts once: a submitted one with the first's evidence (as the official
+script), a gold one with the union of its repeats' (DocRED's data repeats no fact).
 
 P = correct / submitted, R = correct / gold, F1 = 2PR / (P + R). **Ign F1**: a correct fact
 is "in train" when some mention name of its head and some of its tail appear with the same
@@ -69,9 +70,15 @@ def train_facts(documents: Iterable[Extraction]) -> TrainFacts:
 
 
 def _passages(quote: str | None) -> list[str]:
+    """The passages of a quote: lists become " … "-joined quotes (``datasets.jsonl``)."""
     if not quote:
         return []
-    return [p.strip() for p in quote.replace("...", "…").split("…") if p.strip()]
+    return [p.strip() for p in quote.split(" … ") if p.strip()]
+
+
+def _pieces(passage: str) -> list[str]:
+    """An elided passage ("a … b", "a ... b") as the pieces the text holds."""
+    return [p.strip() for p in passage.replace("...", "…").split("…") if p.strip()]
 
 
 class _Sentences:
@@ -96,21 +103,32 @@ class _Sentences:
             self.ends.append(end)
         if self.starts != sorted(self.starts):
             self.ok = False
+        self.whole: dict[str, int] = {}
+        for k, (start, end) in enumerate(zip(self.starts, self.ends, strict=True)):
+            self.whole.setdefault(text[start:end].strip(), k)
 
     def ids(self, quote: str | None) -> tuple[set[int], int]:
-        """The sentences the quote's passages overlap, and how many passages were not found."""
+        """The sentences the quote's passages stand for, and how many were not found. A
+        passage that is a whole sentence is that sentence (the first, when the text repeats
+        it); any other passage stands for the sentences its first occurrence overlaps."""
         found: set[int] = set()
         missing = 0
         for passage in _passages(quote):
-            at = self.text.find(passage)
-            if at < 0:
-                missing += 1
+            whole = self.whole.get(passage)
+            if whole is not None:
+                found.add(whole)
                 continue
-            end = at + len(passage)
-            k = bisect_right(self.starts, end - 1) - 1
-            while k >= 0 and self.ends[k] > at:
-                found.add(k)
-                k -= 1
+            located = False
+            for piece in [passage] if passage in self.text else _pieces(passage):
+                at = self.text.find(piece)
+                if at < 0:
+                    continue
+                located = True
+                k = bisect_right(self.starts, at + len(piece) - 1) - 1
+                while k >= 0 and self.ends[k] > at:
+                    found.add(k)
+                    k -= 1
+            missing += not located
         return found, missing
 
 
@@ -227,7 +245,7 @@ class DocredAccumulator:
         self.gold_evidence += sum(len(v) for v in facts.values())
         if pred is None:
             return
-        seen: set[_Fact] = set()
+        submitted: dict[_Fact, set[int]] = {}
         for r in pred.relationships:
             ends: list[Any] = []
             for which, name in (("head", r.source), ("tail", r.target)):
@@ -239,24 +257,22 @@ class DocredAccumulator:
                 elif why == "unresolved":
                     self.unresolved += 1
                 ends.append(cluster if cluster is not None else (why, type_key(name)))
-            fact: _Fact = (r.type, ends[0], ends[1])
-            if fact in seen:
-                continue
-            seen.add(fact)
-            self.submitted += 1
             evidence: set[int] = set()
             if sentences.ok:
                 evidence, missing = sentences.ids(r.evidence)
                 self.unlocated_passages += missing
+            submitted.setdefault((r.type, ends[0], ends[1]), evidence)  # the first's, as official
+        for fact, evidence in submitted.items():
+            self.submitted += 1
             self.pred_evidence += len(evidence)
             if fact not in facts:
                 continue
             self.correct += 1
             self.correct_evidence += len(facts[fact] & evidence)
             if self.train is not None:
-                heads = surface_names(gold.entities[ends[0]])
-                tails = surface_names(gold.entities[ends[1]])
-                if any((n1, n2, r.type) in self.train for n1 in heads for n2 in tails):
+                heads = surface_names(gold.entities[fact[1]])
+                tails = surface_names(gold.entities[fact[2]])
+                if any((n1, n2, fact[0]) in self.train for n1 in heads for n2 in tails):
                     self.in_train += 1
 
     def _prf(self, correct: int, submitted: int, gold: int) -> tuple[float, float, float]:
