@@ -8,6 +8,7 @@ raises :class:`~extraction_eval.errors.UsageError`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,13 @@ from extraction_eval.evaluators import (
     aggregate,
 )
 from extraction_eval.evaluators.limits import over_cap
-from extraction_eval.types import DatasetItem, Schema
+from extraction_eval.evaluators.protocols import (
+    ProtocolDocument,
+    Protocols,
+    check_protocols,
+    score_protocols,
+)
+from extraction_eval.types import DatasetItem, Extraction, Schema
 
 __all__ = ["ScoredFiles", "score_files"]
 
@@ -85,6 +92,34 @@ def _within_cap(
     return {k: v for k, v in preds.items() if k not in dropped}
 
 
+def _protocols(
+    names: Sequence[str],
+    gold: list[GoldRecord],
+    preds: dict[str, Extraction],
+    train: str | Path | None,
+) -> Protocols:
+    """The offset protocols over the same pairs as the scores (an item without a usable
+    prediction is a failed item there too)."""
+    try:
+        chosen = check_protocols(names)
+    except ValueError as exc:
+        raise UsageError(f"protocols: {exc}") from None
+    train_docs: list[Extraction] | None = None
+    notes: list[str] = []
+    if train is not None:
+        records, notes = read_gold(Path(train))
+        if not records:
+            first = f" (first problem: {notes[0]})" if notes else ""
+            raise UsageError(f"{train}: no usable training documents{first}")
+        train_docs = [r.extraction for r in records]
+    documents = (
+        ProtocolDocument(g.id, g.text, g.extraction, preds.get(g.id), g.metadata or {})
+        for g in gold
+    )
+    found = score_protocols(chosen, documents, train=train_docs)
+    return Protocols(found.blocks, [*notes, *found.warnings])
+
+
 def score_files(
     gold_path: str | Path,
     predictions_path: str | Path,
@@ -92,6 +127,8 @@ def score_files(
     *,
     min_gold_confidence: float | None = None,
     schema: Schema | None = None,
+    protocols: Sequence[str] = (),
+    train: str | Path | None = None,
 ) -> ScoredFiles:
     """Score a predictions file against a gold file.
 
@@ -100,6 +137,8 @@ def score_files(
     can be scored: unreadable file, no usable gold line, or predictions that are all broken
     or that share no id with gold. ``schema`` replaces every line's own (its ``labels`` map
     gold labels); gold objects below ``min_gold_confidence`` are ignore regions.
+    ``protocols`` (semeval, re, docred) add the report's ``protocols`` block; ``train`` (a
+    gold file of training documents) gives DocRED's Ign F1.
     """
     gold_path, predictions_path = Path(gold_path), Path(predictions_path)
     gold, warnings = read_gold(gold_path)
@@ -130,5 +169,10 @@ def score_files(
     if min_gold_confidence is not None:
         ignored = sum(s.ignored_gold for s in items)
         warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
+    if protocols:
+        found = _protocols(protocols, gold, preds, train)
+        warnings += found.warnings
     report = aggregate(items, config, warnings=warnings)
+    if protocols:
+        report["protocols"] = found.blocks
     return ScoredFiles(report=report, items=items, warnings=list(report["warnings"]))

@@ -62,6 +62,8 @@ def _run(
     schema: Path | None = None,
     max_objects: int = DEFAULT_MAX_OBJECTS,
     ci: str = "expanded",
+    protocols: list[str] | None = None,
+    train: Path | None = None,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -105,12 +107,25 @@ def _run(
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     if schema is not None:
         check_readable("--schema", schema)
+    if protocols:
+        from extraction_eval.evaluators.protocols import check_protocols
+
+        try:
+            check_protocols(protocols)
+        except ValueError as exc:
+            raise UsageError(f"--protocol: {exc}") from None
+    if train is not None:
+        if "docred" not in (protocols or []):
+            raise UsageError("--train is used by --protocol docred (Ign F1); give both")
+        check_readable("--train", train)
     scored = score_files(
         gold,
         predictions,
         config,
         min_gold_confidence=min_gold_confidence,
         schema=None if schema is None else read_schema(schema),
+        protocols=protocols or (),
+        train=train,
     )
     report = scored.report
     if out is not None:
@@ -179,6 +194,8 @@ def score(
         ),
     ] = None,
     ci: o.Ci = "expanded",
+    protocol: o.Protocol = None,
+    train: o.Train = None,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -207,6 +224,8 @@ def score(
             schema,
             max_objects,
             ci,
+            protocol,
+            train,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)
