@@ -83,10 +83,15 @@ def _offset_ok(value: Any) -> bool:
 def _drop_bad_offsets(obj: dict[str, Any], what: str, problems: list[str]) -> None:
     """Non-integer offsets (and head/tail indices) of one object become absent, each said
     in ``problems``: the object is kept (the offset protocols count it as without offsets)."""
-    for key in ("start", "end", "head", "tail"):
-        if key in obj and not _offset_ok(obj[key]):
-            problems.append(f"{what}: {key} {str(obj[key])[:40]!r} is not an integer; dropped")
-            obj[key] = None
+    for keys in (("start", "end"), ("head",), ("tail",)):
+        bad = next((k for k in keys if k in obj and not _offset_ok(obj[k])), None)
+        if bad is not None:
+            dropped = " and ".join(keys)
+            problems.append(
+                f"{what}: {bad} {str(obj[bad])[:40]!r} is not an integer; {dropped} dropped"
+            )
+            for k in keys:
+                obj[k] = None
     mentions = obj.get("mentions")
     if isinstance(mentions, list):
         fixed = []

@@ -18,6 +18,7 @@ from typing import Any
 from extraction_eval.evaluators.protocols.docred import DocredAccumulator, TrainFacts, train_facts
 from extraction_eval.evaluators.protocols.relext import RelextAccumulator
 from extraction_eval.evaluators.protocols.semeval import SemevalAccumulator
+from extraction_eval.evaluators.protocols.spans import PROTOCOLS_LABEL, Problems
 from extraction_eval.types import Extraction
 
 __all__ = [
@@ -70,9 +71,10 @@ class ProtocolScorer:
 
     def __init__(self, names: Iterable[str], *, train: TrainFacts | None = None) -> None:
         self.names = check_protocols(names)
-        self.semeval = SemevalAccumulator() if "semeval" in self.names else None
-        self.relext = RelextAccumulator() if "re" in self.names else None
-        self.docred = DocredAccumulator(train) if "docred" in self.names else None
+        self.problems = Problems(PROTOCOLS_LABEL)
+        self.semeval = SemevalAccumulator(self.problems) if "semeval" in self.names else None
+        self.relext = RelextAccumulator(self.problems) if "re" in self.names else None
+        self.docred = DocredAccumulator(train, self.problems) if "docred" in self.names else None
 
     def add(self, doc: ProtocolDocument) -> None:
         pred = doc.pred
@@ -87,19 +89,16 @@ class ProtocolScorer:
 
     def result(self) -> Protocols:
         blocks: dict[str, dict[str, Any]] = {}
-        warnings: list[str] = []
+        warnings = self.problems.warnings()
         if self.semeval is not None:
             blocks["semeval"] = self.semeval.report()
-            warnings += self.semeval.problems.warnings()
             warnings += _without("semeval", "entities", self.semeval.without_offsets)
         if self.relext is not None:
             blocks.update(self.relext.report())
-            warnings += self.relext.problems.warnings()
             warnings += _without("re", "relationships", self.relext.without_offsets)
         if self.docred is not None:
             block = self.docred.report()
             blocks["docred"] = block
-            warnings += self.docred.problems.warnings()
             for key in ("ambiguous", "unresolved"):
                 if block[key]:
                     warnings.append(

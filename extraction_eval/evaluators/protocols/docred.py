@@ -27,7 +27,12 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from extraction_eval.evaluators.protocols.spans import Problems, check_span, type_key
+from extraction_eval.evaluators.protocols.spans import (
+    PROTOCOLS_LABEL,
+    Problems,
+    check_span,
+    type_key,
+)
 from extraction_eval.types import Entity, Extraction, Relationship
 
 __all__ = ["DocredAccumulator", "TrainFacts", "train_facts"]
@@ -184,16 +189,21 @@ class _Resolver:
 class DocredAccumulator:
     """Relation, Ign and evidence counts summed over documents."""
 
-    def __init__(self, train: TrainFacts | None = None) -> None:
+    def __init__(self, train: TrainFacts | None = None, problems: Problems | None = None) -> None:
         self.train = train
         self.gold = self.submitted = self.correct = self.in_train = 0
         self.gold_evidence = self.pred_evidence = self.correct_evidence = 0
         self.evidence_documents = 0
         self.unlocated_passages = 0
         self.ambiguous = self.unresolved = 0
-        self.problems = Problems("docred")
+        self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
+        self.skipped = 0
         self.failed = False
         self.documents = 0
+
+    def _skip(self, item_id: str, what: str, problem: str) -> None:
+        self.skipped += 1
+        self.problems.add(item_id, what, problem)
 
     def _gold_facts(
         self, item_id: str, gold: Extraction, sentences: _Sentences, resolver: _Resolver
@@ -204,7 +214,7 @@ class DocredAccumulator:
             for which, name in (("head", r.source), ("tail", r.target)):
                 value = r.head if which == "head" else r.tail
                 if value is not None and not 0 <= value < len(gold.entities):
-                    self.problems.add(
+                    self._skip(
                         item_id,
                         f"gold relationship {n}",
                         f"{which} {value} out of range ({len(gold.entities)} entities)",
@@ -213,7 +223,7 @@ class DocredAccumulator:
                 if value is None:
                     cluster, why = resolver.resolve(name)
                     if cluster is None:
-                        self.problems.add(item_id, f"gold relationship {n}", f"{name!r} {why}")
+                        self._skip(item_id, f"gold relationship {n}", f"{name!r} {why}")
                         break
                     value = cluster
                 ends.append(value)
@@ -246,7 +256,15 @@ class DocredAccumulator:
         if pred is None:
             return
         submitted: dict[_Fact, set[int]] = {}
-        for r in pred.relationships:
+        for n, r in enumerate(pred.relationships):
+            out_of_range = [
+                f"{which} {value} out of range ({len(pred.entities)} entities)"
+                for which, value in (("head", r.head), ("tail", r.tail))
+                if value is not None and not 0 <= value < len(pred.entities)
+            ]
+            if out_of_range:
+                self._skip(item_id, f"predicted relationship {n}", out_of_range[0])
+                continue
             ends: list[Any] = []
             for which, name in (("head", r.source), ("tail", r.target)):
                 index = _endpoint(r, which, len(pred.entities))
@@ -294,7 +312,7 @@ class DocredAccumulator:
             "ambiguous": self.ambiguous,
             "unresolved": self.unresolved,
             "documents": self.documents,
-            "skipped": self.problems.count,
+            "skipped": self.skipped,
             "ign_f1": None,
             "ign_precision": None,
             "in_train": None,

@@ -17,11 +17,12 @@ found, are counted (``without_offsets``), not scored. Pure, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from extraction_eval.evaluators.metrics import Counts, counts_json
 from extraction_eval.evaluators.protocols.spans import (
+    PROTOCOLS_LABEL,
     Problems,
     Span,
     check_span,
@@ -36,7 +37,11 @@ _Arg = tuple[Span, str]  # (span, entity type)
 
 
 def _argument_spans(
-    item_id: str, side: str, entities: Sequence[Entity], text: str, problems: Problems
+    item_id: str,
+    side: str,
+    entities: Sequence[Entity],
+    text: str,
+    skip: Callable[[str, str, str], None],
 ) -> list[_Arg | None]:
     """Per entity, its span and type, or None when it has no usable offsets."""
     out: list[_Arg | None] = []
@@ -49,7 +54,7 @@ def _argument_spans(
             start, end = spans[0]
             problem = check_span(start, end, len(text))
             if problem is not None:
-                problems.add(item_id, f"{side} entity {index} ({entity.name[:60]!r})", problem)
+                skip(item_id, f"{side} entity {index} ({entity.name[:60]!r})", problem)
             elif start is not None and end is not None:
                 arg = ((start, end), entity.type)
         out.append(arg)
@@ -75,19 +80,24 @@ class RelextAccumulator:
     """``re_strict`` and ``re_boundaries`` counts summed over documents, overall and per
     relation type."""
 
-    def __init__(self) -> None:
+    def __init__(self, problems: Problems | None = None) -> None:
         self.counts = {"re_strict": [0, 0, 0], "re_boundaries": [0, 0, 0]}
         self.per_type: dict[str, dict[str, list[int]]] = {"re_strict": {}, "re_boundaries": {}}
-        self.problems = Problems("re")
+        self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
+        self.skipped = 0
         self.without_offsets = {"gold": 0, "predicted": 0}
         self.failed = False
         self.documents = 0
+
+    def _skip(self, item_id: str, what: str, problem: str) -> None:
+        self.skipped += 1
+        self.problems.add(item_id, what, problem)
 
     def _tuples(
         self, item_id: str, side: str, extraction: Extraction, text: str
     ) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
         entities = extraction.entities
-        args = _argument_spans(item_id, side, entities, text, self.problems)
+        args = _argument_spans(item_id, side, entities, text, self._skip)
         by_name: dict[str, list[int]] = {}
         for i, e in enumerate(entities):
             by_name.setdefault(type_key(e.name), []).append(i)
@@ -98,7 +108,7 @@ class RelextAccumulator:
             tail = _index(r, "tail", entities, by_name)
             bad = next((x for x in (head, tail) if isinstance(x, str)), None)
             if bad is not None and "out of range" in bad:
-                self.problems.add(item_id, f"{side} relationship {n}", bad)
+                self._skip(item_id, f"{side} relationship {n}", bad)
                 continue
             if isinstance(head, str) or isinstance(tail, str):
                 self.without_offsets[side] += 1
@@ -137,6 +147,6 @@ class RelextAccumulator:
             }
             block["documents"] = self.documents
             block["without_offsets"] = dict(self.without_offsets)
-            block["skipped"] = self.problems.count
+            block["skipped"] = self.skipped
             out[name] = block
         return out

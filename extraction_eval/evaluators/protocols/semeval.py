@@ -30,7 +30,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from extraction_eval.evaluators.protocols.spans import Problems, check_span, entity_spans
+from extraction_eval.evaluators.protocols.spans import (
+    PROTOCOLS_LABEL,
+    Problems,
+    check_span,
+    entity_spans,
+)
 from extraction_eval.types import Entity
 
 __all__ = ["MODES", "SemevalAccumulator"]
@@ -139,13 +144,18 @@ def _block(counts: Sequence[int], mode: str, *, failed: bool) -> dict[str, Any]:
 class SemevalAccumulator:
     """The four modes summed over documents (micro), overall and per type."""
 
-    def __init__(self) -> None:
+    def __init__(self, problems: Problems | None = None) -> None:
         self.totals = {mode: [0] * 5 for mode in MODES}
         self.per_type: dict[str, dict[str, list[int]]] = {}
-        self.problems = Problems("semeval")
+        self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
+        self.skipped = 0
         self.without_offsets = {"gold": 0, "predicted": 0}
         self.failed = False
         self.documents = 0
+
+    def _skip(self, item_id: str, what: str, problem: str) -> None:
+        self.skipped += 1
+        self.problems.add(item_id, what, problem)
 
     def _spans(self, item_id: str, side: str, entities: Sequence[Entity], text: str) -> list[_Span]:
         out: list[_Span] = []
@@ -158,7 +168,7 @@ class SemevalAccumulator:
                 problem = check_span(start, end, len(text))
                 if problem is not None or start is None or end is None:
                     what = f"{side} entity {index} ({entity.name[:60]!r})"
-                    self.problems.add(item_id, what, problem or "no offsets")
+                    self._skip(item_id, what, problem or "no offsets")
                     continue
                 out.append((entity.type, start, end - 1))
         return out
@@ -199,5 +209,5 @@ class SemevalAccumulator:
             out[mode] = block
         out["documents"] = self.documents
         out["without_offsets"] = dict(self.without_offsets)
-        out["skipped"] = self.problems.count
+        out["skipped"] = self.skipped
         return out

@@ -10,9 +10,20 @@ from dataclasses import dataclass, field
 
 from extraction_eval.types import Entity
 
-__all__ = ["MAX_PROBLEM_LINES", "Problems", "Span", "check_span", "entity_spans", "type_key"]
+__all__ = [
+    "MAX_PROBLEM_LINES",
+    "PROTOCOLS_LABEL",
+    "Problems",
+    "Span",
+    "check_span",
+    "entity_spans",
+    "type_key",
+]
 
 Span = tuple[int, int]
+
+# How a skipped object's line starts (one line per object, whichever protocols skip it).
+PROTOCOLS_LABEL = "protocols"
 
 # A file with 100,000 bad offsets says so in a bounded number of lines plus a count.
 MAX_PROBLEM_LINES = 50
@@ -52,14 +63,19 @@ def entity_spans(entity: Entity) -> list[tuple[int | None, int | None]]:
 
 @dataclass
 class Problems:
-    """Bad objects of a protocol: one line each naming the item and the problem (the first
-    ``MAX_PROBLEM_LINES``), and how many there were in all."""
+    """Bad objects: one line each naming the item and the problem (the first
+    ``MAX_PROBLEM_LINES``), and how many there were in all. Shared by the protocols of one
+    report, so an object two protocols skip is still one line."""
 
     protocol: str
     lines: list[str] = field(default_factory=list)
     count: int = 0
+    seen: set[tuple[str, str, str]] = field(default_factory=set)
 
     def add(self, item_id: str, what: str, problem: str) -> None:
+        if (item_id, what, problem) in self.seen:
+            return
+        self.seen.add((item_id, what, problem))
         self.count += 1
         if len(self.lines) < MAX_PROBLEM_LINES:
             self.lines.append(f"{self.protocol}: item {item_id}: {what}: {problem}; skipped")
