@@ -92,11 +92,24 @@ def _within_cap(
     return {k: v for k, v in preds.items() if k not in dropped}
 
 
+def _mapped(gold: Extraction, schema: Schema | None) -> Extraction:
+    """Gold with its labels mapped by the schema's ``labels`` (as the other scores see it)."""
+    if schema is None or not schema.labels:
+        return gold
+    return Extraction(
+        entities=[e.model_copy(update={"type": schema.map_label(e.type)}) for e in gold.entities],
+        relationships=[
+            r.model_copy(update={"type": schema.map_label(r.type)}) for r in gold.relationships
+        ],
+    )
+
+
 def _protocols(
     names: Sequence[str],
     gold: list[GoldRecord],
     preds: dict[str, Extraction],
     train: str | Path | None,
+    schema: Schema | None,
 ) -> Protocols:
     """The offset protocols over the same pairs as the scores (an item without a usable
     prediction is a failed item there too)."""
@@ -113,7 +126,13 @@ def _protocols(
             raise UsageError(f"{train}: no usable training documents{first}")
         train_docs = [r.extraction for r in records]
     documents = (
-        ProtocolDocument(g.id, g.text, g.extraction, preds.get(g.id), g.metadata or {})
+        ProtocolDocument(
+            g.id,
+            g.text,
+            _mapped(g.extraction, schema or g.schema),
+            preds.get(g.id),
+            g.metadata or {},
+        )
         for g in gold
     )
     found = score_protocols(chosen, documents, train=train_docs)
@@ -170,7 +189,7 @@ def score_files(
         ignored = sum(s.ignored_gold for s in items)
         warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
     if protocols:
-        found = _protocols(protocols, gold, preds, train)
+        found = _protocols(protocols, gold, preds, train, schema)
         warnings += found.warnings
     report = aggregate(items, config, warnings=warnings)
     if protocols:
