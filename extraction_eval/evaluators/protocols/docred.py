@@ -108,11 +108,19 @@ class _Sentences:
             self.ends.append(end)
         if self.starts != sorted(self.starts):
             self.ok = False
+        self.cache: dict[str | None, tuple[set[int], int]] = {}
         self.whole: dict[str, int] = {}
         for k, (start, end) in enumerate(zip(self.starts, self.ends, strict=True)):
             self.whole.setdefault(text[start:end].strip(), k)
 
     def ids(self, quote: str | None) -> tuple[set[int], int]:
+        """``located`` once per distinct quote (a document's facts share their sentences)."""
+        known = self.cache.get(quote)
+        if known is None:
+            known = self.cache[quote] = self.located(quote)
+        return set(known[0]), known[1]
+
+    def located(self, quote: str | None) -> tuple[set[int], int]:
         """The sentences the quote's passages stand for, and how many were not found. A
         passage that is a whole sentence is that sentence (the first, when the text repeats
         it); any other passage stands for the sentences its first occurrence overlaps."""
@@ -156,6 +164,8 @@ class _Resolver:
                 self.by_span.setdefault(span, set()).add(i)
             for name in (e.name, *(m.name for m in e.mentions), *e.aliases):
                 self.by_key.setdefault(type_key(name), set()).add(i)
+        # a document's relationships name the same endpoints again and again
+        self.answers: dict[tuple[str, int | None], tuple[int | None, str]] = {}
 
     def _by_offsets(self, entity: Entity, index: int | None) -> int | None:
         """The cluster the predicted entity's offsets point at: the only one they touch, else
@@ -175,7 +185,17 @@ class _Resolver:
     def resolve(
         self, name: str, entity: Entity | None = None, index: int | None = None
     ) -> tuple[int | None, str]:
-        """(cluster, "") or (None, "ambiguous" | "unresolved")."""
+        """(cluster, "") or (None, "ambiguous" | "unresolved"). ``entity`` is the predicted
+        entity at ``index`` (the same index is the same entity within a document)."""
+        key = (name, index if entity is not None else None)
+        known = self.answers.get(key)
+        if known is None:
+            known = self.answers[key] = self._resolve(name, entity, index)
+        return known
+
+    def _resolve(
+        self, name: str, entity: Entity | None, index: int | None
+    ) -> tuple[int | None, str]:
         if entity is not None:
             cluster = self._by_offsets(entity, index)
             if cluster is not None:

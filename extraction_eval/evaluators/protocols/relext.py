@@ -99,11 +99,21 @@ class RelextAccumulator:
         entities = extraction.entities
         args = _argument_spans(item_id, side, entities, text, self._skip)
         by_name: dict[str, list[int]] = {}
-        for i, e in enumerate(entities):
-            by_name.setdefault(type_key(e.name), []).append(i)
+        if any(r.head is None or r.tail is None for r in extraction.relationships):
+            for i, e in enumerate(entities):  # only relationships without indices need names
+                by_name.setdefault(type_key(e.name), []).append(i)
         strict: set[tuple[Any, ...]] = set()
         boundaries: set[tuple[Any, ...]] = set()
+        n_entities = len(entities)
         for n, r in enumerate(extraction.relationships):
+            if r.head is not None and r.tail is not None and 0 <= r.head < n_entities > r.tail >= 0:
+                h, t = args[r.head], args[r.tail]
+                if h is None or t is None:
+                    self.without_offsets[side] += 1
+                else:
+                    strict.add((h[0], h[1], r.type, t[0], t[1]))
+                    boundaries.add((h[0], r.type, t[0]))
+                continue
             head = _index(r, "head", entities, by_name)
             tail = _index(r, "tail", entities, by_name)
             bad = next((x for x in (head, tail) if isinstance(x, str)), None)
