@@ -158,14 +158,24 @@ class _Resolver:
     def __init__(self, entities: Sequence[Entity]) -> None:
         self.spans = [_spans(e) for e in entities]
         self.by_span: dict[tuple[int, int], set[int]] = {}
-        self.by_key: dict[str, set[int]] = {}
-        for i, e in enumerate(entities):
-            for span in self.spans[i]:
+        self.entities = entities
+        self._by_key: dict[str, set[int]] | None = None
+        for i, span_set in enumerate(self.spans):
+            for span in span_set:
                 self.by_span.setdefault(span, set()).add(i)
-            for name in (e.name, *(m.name for m in e.mentions), *e.aliases):
-                self.by_key.setdefault(type_key(name), set()).add(i)
         # a document's relationships name the same endpoints again and again
         self.answers: dict[tuple[str, int | None], tuple[int | None, str]] = {}
+
+    @property
+    def by_key(self) -> dict[str, set[int]]:
+        """Clusters by surface key, built on the first name lookup (predictions that point
+        at entities with offsets never need it)."""
+        if self._by_key is None:
+            self._by_key = {}
+            for i, e in enumerate(self.entities):
+                for name in (e.name, *(m.name for m in e.mentions), *e.aliases):
+                    self._by_key.setdefault(type_key(name), set()).add(i)
+        return self._by_key
 
     def _by_offsets(self, entity: Entity, index: int | None) -> int | None:
         """The cluster the predicted entity's offsets point at: the only one they touch, else
@@ -300,6 +310,7 @@ class DocredAccumulator:
                 evidence, missing = sentences.ids(r.evidence)
                 self.unlocated_passages += missing
             submitted.setdefault((r.type, ends[0], ends[1]), evidence)  # the first's, as official
+        names: dict[int, list[str]] = {}
         for fact, evidence in submitted.items():
             self.submitted += 1
             self.pred_evidence += len(evidence)
@@ -308,8 +319,12 @@ class DocredAccumulator:
             self.correct += 1
             self.correct_evidence += len(facts[fact] & evidence)
             if self.train is not None:
-                heads = surface_names(gold.entities[fact[1]])
-                tails = surface_names(gold.entities[fact[2]])
+                heads = names.get(fact[1]) or names.setdefault(
+                    fact[1], surface_names(gold.entities[fact[1]])
+                )
+                tails = names.get(fact[2]) or names.setdefault(
+                    fact[2], surface_names(gold.entities[fact[2]])
+                )
                 if any((n1, n2, fact[0]) in self.train for n1 in heads for n2 in tails):
                     self.in_train += 1
 
