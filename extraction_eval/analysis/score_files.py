@@ -110,6 +110,7 @@ def _protocols(
     preds: dict[str, Extraction],
     train: str | Path | None,
     schema: Schema | None,
+    config: ScoringConfig,
 ) -> Protocols:
     """The offset protocols over the same pairs as the scores (an item without a usable
     prediction is a failed item there too)."""
@@ -135,7 +136,15 @@ def _protocols(
         )
         for g in gold
     )
-    found = score_protocols(chosen, documents, train=train_docs)
+    found = score_protocols(
+        chosen,
+        documents,
+        train=train_docs,
+        resamples=config.resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+        method=config.ci,
+    )
     return Protocols(found.blocks, [*notes, *found.warnings])
 
 
@@ -189,7 +198,7 @@ def score_files(
         ignored = sum(s.ignored_gold for s in items)
         warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
     if protocols:
-        found = _protocols(protocols, gold, preds, train, schema)
+        found = _protocols(protocols, gold, preds, train, schema, config)
         warnings += found.warnings
     report = aggregate(items, config, warnings=warnings)
     if protocols:

@@ -29,6 +29,13 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _ci(block: dict[str, Any]) -> str:
+    bounds = (block.get("ci") or {}).get("f1")
+    if isinstance(bounds, dict) and bounds.get("low") is not None:
+        return f"{bounds['low']:.3f}–{bounds['high']:.3f}"
+    return "—"
+
+
 def _table(title: str, columns: tuple[str, ...]) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("")
@@ -43,7 +50,7 @@ def _semeval(block: dict[str, Any]) -> Table:
     if any(offsetless.values()):
         title += f"; without offsets: gold {offsetless.get('gold', 0)}"
         title += f", predicted {offsetless.get('predicted', 0)}"
-    table = _table(title, ("P", "R", "F1", *_SEMEVAL_COLUMNS))
+    table = _table(title, ("P", "R", "F1", "F1 CI", *_SEMEVAL_COLUMNS))
     for mode in ("strict", "exact", "partial", "ent_type"):
         row = block.get(mode) or {}
         table.add_row(
@@ -51,6 +58,7 @@ def _semeval(block: dict[str, Any]) -> Table:
             _fmt(row.get("precision")),
             _fmt(row.get("recall")),
             Text(_fmt(row.get("f1")), style="bold"),
+            _ci(row),
             *(_fmt(row.get(k)) for k in _SEMEVAL_COLUMNS.values()),
         )
     return table
@@ -63,7 +71,7 @@ def _relext(blocks: dict[str, Any]) -> Table:
     if any(offsetless.values()):
         title += f"; without offsets: gold {offsetless.get('gold', 0)}"
         title += f", predicted {offsetless.get('predicted', 0)}"
-    table = _table(title, ("P", "R", "F1", "tp", "fp", "fn"))
+    table = _table(title, ("P", "R", "F1", "F1 CI", "tp", "fp", "fn"))
     for name in ("re_strict", "re_boundaries"):
         row = blocks.get(name) or {}
         table.add_row(
@@ -71,6 +79,7 @@ def _relext(blocks: dict[str, Any]) -> Table:
             _fmt(row.get("precision")),
             _fmt(row.get("recall")),
             Text(_fmt(row.get("f1")), style="bold"),
+            _ci(row),
             *(_fmt(row.get(k)) for k in ("tp", "fp", "fn")),
         )
     return table
@@ -83,12 +92,13 @@ def _docred(block: dict[str, Any]) -> Table:
     if block.get("ambiguous") or block.get("unresolved"):
         title += f"; endpoints ambiguous {block.get('ambiguous')}"
         title += f", unresolved {block.get('unresolved')}"
-    table = _table(title, ("P", "R", "F1", "Ign F1", "Evi F1"))
+    table = _table(title, ("P", "R", "F1", "F1 CI", "Ign F1", "Evi F1"))
     table.add_row(
         "docred",
         _fmt(block.get("precision")),
         _fmt(block.get("recall")),
         Text(_fmt(block.get("f1")), style="bold"),
+        _ci(block),
         _fmt(block.get("ign_f1")),
         _fmt(block.get("evidence_f1")),
     )

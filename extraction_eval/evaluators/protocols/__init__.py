@@ -15,8 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from extraction_eval.evaluators.intervals import CiMethod
 from extraction_eval.evaluators.protocols.docred import DocredAccumulator, TrainFacts, train_facts
 from extraction_eval.evaluators.protocols.relext import RelextAccumulator
+from extraction_eval.evaluators.protocols.rows import CountRows
 from extraction_eval.evaluators.protocols.semeval import SemevalAccumulator
 from extraction_eval.evaluators.protocols.spans import PROTOCOLS_LABEL, Problems
 from extraction_eval.types import Extraction
@@ -72,12 +74,17 @@ class ProtocolScorer:
     def __init__(self, names: Iterable[str], *, train: TrainFacts | None = None) -> None:
         self.names = check_protocols(names)
         self.problems = Problems(PROTOCOLS_LABEL)
-        self.semeval = SemevalAccumulator(self.problems) if "semeval" in self.names else None
-        self.relext = RelextAccumulator(self.problems) if "re" in self.names else None
-        self.docred = DocredAccumulator(train, self.problems) if "docred" in self.names else None
+        self.rows = CountRows()
+        wanted = self.names
+        self.semeval = SemevalAccumulator(self.problems, self.rows) if "semeval" in wanted else None
+        self.relext = RelextAccumulator(self.problems, self.rows) if "re" in wanted else None
+        self.docred = (
+            DocredAccumulator(train, self.problems, self.rows) if "docred" in wanted else None
+        )
 
     def add(self, doc: ProtocolDocument) -> None:
         pred = doc.pred
+        self.rows.document(failed=pred is None)
         if self.semeval is not None:
             self.semeval.add(
                 doc.item_id, doc.text, doc.gold.entities, None if pred is None else pred.entities
@@ -87,7 +94,16 @@ class ProtocolScorer:
         if self.docred is not None:
             self.docred.add(doc.item_id, doc.text, doc.gold, pred, doc.metadata)
 
-    def result(self) -> Protocols:
+    def result(
+        self,
+        *,
+        resamples: int = 0,
+        seed: int = 42,
+        confidence: float = 0.95,
+        method: CiMethod = "expanded",
+    ) -> Protocols:
+        """The blocks; with ``resamples``, each P/R/F1 gets its bootstrap CI over documents
+        (``ci``: ``{"precision"|"recall"|"f1": {"low", "high"}}``), as the other scores do."""
         blocks: dict[str, dict[str, Any]] = {}
         warnings = self.problems.warnings()
         if self.semeval is not None:
@@ -105,6 +121,13 @@ class ProtocolScorer:
                         f"docred: {block[key]} predicted endpoint name(s) {key}"
                         " (not guessed: their facts count as submitted, never correct)"
                     )
+        ci = self.rows.intervals(
+            resamples=resamples, seed=seed, confidence=confidence, method=method
+        )
+        for metric, bounds in (ci or {}).items():
+            head, _, mode = metric.partition(".")
+            block = blocks[head][mode] if mode else blocks[head]
+            block["ci"] = bounds
         return Protocols(blocks, warnings)
 
 
@@ -122,10 +145,14 @@ def score_protocols(
     documents: Iterable[ProtocolDocument],
     *,
     train: Iterable[Extraction] | None = None,
+    resamples: int = 0,
+    seed: int = 42,
+    confidence: float = 0.95,
+    method: CiMethod = "expanded",
 ) -> Protocols:
     """Every named protocol over ``documents``; ``train`` (training documents' gold) turns
-    on DocRED's Ign F1."""
+    on DocRED's Ign F1; ``resamples`` > 0 adds bootstrap CIs over documents."""
     scorer = ProtocolScorer(names, train=None if train is None else train_facts(train))
     for doc in documents:
         scorer.add(doc)
-    return scorer.result()
+    return scorer.result(resamples=resamples, seed=seed, confidence=confidence, method=method)

@@ -27,6 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from extraction_eval.evaluators.protocols.rows import CountRows
 from extraction_eval.evaluators.protocols.spans import (
     PROTOCOLS_LABEL,
     Problems,
@@ -219,7 +220,13 @@ class _Resolver:
 class DocredAccumulator:
     """Relation, Ign and evidence counts summed over documents."""
 
-    def __init__(self, train: TrainFacts | None = None, problems: Problems | None = None) -> None:
+    def __init__(
+        self,
+        train: TrainFacts | None = None,
+        problems: Problems | None = None,
+        rows: CountRows | None = None,
+    ) -> None:
+        self.rows = rows
         self.train = train
         self.gold = self.submitted = self.correct = self.in_train = 0
         self.gold_evidence = self.pred_evidence = self.correct_evidence = 0
@@ -275,6 +282,23 @@ class DocredAccumulator:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         """One document; ``pred`` None is a failed item (its gold facts are missed)."""
+        before = (self.correct, self.submitted, self.gold)
+        self._add(item_id, text, gold, pred, metadata)
+        if self.rows is not None:
+            correct, submitted, expected = (
+                now - then
+                for now, then in zip((self.correct, self.submitted, self.gold), before, strict=True)
+            )
+            self.rows.add("docred", correct, submitted - correct, expected - correct)
+
+    def _add(
+        self,
+        item_id: str,
+        text: str,
+        gold: Extraction,
+        pred: Extraction | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> None:
         self.documents += 1
         self.failed = self.failed or pred is None
         sentences = _Sentences(text, (metadata or {}).get("sentences"))

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from extraction_eval.evaluators.metrics import Counts, counts_json
+from extraction_eval.evaluators.protocols.rows import CountRows
 from extraction_eval.evaluators.protocols.spans import (
     PROTOCOLS_LABEL,
     Problems,
@@ -80,7 +81,8 @@ class RelextAccumulator:
     """``re_strict`` and ``re_boundaries`` counts summed over documents, overall and per
     relation type."""
 
-    def __init__(self, problems: Problems | None = None) -> None:
+    def __init__(self, problems: Problems | None = None, rows: CountRows | None = None) -> None:
+        self.rows = rows
         self.counts = {"re_strict": [0, 0, 0], "re_boundaries": [0, 0, 0]}
         self.per_type: dict[str, dict[str, list[int]]] = {"re_strict": {}, "re_boundaries": {}}
         self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
@@ -139,9 +141,11 @@ class RelextAccumulator:
         pred_sets = self._tuples(item_id, "predicted", pred or Extraction(), text)
         for name, g, p in zip(("re_strict", "re_boundaries"), gold_sets, pred_sets, strict=True):
             acc = self.counts[name]
-            acc[0] += len(p & g)
-            acc[1] += len(p - g)
-            acc[2] += len(g - p)
+            row = (len(p & g), len(p - g), len(g - p))
+            for k in range(3):
+                acc[k] += row[k]
+            if self.rows is not None:
+                self.rows.add(name, *row)
             type_at = 2 if name == "re_strict" else 1
             for side, tuples in ((0, p & g), (1, p - g), (2, g - p)):
                 for tup in tuples:

@@ -30,6 +30,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
+from extraction_eval.evaluators.protocols.rows import CountRows
 from extraction_eval.evaluators.protocols.spans import (
     PROTOCOLS_LABEL,
     Problems,
@@ -120,6 +121,17 @@ def _mode(
     return [correct, incorrect, partial, len(gold) - len(matched), spurious]
 
 
+def _row(counts: Sequence[int], mode: str) -> tuple[int, int, int]:
+    """(tp, fp, fn) whose micro P/R/F1 are the mode's (doubled for ``partial``'s ½)."""
+    correct, incorrect, partial, missed, spurious = counts
+    actual = correct + incorrect + partial + spurious
+    possible = correct + incorrect + partial + missed
+    if mode == "partial":
+        tp = 2 * correct + partial
+        return tp, 2 * actual - tp, 2 * possible - tp
+    return correct, actual - correct, possible - correct
+
+
 def _block(counts: Sequence[int], mode: str, *, failed: bool) -> dict[str, Any]:
     correct, incorrect, partial, missed, spurious = counts
     actual = correct + incorrect + partial + spurious
@@ -144,7 +156,8 @@ def _block(counts: Sequence[int], mode: str, *, failed: bool) -> dict[str, Any]:
 class SemevalAccumulator:
     """The four modes summed over documents (micro), overall and per type."""
 
-    def __init__(self, problems: Problems | None = None) -> None:
+    def __init__(self, problems: Problems | None = None, rows: CountRows | None = None) -> None:
+        self.rows = rows
         self.totals = {mode: [0] * 5 for mode in MODES}
         self.per_type: dict[str, dict[str, list[int]]] = {}
         self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
@@ -184,8 +197,11 @@ class SemevalAccumulator:
         cands = _candidates(p, g)
         for mode in MODES:
             acc = self.totals[mode]
-            for k, n in enumerate(_mode(mode, p, g, cands)):
+            counts = _mode(mode, p, g, cands)
+            for k, n in enumerate(counts):
                 acc[k] += n
+            if self.rows is not None:
+                self.rows.add(f"semeval.{mode}", *_row(counts, mode))
         for label in {s[0] for s in g} | {s[0] for s in p}:
             pi = [k for k, s in enumerate(p) if s[0] == label]
             gi = [k for k, s in enumerate(g) if s[0] == label]
@@ -194,9 +210,12 @@ class SemevalAccumulator:
             sub_p = [p[k] for k in pi]
             sub_g = [g[k] for k in gi]
             modes = self.per_type.setdefault(label, {m: [0] * 5 for m in MODES})
-            for mode in MODES:
-                for k, n in enumerate(_mode(mode, sub_p, sub_g, sub_c)):
-                    modes[mode][k] += n
+            for mode in ("exact", "partial", "ent_type"):
+                counts = _mode(mode, sub_p, sub_g, sub_c)
+                # one label: strict's label test always holds, so strict counts as exact
+                for target in ("exact", "strict") if mode == "exact" else (mode,):
+                    for k, n in enumerate(counts):
+                        modes[target][k] += n
 
     def report(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
