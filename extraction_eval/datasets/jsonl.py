@@ -75,32 +75,43 @@ def _attributes(value: Any) -> Any:
 
 def _offset_ok(value: Any) -> bool:
     """An offset or index JSON can spell: an integer (3 or 3.0), or absent."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+    if value is None or type(value) is int:
         return True
     return isinstance(value, float) and value.is_integer()
 
 
-def _drop_bad_offsets(obj: dict[str, Any], what: str, problems: list[str]) -> None:
+_OFFSET_GROUPS = (("start", "end"), ("head",), ("tail",))
+
+
+def _drop_bad_offsets(obj: dict[str, Any], kind: str, n: int, problems: list[str]) -> None:
     """Non-integer offsets (and head/tail indices) of one object become absent, each said
-    in ``problems``: the object is kept (the offset protocols count it as without offsets)."""
-    for keys in (("start", "end"), ("head",), ("tail",)):
-        bad = next((k for k in keys if k in obj and not _offset_ok(obj[k])), None)
+    in ``problems``: the object is kept (the offset protocols count it as without offsets).
+    Cheap when all is well: this runs on every object of every gold and prediction line."""
+    for keys in _OFFSET_GROUPS:
+        bad = next((k for k in keys if not _offset_ok(obj.get(k))), None)
         if bad is not None:
             dropped = " and ".join(keys)
             problems.append(
-                f"{what}: {bad} {str(obj[bad])[:40]!r} is not an integer; {dropped} dropped"
+                f"{_what(obj, kind, n)}: {bad} {str(obj[bad])[:40]!r} is not an integer;"
+                f" {dropped} dropped"
             )
             for k in keys:
                 obj[k] = None
     mentions = obj.get("mentions")
-    if isinstance(mentions, list):
-        fixed = []
-        for n, m in enumerate(mentions):
-            if isinstance(m, dict) and not all(_offset_ok(m.get(k)) for k in ("start", "end")):
-                m = {**m, "start": None, "end": None}
-                problems.append(f"{what} mention {n}: offsets are not integers; dropped")
-            fixed.append(m)
-        obj["mentions"] = fixed
+    if not isinstance(mentions, list):
+        return
+    for i, m in enumerate(mentions):
+        if not isinstance(m, dict) or (_offset_ok(m.get("start")) and _offset_ok(m.get("end"))):
+            continue
+        if mentions is obj["mentions"]:
+            mentions = obj["mentions"] = list(mentions)  # the caller's line stays as read
+        mentions[i] = {**m, "start": None, "end": None}
+        problems.append(f"{_what(obj, kind, n)} mention {i}: offsets are not integers; dropped")
+
+
+def _what(obj: dict[str, Any], kind: str, n: int) -> str:
+    name = obj.get("name", obj.get("source"))
+    return f"{kind} {n}" + (f" ({str(name)[:60]!r})" if name is not None else "")
 
 
 def _clean_objects(raw: list[Any], kind: str = "", problems: list[str] | None = None) -> list[Any]:
@@ -109,9 +120,7 @@ def _clean_objects(raw: list[Any], kind: str = "", problems: list[str] | None = 
         if isinstance(obj, dict):
             obj = dict(obj)
             if problems is not None:
-                name = obj.get("name", obj.get("source"))
-                label = f" ({str(name)[:60]!r})" if name is not None else ""
-                _drop_bad_offsets(obj, f"{kind} {n}{label}", problems)
+                _drop_bad_offsets(obj, kind, n, problems)
             if "evidence" in obj:
                 obj["evidence"] = _evidence(obj["evidence"])
             if "attributes" in obj:
