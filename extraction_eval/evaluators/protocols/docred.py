@@ -310,27 +310,34 @@ class DocredAccumulator:
         if pred is None:
             return
         submitted: dict[_Fact, set[int]] = {}
+        entities = pred.entities
+        n_entities = len(entities)
         for n, r in enumerate(pred.relationships):
-            out_of_range = [
-                f"{which} {value} out of range ({len(pred.entities)} entities)"
-                for which, value in (("head", r.head), ("tail", r.tail))
-                if value is not None and not 0 <= value < len(pred.entities)
-            ]
-            if out_of_range:
-                self._skip(item_id, f"predicted relationship {n}", out_of_range[0])
+            bad = next(
+                (
+                    f"{which} {index} out of range ({n_entities} entities)"
+                    for which, index in (("head", r.head), ("tail", r.tail))
+                    if index is not None and not 0 <= index < n_entities
+                ),
+                None,
+            )
+            if bad is not None:
+                self._skip(item_id, f"predicted relationship {n}", bad)
                 continue
             ends: list[Any] = []
-            for which, name in (("head", r.source), ("tail", r.target)):
-                index = _endpoint(r, which, len(pred.entities))
-                entity = pred.entities[index] if index is not None else None
+            for name, index in ((r.source, r.head), (r.target, r.tail)):
+                entity = entities[index] if index is not None else None
                 cluster, why = resolver.resolve(name, entity, index)
-                if why == "ambiguous":
-                    self.ambiguous += 1
-                elif why == "unresolved":
-                    self.unresolved += 1
-                ends.append(cluster if cluster is not None else (why, type_key(name)))
+                if cluster is None:
+                    if why == "ambiguous":
+                        self.ambiguous += 1
+                    else:
+                        self.unresolved += 1
+                    ends.append((why, type_key(name)))
+                else:
+                    ends.append(cluster)
             evidence: set[int] = set()
-            if sentences.ok:
+            if sentences.ok and r.evidence:
                 evidence, missing = sentences.ids(r.evidence)
                 self.unlocated_passages += missing
             submitted.setdefault((r.type, ends[0], ends[1]), evidence)  # the first's, as official
