@@ -23,6 +23,7 @@ from extraction_eval.evaluators import (
     ScoringConfig,
     aggregate,
 )
+from extraction_eval.evaluators.gold_view import mapped_gold
 from extraction_eval.evaluators.limits import over_cap
 from extraction_eval.evaluators.protocols import (
     ProtocolDocument,
@@ -92,18 +93,6 @@ def _within_cap(
     return {k: v for k, v in preds.items() if k not in dropped}
 
 
-def _mapped(gold: Extraction, schema: Schema | None) -> Extraction:
-    """Gold with its labels mapped by the schema's ``labels`` (as the other scores see it)."""
-    if schema is None or not schema.labels:
-        return gold
-    return Extraction(
-        entities=[e.model_copy(update={"type": schema.map_label(e.type)}) for e in gold.entities],
-        relationships=[
-            r.model_copy(update={"type": schema.map_label(r.type)}) for r in gold.relationships
-        ],
-    )
-
-
 def _protocols(
     names: Sequence[str],
     gold: list[GoldRecord],
@@ -130,7 +119,7 @@ def _protocols(
         ProtocolDocument(
             g.id,
             g.text,
-            _mapped(g.extraction, schema or g.schema),
+            mapped_gold(g.extraction, schema or g.schema),
             preds.get(g.id),
             g.metadata or {},
         )

@@ -21,6 +21,7 @@ from extraction_eval.commands.common import (
     MinItemsOpt,
     PpiOpt,
     check_ppi,
+    check_readable,
     check_writable,
     console,
     err_console,
@@ -346,6 +347,8 @@ def compare_cmd(
     min_items: MinItemsOpt = 10,
     ppi: PpiOpt = False,
     human: HumanOpt = None,
+    protocol: o.Protocol = None,
+    train: o.Train = None,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
@@ -365,6 +368,7 @@ def compare_cmd(
         fail(f"--format must be text or json, got {fmt!r}")
     tolerances = parse_tolerances(fail_on_regression or [])
     check_ppi(ppi, human)
+    check_protocol_options(protocol, train)
     store = LocalStore()
     a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
     if item is not None:
@@ -389,10 +393,13 @@ def compare_cmd(
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
     corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
+    protocols = protocols_of_runs(store, (a, b), protocol, train) if protocol else {}
     if fmt == "json":
         import json
 
         data["diff"] = diff.to_json()
+        if protocols:
+            data["protocols"] = protocols
         if corrected:
             data["ppi"] = {r.run: r.to_json() for r in corrected}
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
@@ -406,7 +413,42 @@ def compare_cmd(
 
             for r in corrected:
                 render_ppi(r, console)
+        if protocols:
+            from extraction_eval.views.protocols import render_protocols
+
+            for side, run in (("a", a), ("b", b)):
+                render_protocols(protocols[side], console, title=f"{side.upper()}: {run.name}")
     report_gate(result.gate_line(), bool(result.gate))
+
+
+def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
+    """``--protocol`` names and ``--train`` (docred only, readable), before any work."""
+    if names:
+        from extraction_eval.evaluators.protocols import check_protocols
+
+        try:
+            check_protocols(names)
+        except ValueError as exc:
+            fail(f"--protocol: {exc}")
+    if train is not None:
+        if "docred" not in (names or []):
+            fail("--train is used by --protocol docred (Ign F1); give both")
+        check_readable("--train", train)
+
+
+def protocols_of_runs(
+    store: Any, runs: Sequence[Any], names: list[str], train: Path | None
+) -> dict[str, Any]:
+    """Each run's protocol blocks by side (``a``, ``b``), side by side; no paired figures."""
+    from extraction_eval.analysis.protocols_run import run_protocols
+
+    out: dict[str, Any] = {}
+    for side, run in zip(("a", "b"), runs, strict=True):
+        found = run_protocols(store, run, names, train=train)
+        for warning in found.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+        out[side] = found.blocks
+    return out
 
 
 def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["protocol_tables"]
+__all__ = ["protocol_tables", "render_protocols"]
 
 # possible and actual are sums of these (in the JSON report); short heads keep 80 columns
 _SEMEVAL_COLUMNS = {
@@ -116,3 +117,12 @@ def protocol_tables(report: dict[str, Any]) -> list[Table]:
     if "docred" in blocks:
         tables.append(_docred(blocks["docred"]))
     return tables
+
+
+def render_protocols(blocks: dict[str, Any], console: Console, *, title: str) -> None:
+    """A titled set of protocol tables (``compare --protocol``: one set per run)."""
+    from extraction_eval.views.tables import print_table
+
+    console.print(Text(title, style="bold"))
+    for table in protocol_tables({"protocols": blocks}):
+        print_table(console, table)
