@@ -98,6 +98,8 @@ def run_cmd(
     ci: o.Ci = "expanded",
     ppi: PpiOpt = False,
     human: HumanOpt = None,
+    protocol: o.Protocol = None,
+    train: o.Train = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import check_run, find_baseline
@@ -158,6 +160,10 @@ def run_cmd(
     )
     base = find_baseline(baseline, fail_on_regression or [], config.dataset)
     check_ppi(ppi, human)
+    if protocol or train is not None:
+        from extraction_eval.commands.runs import check_protocol_options
+
+        check_protocol_options(protocol, train)
     if dry_run:
         from extraction_eval.experiments.run import estimate_run
         from extraction_eval.views.runs import render_estimate
@@ -188,6 +194,15 @@ def run_cmd(
         store = LocalStore()
         for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
             render_ppi(r, console)
+    if protocol:
+        from extraction_eval.backends.local import LocalStore
+        from extraction_eval.commands.runs import protocols_of_run
+        from extraction_eval.views.protocols import render_protocols
+
+        store = LocalStore()
+        stored = store.get_run_by_id(outcome.run.id)
+        blocks = protocols_of_run(store, stored, protocol, train)
+        render_protocols(blocks, console, title=f"protocols: {stored.name}")
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     result = checks.baseline

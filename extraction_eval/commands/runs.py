@@ -436,19 +436,24 @@ def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
         check_readable("--train", train)
 
 
+def protocols_of_run(store: Any, run: Any, names: list[str], train: Path | None) -> dict[str, Any]:
+    """One stored run's protocol blocks; their warnings on stderr."""
+    from extraction_eval.analysis.protocols_run import run_protocols
+
+    found = run_protocols(store, run, names, train=train)
+    for warning in found.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    return found.blocks
+
+
 def protocols_of_runs(
     store: Any, runs: Sequence[Any], names: list[str], train: Path | None
 ) -> dict[str, Any]:
     """Each run's protocol blocks by side (``a``, ``b``), side by side; no paired figures."""
-    from extraction_eval.analysis.protocols_run import run_protocols
-
-    out: dict[str, Any] = {}
-    for side, run in zip(("a", "b"), runs, strict=True):
-        found = run_protocols(store, run, names, train=train)
-        for warning in found.warnings:
-            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-        out[side] = found.blocks
-    return out
+    return {
+        side: protocols_of_run(store, run, names, train)
+        for side, run in zip(("a", "b"), runs, strict=True)
+    }
 
 
 def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:

@@ -57,3 +57,20 @@ def test_compare_protocols_per_run(shared_data: Path, tmp_path: Path) -> None:
     assert "A: first" in text and "B: gold" in text and "re_boundaries" in text
     refused = runner.invoke(app, ["compare", "first", "gold", "--protocol", "muc"])
     assert refused.exit_code == 2 and "unknown protocol 'muc'" in refused.stderr
+
+
+def test_run_prints_each_protocol_after_the_run(shared_data: Path, tmp_path: Path) -> None:
+    lines = (shared_data / "conll04_test.jsonl").read_text(encoding="utf-8").splitlines()[:10]
+    path = tmp_path / "c04.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _ok(runner.invoke(app, ["datasets", "upload", "c04", str(path)]))
+    run = ["--dataset", "c04", "--name", "gold", "--pipeline", f"{PIPELINES}:echo_gold"]
+    protocols = ["--protocol", "re", "--protocol", "docred", "--train", str(path)]
+    result = runner.invoke(_run_app, [*run, *protocols])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "protocols: gold" in out and "re_strict" in out and "DocRED: " in out
+    refused = runner.invoke(
+        _run_app, ["--dataset", "c04", "--protocol", "re", "--train", str(path)]
+    )
+    assert refused.exit_code == 2 and "--train" in refused.stderr
