@@ -69,4 +69,4 @@ def run_protocols(
     found = scorer.result(
         resamples=config.resamples, seed=config.seed, confidence=config.confidence, method=config.ci
     )
-    return Protocols(found.blocks, [*notes, *found.warnings])
+    return Protocols(found.blocks, [*notes, *found.warnings], found.ids, found.rows)

@@ -201,7 +201,7 @@ def run_cmd(
 
         store = LocalStore()
         stored = store.get_run_by_id(outcome.run.id)
-        blocks = protocols_of_run(store, stored, protocol, train)
+        blocks = protocols_of_run(store, stored, protocol, train).blocks
         render_protocols(blocks, console, title=f"protocols: {stored.name}")
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)

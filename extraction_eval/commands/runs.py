@@ -366,34 +366,33 @@ def compare_cmd(
     check_int("seed", seed, minimum=0)
     if fmt not in ("text", "json"):
         fail(f"--format must be text or json, got {fmt!r}")
-    tolerances = parse_tolerances(fail_on_regression or [])
+    others, protocol_tolerances = split_protocol_tolerances(fail_on_regression or [])
+    tolerances = parse_tolerances(others)
     check_ppi(ppi, human)
     check_protocol_options(protocol, train)
+    if protocol_tolerances and not protocol:
+        fail("--fail-on-regression on a protocol metric needs --protocol (e.g. semeval)")
     store = LocalStore()
     a, b = get_or_pull(store, run_a, dataset), get_or_pull(store, run_b, dataset)
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return
-    result, diff = compare_and_diff(
-        store,
-        a,
-        b,
-        options=CompareOptions(
-            top=top,
-            resamples=resamples,
-            seed=seed,
-            force=force,
-            tolerances=tolerances,
-            ci=ci,  # type: ignore[arg-type]  # checked by CompareOptions
-            correction=correction,  # type: ignore[arg-type]
-            min_items=min_items,
-        ),
+    options = CompareOptions(
+        top=top,
+        resamples=resamples,
+        seed=seed,
+        force=force,
+        tolerances=tolerances,
+        ci=ci,  # type: ignore[arg-type]  # checked by CompareOptions
+        correction=correction,  # type: ignore[arg-type]
+        min_items=min_items,
     )
+    result, diff = compare_and_diff(store, a, b, options=options)
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
     corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
-    protocols = protocols_of_runs(store, (a, b), protocol, train) if protocol else {}
+    protocols = protocols_of_runs(store, (a, b), protocol, train, options) if protocol else {}
     if fmt == "json":
         import json
 
@@ -414,11 +413,24 @@ def compare_cmd(
             for r in corrected:
                 render_ppi(r, console)
         if protocols:
-            from extraction_eval.views.protocols import render_protocols
+            from extraction_eval.views.protocols import render_paired_protocols, render_protocols
 
             for side, run in (("a", a), ("b", b)):
                 render_protocols(protocols[side], console, title=f"{side.upper()}: {run.name}")
+            render_paired_protocols(protocols["paired"], console)
+    protocol_failed = False
+    if protocol_tolerances:
+        from extraction_eval.evaluators.protocols.paired import protocol_gate
+
+        failures = protocol_gate(protocols["paired"], protocol_tolerances)
+        protocol_failed = bool(failures)
+        gated = ", ".join(sorted(protocol_tolerances))
+        line = "FAIL " + "; ".join(failures) if failures else f"pass ({gated})"
+        style = "red" if failures else "green"
+        err_console.print(f"[{style}]protocol gate: {line}[/]", highlight=False, soft_wrap=True)
     report_gate(result.gate_line(), bool(result.gate))
+    if protocol_failed:
+        raise typer.Exit(1)
 
 
 def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
@@ -436,24 +448,54 @@ def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
         check_readable("--train", train)
 
 
-def protocols_of_run(store: Any, run: Any, names: list[str], train: Path | None) -> dict[str, Any]:
-    """One stored run's protocol blocks; their warnings on stderr."""
+def protocols_of_run(store: Any, run: Any, names: list[str], train: Path | None) -> Any:
+    """One stored run's protocols (``evaluators.protocols.Protocols``); warnings on stderr."""
     from extraction_eval.analysis.protocols_run import run_protocols
 
     found = run_protocols(store, run, names, train=train)
     for warning in found.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    return found.blocks
+    return found
 
 
 def protocols_of_runs(
-    store: Any, runs: Sequence[Any], names: list[str], train: Path | None
+    store: Any, runs: Sequence[Any], names: list[str], train: Path | None, options: Any
 ) -> dict[str, Any]:
-    """Each run's protocol blocks by side (``a``, ``b``), side by side; no paired figures."""
-    return {
-        side: protocols_of_run(store, run, names, train)
-        for side, run in zip(("a", "b"), runs, strict=True)
-    }
+    """Each run's protocol blocks by side (``a``, ``b``) and, under ``paired``, B against A
+    on the items both have (Δ with its paired bootstrap CI, as for the other metrics)."""
+    from extraction_eval.evaluators.protocols.paired import align_rows, paired_protocols
+
+    a, b = (protocols_of_run(store, run, names, train) for run in runs)
+    rows_a, rows_b = align_rows(a.ids, a.rows, b.ids, b.rows)
+    paired = paired_protocols(
+        rows_a,
+        rows_b,
+        resamples=options.resamples,
+        seed=options.seed,
+        method=options.ci or "expanded",
+    )
+    return {"a": a.blocks, "b": b.blocks, "paired": paired}
+
+
+def split_protocol_tolerances(specs: list[str]) -> tuple[list[str], dict[str, float]]:
+    """``--fail-on-regression`` specs: (the others, protocol metric -> tolerance)."""
+    from extraction_eval.evaluators.protocols.paired import is_protocol_metric
+
+    others: list[str] = []
+    found: dict[str, float] = {}
+    for spec in specs:
+        name, _, raw = spec.partition("=")
+        if not is_protocol_metric(name.strip()):
+            others.append(spec)
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            fail(f"--fail-on-regression {name.strip()}: tolerance must be a number, got {raw!r}")
+        if not 0 <= value <= 1:
+            fail(f"--fail-on-regression {name.strip()}: tolerance must be between 0 and 1")
+        found[name.strip()] = value
+    return others, found
 
 
 def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:

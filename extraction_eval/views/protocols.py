@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["protocol_tables", "render_protocols"]
+__all__ = ["protocol_tables", "render_paired_protocols", "render_protocols"]
 
 # possible and actual are sums of these (in the JSON report); short heads keep 80 columns
 _SEMEVAL_COLUMNS = {
@@ -126,3 +126,17 @@ def render_protocols(blocks: dict[str, Any], console: Console, *, title: str) ->
     console.print(Text(title, style="bold"))
     for table in protocol_tables({"protocols": blocks}):
         print_table(console, table)
+
+
+def render_paired_protocols(paired: dict[str, Any], console: Console) -> None:
+    """B − A on each protocol F1 (the items both runs have), with the paired CI of Δ."""
+    from extraction_eval.views.tables import print_table
+
+    table = _table("protocols, B against A (paired)", ("A", "B", "Δ B−A", "95% CI of Δ"))
+    for name, row in paired.items():
+        if not name.endswith(".f1"):
+            continue  # P and R are in --format json
+        ci = row.get("ci")
+        bounds = "—" if not ci else f"[{ci['low']:+.3f}, {ci['high']:+.3f}]"
+        table.add_row(name, _fmt(row["a"]), _fmt(row["b"]), f"{row['delta']:+.3f}", bounds)
+    print_table(console, table)

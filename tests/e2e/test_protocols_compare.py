@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from extraction_eval.cli import _run_app, app
@@ -53,8 +54,25 @@ def test_compare_protocols_per_run(shared_data: Path, tmp_path: Path) -> None:
     assert a["ci"]["f1"]["low"] <= a["f1"] <= a["ci"]["f1"]["high"]
     relations = sum(len(d["relationships"]) for d in gold)
     assert (data["a"]["re_strict"]["tp"], data["a"]["re_strict"]["fn"]) == (0, relations)
+    paired = data["paired"]["semeval.strict.f1"]
+    # 2tp / (2tp + fp + fn) there, nervaluate's 2PR / (P + R) in the block: the last digit
+    assert (paired["a"], paired["b"]) == (pytest.approx(a["f1"], abs=1e-12), 1.0)
+    assert paired["ci"]["low"] <= paired["delta"] <= paired["ci"]["high"]
+    assert paired["ci"]["low"] > 0 and paired["items"] == 30
+    gate = ["--fail-on-regression", "semeval.strict.f1=0.01"]
+    improved = runner.invoke(
+        app, ["compare", "first", "gold", "--resamples", "200", *protocols, *gate]
+    )
+    assert improved.exit_code == 0 and "protocol gate: pass" in improved.stderr
+    worse = runner.invoke(
+        app, ["compare", "gold", "first", "--resamples", "200", *protocols, *gate]
+    )
+    assert worse.exit_code == 1 and "protocol gate: FAIL semeval.strict.f1" in worse.stderr
+    alone = runner.invoke(app, ["compare", "gold", "first", *gate])
+    assert alone.exit_code == 2 and "needs --protocol" in alone.stderr
     text = _ok(runner.invoke(app, ["compare", "first", "gold", "--resamples", "200", *protocols]))
     assert "A: first" in text and "B: gold" in text and "re_boundaries" in text
+    assert "B against A (paired)" in text
     refused = runner.invoke(app, ["compare", "first", "gold", "--protocol", "muc"])
     assert refused.exit_code == 2 and "unknown protocol 'muc'" in refused.stderr
 

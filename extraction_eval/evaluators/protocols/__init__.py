@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from extraction_eval.evaluators.intervals import CiMethod
 from extraction_eval.evaluators.protocols.docred import DocredAccumulator, TrainFacts, train_facts
 from extraction_eval.evaluators.protocols.relext import RelextAccumulator
@@ -55,6 +58,9 @@ class Protocols:
 
     blocks: dict[str, dict[str, Any]]
     warnings: list[str]
+    # per document, in ``ids`` order: each metric's (tp, fp, fn) row (for a paired comparison)
+    ids: tuple[str, ...] = ()
+    rows: dict[str, NDArray[np.int64]] = field(default_factory=dict)
 
 
 def check_protocols(names: Iterable[str]) -> tuple[str, ...]:
@@ -75,6 +81,7 @@ class ProtocolScorer:
         self.names = check_protocols(names)
         self.problems = Problems(PROTOCOLS_LABEL)
         self.rows = CountRows()
+        self.ids: list[str] = []
         wanted = self.names
         self.semeval = SemevalAccumulator(self.problems, self.rows) if "semeval" in wanted else None
         self.relext = RelextAccumulator(self.problems, self.rows) if "re" in wanted else None
@@ -85,6 +92,7 @@ class ProtocolScorer:
     def add(self, doc: ProtocolDocument) -> None:
         pred = doc.pred
         self.rows.document(failed=pred is None)
+        self.ids.append(doc.item_id)
         if self.semeval is not None:
             self.semeval.add(
                 doc.item_id, doc.text, doc.gold.entities, None if pred is None else pred.entities
@@ -128,7 +136,10 @@ class ProtocolScorer:
             head, _, mode = metric.partition(".")
             block = blocks[head][mode] if mode else blocks[head]
             block["ci"] = bounds
-        return Protocols(blocks, warnings)
+        rows = {
+            k: np.frombuffer(v, dtype=np.int64).reshape(-1, 3) for k, v in self.rows.rows.items()
+        }
+        return Protocols(blocks, warnings, tuple(self.ids), rows)
 
 
 def _without(protocol: str, kind: str, counts: Mapping[str, int]) -> list[str]:
