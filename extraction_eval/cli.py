@@ -14,6 +14,7 @@ from dotenv import load_dotenv
 from rich.markup import escape
 
 from extraction_eval.commands.common import err_console
+from extraction_eval.commands.compare import compare_cmd
 from extraction_eval.commands.datasets import datasets_app
 from extraction_eval.commands.gold import gold_app
 from extraction_eval.commands.help_layout import keep_option_names_whole
@@ -23,7 +24,7 @@ from extraction_eval.commands.power import power_cmd
 from extraction_eval.commands.prompts import prompts_app
 from extraction_eval.commands.report import report_cmd
 from extraction_eval.commands.run import run_cmd
-from extraction_eval.commands.runs import compare_cmd, runs_app
+from extraction_eval.commands.runs import runs_app
 from extraction_eval.commands.score import score
 from extraction_eval.commands.seed import seed
 

@@ -8,6 +8,7 @@ raises :class:`~extraction_eval.errors.UsageError`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,15 @@ from extraction_eval.evaluators import (
     ScoringConfig,
     aggregate,
 )
+from extraction_eval.evaluators.gold_view import mapped_gold
 from extraction_eval.evaluators.limits import over_cap
-from extraction_eval.types import DatasetItem, Schema
+from extraction_eval.evaluators.protocols import (
+    ProtocolDocument,
+    Protocols,
+    check_protocols,
+    score_protocols,
+)
+from extraction_eval.types import DatasetItem, Extraction, Schema
 
 if TYPE_CHECKING:
     from extraction_eval.analysis.judged import JudgedItem
@@ -90,6 +98,50 @@ def _within_cap(
     return {k: v for k, v in preds.items() if k not in dropped}
 
 
+def _protocols(
+    names: Sequence[str],
+    gold: list[GoldRecord],
+    preds: dict[str, Extraction],
+    train: str | Path | None,
+    schema: Schema | None,
+    config: ScoringConfig,
+) -> Protocols:
+    """The offset protocols over the same pairs as the scores (an item without a usable
+    prediction is a failed item there too)."""
+    try:
+        chosen = check_protocols(names)
+    except ValueError as exc:
+        raise UsageError(f"protocols: {exc}") from None
+    train_docs: list[Extraction] | None = None
+    notes: list[str] = []
+    if train is not None:
+        records, notes = read_gold(Path(train))
+        if not records:
+            first = f" (first problem: {notes[0]})" if notes else ""
+            raise UsageError(f"{train}: no usable training documents{first}")
+        train_docs = [r.extraction for r in records]
+    documents = (
+        ProtocolDocument(
+            g.id,
+            g.text,
+            mapped_gold(g.extraction, schema or g.schema),
+            preds.get(g.id),
+            g.metadata or {},
+        )
+        for g in gold
+    )
+    found = score_protocols(
+        chosen,
+        documents,
+        train=train_docs,
+        resamples=config.resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+        method=config.ci,
+    )
+    return Protocols(found.blocks, [*notes, *found.warnings])
+
+
 def score_files(
     gold_path: str | Path,
     predictions_path: str | Path,
@@ -99,6 +151,8 @@ def score_files(
     schema: Schema | None = None,
     judge: Judge | None = None,
     calibration: dict[str, Any] | None = None,
+    protocols: Sequence[str] = (),
+    train: str | Path | None = None,
 ) -> ScoredFiles:
     """Score a predictions file against a gold file.
 
@@ -109,6 +163,8 @@ def score_files(
     gold labels); gold objects below ``min_gold_confidence`` are ignore regions. ``judge``
     adds the report's ``judged`` block (``analysis.judged``; ``calibration`` is the one that
     backs it) and leaves every other key as it is without one.
+    ``protocols`` (semeval, re, docred) add the report's ``protocols`` block; ``train`` (a
+    gold file of training documents) gives DocRED's Ign F1.
     """
     gold_path, predictions_path = Path(gold_path), Path(predictions_path)
     gold, warnings = read_gold(gold_path)
@@ -139,6 +195,9 @@ def score_files(
     if min_gold_confidence is not None:
         ignored = sum(s.ignored_gold for s in items)
         warnings.append(gold_ignored_warning(ignored, min_gold_confidence))
+    if protocols:
+        found = _protocols(protocols, gold, preds, train, schema, config)
+        warnings += found.warnings
     report = aggregate(items, config, warnings=warnings)
     judged = None
     if judge is not None:
@@ -151,4 +210,6 @@ def score_files(
         ]
         judged = judge_items(judge, work, config)
         report["judged"] = judged_report(judge, judged, calibration)
+    if protocols:
+        report["protocols"] = found.blocks
     return ScoredFiles(report=report, items=items, warnings=list(report["warnings"]), judged=judged)

@@ -62,6 +62,13 @@ _MIN_GOLD_CONFIDENCE = _option(
     help="Ensemble gold: gold objects below this confidence are ignore regions (not"
     " missed; predictions aligned with them not counted)."
 )
+_PROTOCOL = typer.Option(
+    "--protocol",
+    help="Also score by a published protocol: semeval | re | docred (repeatable).",
+)
+_TRAIN = typer.Option(
+    "--train", help="Gold JSONL of the training documents: --protocol docred adds Ign F1."
+)
 _TIMEOUT = _option(help="Per-call timeout, seconds.")
 _MAX_ATTEMPTS = _option(help="Attempts per item, retries included.")
 _MATCH = _option(help="Name matching: exact|casefold|fuzzy|span.")
@@ -134,6 +141,8 @@ Resume = Annotated[bool, _RESUME]
 StrictJson = Annotated[bool, _STRICT_JSON]
 TakeOverLock = Annotated[bool, _TAKE_OVER_LOCK]
 MinGoldConfidence = Annotated[float | None, _MIN_GOLD_CONFIDENCE]
+Protocol = Annotated[list[str] | None, _PROTOCOL]
+Train = Annotated[Path | None, _TRAIN]
 Timeout = Annotated[float, _TIMEOUT]
 TimeoutOrFile = Annotated[float | None, _TIMEOUT]
 MaxAttempts = Annotated[int, _MAX_ATTEMPTS]

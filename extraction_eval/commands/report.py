@@ -33,7 +33,7 @@ def report_cmd(
     from extraction_eval.reports.html import write_report
 
     check_writable("--out", out)
-    from extraction_eval.commands.runs import judged_of_runs, judges_for
+    from extraction_eval.commands.compare import judged_of_runs, judges_for
 
     judges = judges_for(judge, judge_base_url, len(runs))  # refused before the store is opened
     store = LocalStore()

@@ -108,6 +108,8 @@ def run_cmd(
     no_aliases: o.NoAliases = False,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    protocol: o.Protocol = None,
+    train: o.Train = None,
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import find_baseline
@@ -175,6 +177,10 @@ def run_cmd(
     base = find_baseline(baseline, fail_on_regression or [], config.dataset)
     check_ppi(ppi, human)
     the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
+    if protocol or train is not None:
+        from extraction_eval.commands.compare import check_protocol_options
+
+        check_protocol_options(protocol, train)
     if dry_run:
         from extraction_eval.experiments.run import estimate_run
         from extraction_eval.views.runs import render_estimate
@@ -196,16 +202,22 @@ def run_cmd(
     print_warnings_first(doubts, err_console)
     render_run_summary(outcome, console, warnings=False)
     try:
-        _after_run(outcome, config, base, human, the_judge)
+        _after_run(outcome, config, base, human, the_judge, protocol or [], train)
     finally:
         print_warnings_recap(doubts, err_console)
 
 
 def _after_run(
-    outcome: RunOutcome, config: RunConfig, base: Any, human: Path | None, the_judge: Any = None
+    outcome: RunOutcome,
+    config: RunConfig,
+    base: Any,
+    human: Path | None,
+    the_judge: Any = None,
+    protocol: list[str] | None = None,
+    train: Path | None = None,
 ) -> None:
-    """The checks after a run's tables: budget, PPI, the judged figures, thresholds, the
-    baseline gate."""
+    """The checks after a run's tables: budget, PPI, the judged figures, the protocols,
+    thresholds, the baseline gate."""
     from extraction_eval.analysis.checks import check_run
     from extraction_eval.commands.common import error_line
 
@@ -217,7 +229,7 @@ def _after_run(
         raise typer.Exit(1)
     if human is not None:
         from extraction_eval.backends.local import LocalStore
-        from extraction_eval.commands.runs import ppi_of_runs
+        from extraction_eval.commands.compare import ppi_of_runs
         from extraction_eval.views.ppi import render_ppi
 
         store = LocalStore()
@@ -229,6 +241,15 @@ def _after_run(
             spent = outcome.summary.cost_usd or 0.0
             the_judge.max_cost_usd = max(0.0, config.max_cost - spent)
         _render_judged(the_judge, outcome.run.id)
+    if protocol:
+        from extraction_eval.backends.local import LocalStore
+        from extraction_eval.commands.compare import protocols_of_run
+        from extraction_eval.views.protocols import render_protocols
+
+        store = LocalStore()
+        stored = store.get_run_by_id(outcome.run.id)
+        blocks = protocols_of_run(store, stored, protocol, train).blocks
+        render_protocols(blocks, console, title=f"protocols: {stored.name}")
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     result = checks.baseline

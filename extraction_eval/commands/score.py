@@ -66,6 +66,8 @@ def _run(
     judge: str | None = None,
     judge_base_url: str | None = None,
     judge_overrides: Path | None = None,
+    protocols: list[str] | None = None,
+    train: Path | None = None,
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -110,6 +112,17 @@ def _run(
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     if schema is not None:
         check_readable("--schema", schema)
+    if protocols:
+        from extraction_eval.evaluators.protocols import check_protocols
+
+        try:
+            check_protocols(protocols)
+        except ValueError as exc:
+            raise UsageError(f"--protocol: {exc}") from None
+    if train is not None:
+        if "docred" not in (protocols or []):
+            raise UsageError("--train is used by --protocol docred (Ign F1); give both")
+        check_readable("--train", train)
     opened: list[Any] = []  # the store the judge's cache lives in, closed after scoring
     try:
         judged = _judge_setup(judge, judge_base_url, judge_overrides, err, opened)
@@ -119,6 +132,8 @@ def _run(
             config,
             min_gold_confidence=min_gold_confidence,
             schema=None if schema is None else read_schema(schema),
+            protocols=protocols or (),
+            train=train,
             **judged,
         )
     finally:
@@ -239,6 +254,8 @@ def score(
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
     judge_overrides: o.JudgeOverrides = None,
+    protocol: o.Protocol = None,
+    train: o.Train = None,
 ) -> None:
     """Score predictions against gold: entities, relationships, evidence, failures.
 
@@ -274,6 +291,8 @@ def score(
             judge=judge,
             judge_base_url=judge_base_url,
             judge_overrides=judge_overrides,
+            protocols=protocol,
+            train=train,
         )
     except ExtractionEvalError as exc:
         message = error_line(exc)

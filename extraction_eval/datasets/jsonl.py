@@ -13,16 +13,18 @@ surface forms) and ``aliases``, relationships their ``head``/``tail`` indices; o
 ignored. Relationships reference entities by name, and names may repeat within a document.
 A malformed line is one warning (see ``lines``) and the rest of the file still loads: one
 typo must not cost a 1,000-item upload or a scoring run.
+In gold and prediction files a non-integer offset is dropped from its object with a warning
+(the object is kept).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from extraction_eval.datasets.lines import Line, Stream, check_record, parse, read, stream
 from extraction_eval.types import DatasetItem, Extraction, Schema
@@ -38,6 +40,8 @@ __all__ = [
     "read_items",
     "write_items",
 ]
+
+T = TypeVar("T")
 
 # Separator used when a list of evidence passages (e.g. Re-DocRED sentences) becomes one quote;
 # grounding treats "…" as an elision, so each passage is looked up on its own.
@@ -70,11 +74,54 @@ def _attributes(value: Any) -> Any:
     return out
 
 
-def _clean_objects(raw: list[Any]) -> list[Any]:
+def _offset_ok(value: Any) -> bool:
+    """An offset or index JSON can spell: an integer (3 or 3.0), or absent."""
+    if value is None or type(value) is int:
+        return True
+    return isinstance(value, float) and value.is_integer()
+
+
+_OFFSET_GROUPS = (("start", "end"), ("head",), ("tail",))
+
+
+def _drop_bad_offsets(obj: dict[str, Any], kind: str, n: int, problems: list[str]) -> None:
+    """Non-integer offsets (and head/tail indices) of one object become absent, each said
+    in ``problems``: the object is kept (the offset protocols count it as without offsets).
+    Cheap when all is well: this runs on every object of every gold and prediction line."""
+    for keys in _OFFSET_GROUPS:
+        bad = next((k for k in keys if not _offset_ok(obj.get(k))), None)
+        if bad is not None:
+            dropped = " and ".join(keys)
+            problems.append(
+                f"{_what(obj, kind, n)}: {bad} {str(obj[bad])[:40]!r} is not an integer;"
+                f" {dropped} dropped"
+            )
+            for k in keys:
+                obj[k] = None
+    mentions = obj.get("mentions")
+    if not isinstance(mentions, list):
+        return
+    for i, m in enumerate(mentions):
+        if not isinstance(m, dict) or (_offset_ok(m.get("start")) and _offset_ok(m.get("end"))):
+            continue
+        if mentions is obj["mentions"]:
+            mentions = obj["mentions"] = list(mentions)  # the caller's line stays as read
+        mentions[i] = {**m, "start": None, "end": None}
+        problems.append(f"{_what(obj, kind, n)} mention {i}: offsets are not integers; dropped")
+
+
+def _what(obj: dict[str, Any], kind: str, n: int) -> str:
+    name = obj.get("name", obj.get("source"))
+    return f"{kind} {n}" + (f" ({str(name)[:60]!r})" if name is not None else "")
+
+
+def _clean_objects(raw: list[Any], kind: str = "", problems: list[str] | None = None) -> list[Any]:
     out = []
-    for obj in raw:
+    for n, obj in enumerate(raw):
         if isinstance(obj, dict):
             obj = dict(obj)
+            if problems is not None:
+                _drop_bad_offsets(obj, kind, n, problems)
             if "evidence" in obj:
                 obj["evidence"] = _evidence(obj["evidence"])
             if "attributes" in obj:
@@ -83,16 +130,18 @@ def _clean_objects(raw: list[Any]) -> list[Any]:
     return out
 
 
-def parse_extraction(obj: dict[str, Any]) -> Extraction:
+def parse_extraction(obj: dict[str, Any], problems: list[str] | None = None) -> Extraction:
     """The entities/relationships of a JSON object (gold or prediction) as an Extraction.
 
+    With ``problems``, a non-integer offset or index is dropped and said there (the object
+    and the line are kept); without, it fails the line as any bad value does.
     Raises ``ValueError`` (a pydantic ``ValidationError`` for a bad entity or relationship)."""
     lists: dict[str, list[Any]] = {}
-    for key in ("entities", "relationships"):
+    for key, kind in (("entities", "entity"), ("relationships", "relationship")):
         value = obj.get(key)
         if value is not None and not isinstance(value, list):
             raise ValueError(f'"{key}" must be a list')
-        lists[key] = _clean_objects(value or [])
+        lists[key] = _clean_objects(value or [], kind, problems)
     return Extraction.model_validate(lists)
 
 
@@ -116,20 +165,37 @@ class GoldRecord:
     metadata: dict[str, Any] | None = None  # ensemble gold keeps per-object confidences here
 
 
-def _gold_record(line: Line) -> GoldRecord:
+def _gold_record(line: Line, problems: list[str] | None = None) -> GoldRecord:
     text = _text(line.obj)
-    extraction = parse_extraction(line.obj)
+    extraction = parse_extraction(line.obj, problems)
     raw_schema = line.obj.get("schema")  # a non-object schema is ignored when scoring
     schema = Schema.model_validate(raw_schema) if isinstance(raw_schema, dict) else None
-    raw_meta = line.obj.get("metadata")
+    raw_meta = line.obj.get("metadata", line.obj.get("meta"))  # ../shared/data says "meta"
     metadata = raw_meta if isinstance(raw_meta, dict) else None
     return GoldRecord(line.id, text, extraction, line.number, schema, metadata)
 
 
+def object_notes(
+    path: Path, convert: Callable[[Line, list[str]], T]
+) -> tuple[Callable[[Line], T], list[str]]:
+    """``convert`` for ``lines.read`` whose per-object problems (a non-integer offset) become
+    warnings ``FILE:LINE (id X): problem``: the line itself is kept."""
+    notes: list[str] = []
+
+    def each(line: Line) -> T:
+        problems: list[str] = []
+        record = convert(line, problems)
+        notes.extend(f"{path.name}:{line.number} (id {line.id}): {p}" for p in problems)
+        return record
+
+    return each, notes
+
+
 def read_gold(path: Path) -> tuple[list[GoldRecord], list[str]]:
     """Gold items ``{"id", "text", "entities", "relationships"}`` (extra keys ignored)."""
-    got = read(path, _gold_record)
-    return got.records, got.warnings
+    convert, notes = object_notes(Path(path), _gold_record)
+    got = read(path, convert)
+    return got.records, got.warnings + notes
 
 
 # --- dataset items (upload, export, the bundled datasets) -------------------------------------

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from extraction_eval.views.protocols import protocol_tables
 from extraction_eval.views.tables import print_table
 
 _MAX_TYPE_ROWS = 6
@@ -303,6 +304,7 @@ def render_report(
     if per_type is not None:
         parts.append(per_type)
     parts.append(_facts(r))
+    parts += protocol_tables(r)
     shown = list(r.get("warnings") or []) if warnings else []
     if warnings and (labels := label_warning(r)):
         shown.insert(0, labels)

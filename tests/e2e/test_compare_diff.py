@@ -30,7 +30,7 @@ def _invoke(*args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def narrow(monkeypatch: pytest.MonkeyPatch) -> Console:
     console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
-    monkeypatch.setattr("extraction_eval.commands.runs.console", console)
+    monkeypatch.setattr("extraction_eval.commands.compare.console", console)
     return console
 
 

@@ -1,0 +1,72 @@
+"""The offset protocols (``--protocol``) over a stored run: its outputs against the gold it
+was scored with (``stored.run_gold``: its dataset version, schema labels and floor), with the
+bootstrap settings it was scored with. Read-only, a page of results at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from extraction_eval.analysis.stored import run_gold, run_scoring
+from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.datasets.jsonl import read_gold
+from extraction_eval.errors import UsageError
+from extraction_eval.evaluators.gold_view import mapped_gold
+from extraction_eval.evaluators.protocols import (
+    ProtocolDocument,
+    Protocols,
+    ProtocolScorer,
+    check_protocols,
+    train_facts,
+)
+from extraction_eval.types import DatasetItem, Extraction
+
+__all__ = ["run_protocols"]
+
+
+def _documents(store: LocalStore, run: RunRecord) -> Iterator[ProtocolDocument]:
+    """Every gold item once: with its output, or as a failed item (an error, or no result)."""
+    gold = run_gold(store, run)
+    for result in store.iter_results(run.id, order_by="item_id"):
+        item = gold.pop(result.item_id, None)
+        if item is None:
+            continue  # an item no longer in the run's dataset version: not scored by anyone
+        pred = result.output if result.error is None else None
+        yield ProtocolDocument(item.id, item.text, _gold(item), pred, item.metadata)
+    for item in gold.values():
+        yield ProtocolDocument(item.id, item.text, _gold(item), None, item.metadata)
+
+
+def _gold(item: DatasetItem) -> Extraction:
+    """The item's gold with its labels mapped by the schema the run gave it."""
+    return mapped_gold(item.expected, item.schema_)
+
+
+def run_protocols(
+    store: LocalStore,
+    run: RunRecord,
+    names: Sequence[str],
+    *,
+    train: str | Path | None = None,
+) -> Protocols:
+    """The named protocols over ``run``; ``train`` (a gold file) gives DocRED's Ign F1. A
+    ``UsageError`` for an unknown name or an unusable training file."""
+    try:
+        chosen = check_protocols(names)
+    except ValueError as exc:
+        raise UsageError(f"protocols: {exc}") from None
+    notes: list[str] = []
+    facts = None
+    if train is not None:
+        records, notes = read_gold(Path(train))
+        if not records:
+            raise UsageError(f"{train}: no usable training documents")
+        facts = train_facts(r.extraction for r in records)
+    scorer = ProtocolScorer(chosen, train=facts)
+    for doc in _documents(store, run):
+        scorer.add(doc)
+    config = run_scoring(run)
+    found = scorer.result(
+        resamples=config.resamples, seed=config.seed, confidence=config.confidence, method=config.ci
+    )
+    return Protocols(found.blocks, [*notes, *found.warnings], found.ids, found.rows)
