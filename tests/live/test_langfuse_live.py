@@ -401,6 +401,7 @@ def test_mention_clusters_round_trip_and_score_comments(monkeypatch: pytest.Monk
     )
     (result,) = outcome.results
     assert result.trace_id
-    v3 = _get("v3/scores", traceId=result.trace_id, name="entity_f1")["data"]
+    # v3 returns a score's comment only with fields=details
+    v3 = _get("v3/scores", traceId=result.trace_id, name="entity_f1", fields="details")["data"]
     assert [s["value"] for s in v3] == [1.0]
-    assert "via alias=1" in (v3[0].get("comment") or "")
+    assert "via alias=1" in (v3[0].get("comment") or "")  # Ada by "Countess of Lovelace"
