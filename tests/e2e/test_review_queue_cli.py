@@ -151,3 +151,44 @@ def test_bad_review_lines_and_unknown_candidates_are_a_line_each(
     assert "no candidate 'not-a-candidate' was sent to this queue" in err
     assert "applied none" in out and "1 unsure" in out
     assert LocalStore().get_dataset("c2").version == 2  # the archiving; nothing applied
+
+
+def test_a_judged_paraphrase_is_a_judge_disagreement_candidate(tmp_path: Path) -> None:
+    """A run judged with --judge keeps its judged matches; triage asks about each one (string
+    matching said no, the judge said yes) as a ``judge_disagreement``."""
+    item = {
+        "id": "j1",
+        "text": "International Business Machines hired Ann.",
+        "entities": [{"name": "International Business Machines", "type": "ORG"}],
+        "relationships": [],
+    }
+    data = tmp_path / "j.jsonl"
+    data.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    assert cli("datasets", "upload", "judged-triage", str(data))[0] == 0
+    # a pipeline that answers "IBM": no string match, the rules judge accepts it
+    pipe = tmp_path / "ibm_pipe.py"
+    pipe.write_text(
+        "def run(**_):\n"
+        "    return {'entities': [{'name': 'IBM', 'type': 'ORG'}], 'relationships': []}\n",
+        encoding="utf-8",
+    )
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        code, _, err = cli(
+            "run", "--dataset", "judged-triage", "--name", "jt", "--pipeline", "ibm_pipe:run",
+            "--judge", "offline:rules",
+        )  # fmt: skip
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert code == 0, err
+    review = tmp_path / "jq.jsonl"
+    code, out, err = cli(
+        "gold", "triage", "jt", "--queue", "jq",
+        "--kinds", "judge_disagreement", "--file", str(review),
+    )  # fmt: skip
+    assert code == 0, err
+    lines = [json.loads(x) for x in review.read_text(encoding="utf-8").splitlines() if x]
+    kinds = {(c.get("kind"), (c.get("object") or {}).get("name")) for c in lines}
+    assert ("judge_disagreement", "IBM") in kinds, lines

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from extraction_eval.analysis.stored import get_run, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
@@ -23,6 +23,7 @@ from extraction_eval.evaluators.review import (
     Candidate,
     CandidateKind,
     ItemView,
+    JudgedPair,
     select_candidates,
 )
 from extraction_eval.types import TaxonomyTag
@@ -59,6 +60,7 @@ def _views(store: LocalStore, run: RunRecord) -> Iterator[ItemView]:
 
     gold = run_gold(store, run)
     scoring = run_scoring(run)
+    judged = _judged_pairs(store, run)
     for result in store.iter_results(run.id):
         item = gold.get(result.item_id)
         if item is None or result.output is None:
@@ -73,8 +75,32 @@ def _views(store: LocalStore, run: RunRecord) -> Iterator[ItemView]:
             output=result.output,
             taxonomy=tags,
             trace_id=result.trace_id,
+            judged=judged.get(result.item_id, ()),
             evidence_mode=scoring.evidence,
         )
+
+
+def _judged_pairs(store: LocalStore, run: RunRecord) -> dict[str, list[JudgedPair]]:
+    """The judged matches kept with the run (its newest judging: ``--judge`` on run, compare,
+    report or matrix) by item id: the pairs string matching said no to and a judge said yes.
+    Stored JSON is read defensively: a malformed entry is left out."""
+    blocks = store.run_judged(run.id)
+    items = blocks[0].get("items") if blocks else None
+    out: dict[str, list[JudgedPair]] = {}
+    if not isinstance(items, dict):
+        return out
+    for item_id, matches in items.items():
+        seen: set[tuple[str, int]] = set()
+        for m in matches if isinstance(matches, list) else ():
+            if not isinstance(m, dict) or not isinstance(m.get("pred"), int):
+                continue
+            kind: Literal["entity", "relationship"] = (
+                "relationship" if m.get("kind") == "relationships" else "entity"
+            )
+            if (kind, m["pred"]) not in seen:  # entities and entities_typed: one object
+                seen.add((kind, m["pred"]))
+                out.setdefault(str(item_id), []).append(JudgedPair(kind, m["pred"], True))
+    return out
 
 
 def check_kinds(kinds: Sequence[str] | None) -> tuple[CandidateKind, ...]:
