@@ -7,6 +7,7 @@ normalised into these models once, at the edge, so the rest of the code never as
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -31,6 +32,15 @@ from extraction_eval.redact import (
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+def _scan_text(model: BaseModel) -> str:
+    """The model as one text to scan for secrets: its JSON, or, when a string holds a lone
+    surrogate that JSON cannot encode (an answer stored as U+FFFD later), Python's own dump."""
+    try:
+        return model.model_dump_json()
+    except ValueError:  # pydantic's PydanticSerializationError is a ValueError
+        return json.dumps(model.model_dump(mode="python"), ensure_ascii=False, default=str)
 
 
 class Mention(_Frozen):
@@ -105,7 +115,7 @@ class Extraction(_Frozen):
         whether any was: a proxy or a pipeline may put a key into a valid answer, which is
         then stored, cached, exported and sent to LangFuse."""
         secrets = configured_secrets()
-        if not may_need_redaction(self.model_dump_json(), secrets):
+        if not may_need_redaction(_scan_text(self), secrets):
             return self, False  # the common case: one JSON dump and a scan, no walk
         data, changed = redact_value(self.model_dump(mode="python"), secrets)
         return (Extraction.model_validate(data), True) if changed else (self, False)
@@ -363,7 +373,7 @@ class ItemResult(_Frozen):
         text scores and comments, taxonomy labels), for a result made elsewhere (a merged
         shard store): a value that is a key here may have been none where it was made."""
         secrets = configured_secrets()
-        if not may_need_redaction(self.model_dump_json(), secrets):
+        if not may_need_redaction(_scan_text(self), secrets):
             return self
 
         def text(value: str | None) -> str | None:

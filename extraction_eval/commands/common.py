@@ -98,7 +98,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 # Config fields whose command-line flag is not ``--`` + the field name with dashes.
-_FLAGS = {"timeout_s": "--timeout", "runs": "RUN", "judge_model": "--judge"}
+_FLAGS = {"timeout_s": "--timeout", "runs": "RUN", "judge_model": "--judge", "new_name": "--name"}
 
 
 def flag(field: str) -> str:

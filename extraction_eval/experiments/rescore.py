@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.errors import UsageError
+from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex, GoldView, item_scores
 from extraction_eval.evaluators.counts import counts_key, encode_counts
 from extraction_eval.experiments.runner import (
@@ -55,9 +55,10 @@ def rescore_run(
         version = int(version)
     target_name = new_name or f"{name}@v{version}"
     if store.get_run(target_name, run.dataset) is not None:
-        raise UsageError(
+        raise InvalidValue(
+            "new_name",
             f"run {target_name!r} already exists on dataset {run.dataset!r}: it holds this"
-            " rescore already, or give --name for another"
+            " rescore already; give another name",
         )
     items = _items(store, run, version)
     if not items:

@@ -184,7 +184,7 @@ def test_a_judged_paraphrase_is_a_judge_disagreement_candidate(tmp_path: Path) -
         sys.path.remove(str(tmp_path))
     assert code == 0, err
     review = tmp_path / "jq.jsonl"
-    code, out, err = cli(
+    code, _, err = cli(
         "gold", "triage", "jt", "--queue", "jq",
         "--kinds", "judge_disagreement", "--file", str(review),
     )  # fmt: skip

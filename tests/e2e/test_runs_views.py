@@ -166,7 +166,7 @@ def test_runs_show_unknown_category_is_one_line_listing_the_known_ones() -> None
 def narrow(monkeypatch: pytest.MonkeyPatch) -> Console:
     """Every command module prints on one recorded 80-column console."""
     console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
-    for module in ("runs", "datasets", "run"):
+    for module in ("runs", "compare", "datasets", "run"):
         monkeypatch.setattr(f"extraction_eval.commands.{module}.console", console)
     return console
 

@@ -145,13 +145,13 @@ def test_show_reads_only_its_page_from_the_store(
     from extraction_eval.backends.local import runs as runs_table
 
     built: list[str] = []
-    original = runs_table._item_result
+    original = runs_table.item_result  # the stored row decoder (backends/local/rows.py)
 
     def counting(row, scores, tags):  # type: ignore[no-untyped-def]
         built.append(row["item_id"])
         return original(row, scores, tags)
 
-    monkeypatch.setattr(runs_table, "_item_result", counting)
+    monkeypatch.setattr(runs_table, "item_result", counting)
     code, _, err = _show(failing_run, "--limit", "2")
     assert code == 0, err
     assert built == WORST_ORDER[:2]

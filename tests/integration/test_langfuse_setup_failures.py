@@ -78,7 +78,10 @@ def test_allow_old_turns_the_refusal_into_one_warning_line_and_runs(
     monkeypatch.setenv("EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD", "1")
     result = CliRunner().invoke(_run_app, ["--name", "old-ok", "--pipeline", PIPE])
     assert result.exit_code == 0, result.stderr
-    warnings = [line for line in result.stderr.splitlines() if "v4.16.0" in line]
+    # one warning line, before the tables; the one-line recap at the end names it too
+    lines = result.stderr.splitlines()
+    warnings = [line for line in lines if "v4.16.0" in line and "above the tables" not in line]
     assert len(warnings) == 1 and "EXTRACTION_EVAL_LANGFUSE_ALLOW_OLD=1" in warnings[0]
+    assert [line for line in lines if "above the tables" in line]
     assert len(server.spans_named("experiment-item-run")) == 2
     assert result.stdout.strip().splitlines()[-1].startswith("verified in LangFuse: 2 traces")

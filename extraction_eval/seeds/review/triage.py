@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from extraction_eval.analysis.stored import get_run, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.errors import UsageError, one_line
+from extraction_eval.errors import InvalidValue, UsageError, one_line
 from extraction_eval.evaluators.review import (
     KINDS,
     Candidate,
@@ -110,7 +110,7 @@ def check_kinds(kinds: Sequence[str] | None) -> tuple[CandidateKind, ...]:
     out: list[CandidateKind] = []
     for k in (p.strip() for given in kinds for p in given.split(",")):
         if k not in KINDS:
-            raise UsageError(f"--kinds: {k!r} is not one of {', '.join(KINDS)}")
+            raise InvalidValue("kinds", f"{k!r} is not one of {', '.join(KINDS)}")
         out.append(k)  # type: ignore[arg-type]
     return tuple(out)
 
@@ -126,12 +126,14 @@ def triage(
 ) -> TriageReport:
     """Pick the run's candidates and send those not yet in ``queue`` (see the module)."""
     if not queue.strip():
-        raise UsageError("--queue must not be empty")
+        raise InvalidValue("queue", "must not be empty")
     if limit is not None and limit < 1:
-        raise UsageError("--limit must be at least 1")
+        raise InvalidValue("limit", "must be at least 1")
     run = get_run(store, run_name)
     if file is None and run.backend != "langfuse" and any(c in queue for c in "/\\\0"):
-        raise UsageError(f"--queue {queue!r} cannot name a review file: give --file")
+        raise InvalidValue(
+            "queue", f"{queue!r} cannot name a review file: give {{file}}", mentions=("file",)
+        )
     selection = select_candidates(_views(store, run), kinds=kinds)
     known = {row.key for row in store.review_candidates(queue)}
     fresh = [c for c in selection.candidates if c.key not in known]
