@@ -22,46 +22,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from extraction_eval.datasets.jsonl import read_gold
-from extraction_eval.evaluators import ScoringConfig, aggregate, score_item
-from extraction_eval.types import Extraction
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # tests.support (the Re-DocRED renaming) lives in the repo
+    sys.path.insert(0, str(REPO))
+
+from extraction_eval.datasets.jsonl import read_gold  # noqa: E402
+from extraction_eval.evaluators import ScoringConfig, aggregate, score_item  # noqa: E402
+from extraction_eval.types import Extraction  # noqa: E402
+from tests.support.redocred import renamed_predictions  # noqa: E402
 
 
 def _default_gold() -> Path:
     env = os.environ.get("EXTRACTION_EVAL_SHARED_DATA")
     base = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
     return base / "redocred_dev.jsonl"
-
-
-def renamed_predictions(gold_path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The gold with each entity named by its first other mention; how many were renamed."""
-    preds, renamed = [], 0
-    for line in gold_path.read_text(encoding="utf-8").splitlines():
-        doc = json.loads(line)
-        names = []
-        for e in doc["entities"]:
-            own = " ".join(e["name"].casefold().split())
-            other = [
-                m["name"]
-                for m in e.get("mentions", [])
-                if " ".join(m["name"].casefold().split()) != own
-            ]
-            renamed += bool(other)
-            names.append(other[0] if other else e["name"])
-        preds.append(
-            {
-                "id": doc["id"],
-                "entities": [
-                    {"name": n, "type": e["type"]}
-                    for n, e in zip(names, doc["entities"], strict=True)
-                ],
-                "relationships": [
-                    {"source": names[r["head"]], "type": r["type"], "target": names[r["tail"]]}
-                    for r in doc["relationships"]
-                ],
-            }
-        )
-    return preds, renamed
 
 
 def main() -> None:

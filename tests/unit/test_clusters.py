@@ -22,6 +22,7 @@ from extraction_eval.evaluators import ScoringConfig, score_item
 from extraction_eval.evaluators.clusters import entity_forms, gold_clusters
 from extraction_eval.evaluators.config import merge_alias_groups
 from extraction_eval.types import Entity, Extraction, Mention, Relationship, Schema
+from tests.support.redocred import renamed_predictions
 
 FAST = ScoringConfig(resamples=0)
 
@@ -35,37 +36,6 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _renamed(gold: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """Predictions = gold, each entity named by its first other mention (case-insensitively
-    other); relationships name their endpoints alike. Also: how many entities were renamed."""
-    preds, renamed = [], 0
-    for doc in gold:
-        names = []
-        for e in doc["entities"]:
-            own = " ".join(e["name"].casefold().split())
-            other = [
-                m["name"]
-                for m in e.get("mentions", [])
-                if " ".join(m["name"].casefold().split()) != own
-            ]
-            renamed += bool(other)
-            names.append(other[0] if other else e["name"])
-        preds.append(
-            {
-                "id": doc["id"],
-                "entities": [
-                    {"name": n, "type": e["type"]}
-                    for n, e in zip(names, doc["entities"], strict=True)
-                ],
-                "relationships": [
-                    {"source": names[r["head"]], "type": r["type"], "target": names[r["tail"]]}
-                    for r in doc["relationships"]
-                ],
-            }
-        )
-    return preds, renamed
-
-
 def _counts(report: dict[str, Any], block: str) -> tuple[int, int, int]:
     return report[block]["tp"], report[block]["fp"], report[block]["fn"]
 
@@ -73,7 +43,7 @@ def _counts(report: dict[str, Any], block: str) -> tuple[int, int, int]:
 def test_redocred_named_by_other_mentions_is_all_right(shared_data: Path, tmp_path: Path) -> None:
     gold_path = shared_data / "redocred_dev_first100.jsonl"
     gold = _lines(gold_path)
-    preds, renamed = _renamed(gold)
+    preds, renamed = renamed_predictions(gold_path)
     assert renamed > 100  # the case exists in the data
     pred_path = _write(tmp_path / "pred.jsonl", preds)
     n_ent = sum(len(d["entities"]) for d in gold)
