@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -27,6 +28,8 @@ from extraction_eval.commands.run import run_cmd
 from extraction_eval.commands.runs import runs_app
 from extraction_eval.commands.score import score
 from extraction_eval.commands.seed import seed
+from extraction_eval.limits import MAX_DOTENV_BYTES
+from extraction_eval.regular_files import NotReadable, read_regular
 
 keep_option_names_whole()
 
@@ -81,7 +84,16 @@ def load_env() -> None:
 
     Only the current folder: searching the parent folders (python-dotenv's ``find_dotenv``)
     would let a ``.env`` planted in any ancestor folder send the API key to another server."""
-    load_dotenv(Path.cwd() / ".env", override=False)
+    path = Path.cwd() / ".env"
+    if not path.exists():
+        return
+    try:  # a regular file of a bounded size only: a FIFO or a huge file never stalls startup
+        text = read_regular(path, MAX_DOTENV_BYTES).decode("utf-8")
+    except (NotReadable, UnicodeDecodeError) as exc:
+        message = str(exc) if isinstance(exc, NotReadable) else f"{path}: not UTF-8"
+        err_console.print(f"[yellow]warning:[/] .env not read: {escape(message)}", highlight=False)
+        return
+    load_dotenv(stream=io.StringIO(text), override=False)
 
 
 def _startup() -> None:

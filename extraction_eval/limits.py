@@ -63,3 +63,7 @@ MAX_REPORTED_TOKENS = 10_000_000
 # Context of one labelled pair in a judge pairs file (characters): the judge reads windows of
 # it, but the file and the per-pair file keep it whole; a longer one is that line's warning.
 MAX_PAIR_CONTEXT_CHARS = 1_000_000
+# The fake provider's script file (EXTRACTION_EVAL_FAKE_SCRIPT) and the current folder's .env:
+# both are read whole at startup; only a regular file of at most this is read.
+MAX_FAKE_SCRIPT_BYTES = 10_000_000
+MAX_DOTENV_BYTES = 1_000_000

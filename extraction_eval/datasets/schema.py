@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from extraction_eval.errors import InvalidValue, one_line
 from extraction_eval.limits import MAX_SCHEMA_BYTES
+from extraction_eval.regular_files import NotReadable, read_regular
 from extraction_eval.types import DatasetItem, Schema
 
 
@@ -19,10 +20,11 @@ def read_schema(path: str | Path, *, field: str = "schema") -> Schema:
     line's key). A file that is not one is an ``InvalidValue`` on ``field``."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_SCHEMA_BYTES:
-            raise InvalidValue(field, f"{path}: larger than {MAX_SCHEMA_BYTES:,} bytes")
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # a regular file only: a FIFO named as the schema would wait for a writer forever
+        raw = json.loads(read_regular(path, MAX_SCHEMA_BYTES).decode("utf-8"))
+    except NotReadable as exc:
+        raise InvalidValue(field, str(exc)) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InvalidValue(field, f"{path}: {one_line(exc)}") from None
     if isinstance(raw, dict) and isinstance(raw.get("schema"), dict) and len(raw) == 1:
         raw = raw["schema"]

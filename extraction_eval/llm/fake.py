@@ -48,9 +48,11 @@ from pathlib import Path
 from typing import Any
 
 from extraction_eval.errors import ConfigError, ProviderError
+from extraction_eval.limits import MAX_FAKE_SCRIPT_BYTES
 from extraction_eval.llm.base import Completion, CompletionRequest
 from extraction_eval.llm.context import current_item_id
 from extraction_eval.llm.retry import ProviderTimeout
+from extraction_eval.regular_files import NotReadable, read_regular
 from extraction_eval.types import Extraction, Usage
 
 SCRIPT_ENV = "EXTRACTION_EVAL_FAKE_SCRIPT"
@@ -179,9 +181,11 @@ class FakeScript:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> FakeScript:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"{SCRIPT_ENV}: cannot read {path}: {exc.strerror}") from None
+            data = json.loads(read_regular(path, MAX_FAKE_SCRIPT_BYTES).decode("utf-8"))
+        except NotReadable as exc:
+            raise ConfigError(f"{SCRIPT_ENV}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{SCRIPT_ENV}: {path} is not UTF-8 ({exc.reason})") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{SCRIPT_ENV}: {path} is not JSON: {exc.msg}") from None
         return cls.parse(data)

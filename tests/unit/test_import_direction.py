@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "extraction_eval.tomlfile": 0,  # config files read as hostile input
     "extraction_eval.textsafe": 0,  # lone surrogates out of text before it is stored
     "extraction_eval.atomic": 0,  # files written whole or not at all
+    "extraction_eval.regular_files": 0,  # small files read as hostile input
     # building blocks
     "extraction_eval.evaluators": 1,
     # statistics over many items' scores (bootstrap, paired Δ, power, PPI, ...): beside the

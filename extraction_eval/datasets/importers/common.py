@@ -7,13 +7,12 @@ as false positives of every model scored against it.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from extraction_eval import regular_files
 from extraction_eval.datasets.lines import check_record, decode_line, warning
 from extraction_eval.errors import UsageError
 from extraction_eval.limits import MAX_IMPORT_BYTES
@@ -56,22 +55,10 @@ def open_regular(path: Path) -> BinaryIO:
     Opened without blocking, then checked on the open descriptor: a FIFO (which would wait
     for a writer forever) or a device is refused, and the file checked is the file read."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"{path}: not a regular file")
-        if info.st_size > MAX_IMPORT_BYTES:
-            raise UsageError(
-                f"{path}: {info.st_size:,} bytes, over the limit of {MAX_IMPORT_BYTES:,}"
-                " for an import; split it"
-            )
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+        return regular_files.open_regular(path, MAX_IMPORT_BYTES)
+    except regular_files.NotReadable as exc:
+        over = "over the limit" in str(exc)
+        raise UsageError(f"{exc} for an import; split it" if over else str(exc)) from None
 
 
 def read_text(path: Path) -> str:
