@@ -21,6 +21,7 @@ import pytest
 from extraction_eval.backends.langfuse import (
     LangfuseDatasetBackend,
     LangfuseTracer,
+    close_client,
     connect,
     fetch_prompt,
     push_prompt,
@@ -57,7 +58,9 @@ def lf() -> Iterator[Any]:
         public_key=_PUBLIC_KEY, secret_key=_SECRET_KEY, base_url=_BASE_URL, timeout_s=60
     )
     yield client
-    client.shutdown()
+    # flush, never shutdown(): the SDK keeps one client per key for the whole process, and a
+    # shut-down one silently drops every later score of that key (tests/live/ run together)
+    close_client(client)
 
 
 def test_dataset_upload_is_idempotent_and_round_trips(lf: Any) -> None:
