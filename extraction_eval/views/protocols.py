@@ -4,6 +4,7 @@ change a number."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
@@ -47,43 +48,40 @@ def _table(title: str, columns: tuple[str, ...]) -> Table:
 
 def _semeval(block: dict[str, Any]) -> Table:
     offsetless = block.get("without_offsets") or {}
-    title = "SemEval-2013 NER modes (nervaluate)"
-    if any(offsetless.values()):
-        title += f"; without offsets: gold {offsetless.get('gold', 0)}"
-        title += f", predicted {offsetless.get('predicted', 0)}"
+    title = _offsetless("SemEval-2013 NER modes (nervaluate)", offsetless)
     table = _table(title, ("P", "R", "F1", "F1 CI", *_SEMEVAL_COLUMNS))
     for mode in ("strict", "exact", "partial", "ent_type"):
-        row = block.get(mode) or {}
-        table.add_row(
-            mode,
-            _fmt(row.get("precision")),
-            _fmt(row.get("recall")),
-            Text(_fmt(row.get("f1")), style="bold"),
-            _ci(row),
-            *(_fmt(row.get(k)) for k in _SEMEVAL_COLUMNS.values()),
-        )
+        _prf_row(table, mode, block.get(mode) or {}, _SEMEVAL_COLUMNS.values())
     return table
 
 
 def _relext(blocks: dict[str, Any]) -> Table:
     first = blocks.get("re_strict") or blocks.get("re_boundaries") or {}
     offsetless = first.get("without_offsets") or {}
-    title = "End-to-end RE (Taillé et al. 2020)"
+    title = _offsetless("End-to-end RE (Taillé et al. 2020)", offsetless)
+    table = _table(title, ("P", "R", "F1", "F1 CI", "tp", "fp", "fn"))
+    for name in ("re_strict", "re_boundaries"):
+        _prf_row(table, name, blocks.get(name) or {}, ("tp", "fp", "fn"))
+    return table
+
+
+def _offsetless(title: str, offsetless: dict[str, Any]) -> str:
+    """A protocol table's title, with the objects it could not place when there were any."""
     if any(offsetless.values()):
         title += f"; without offsets: gold {offsetless.get('gold', 0)}"
         title += f", predicted {offsetless.get('predicted', 0)}"
-    table = _table(title, ("P", "R", "F1", "F1 CI", "tp", "fp", "fn"))
-    for name in ("re_strict", "re_boundaries"):
-        row = blocks.get(name) or {}
-        table.add_row(
-            name,
-            _fmt(row.get("precision")),
-            _fmt(row.get("recall")),
-            Text(_fmt(row.get("f1")), style="bold"),
-            _ci(row),
-            *(_fmt(row.get(k)) for k in ("tp", "fp", "fn")),
-        )
-    return table
+    return title
+
+
+def _prf_row(table: Table, name: str, row: dict[str, Any], counts: Iterable[str]) -> None:
+    table.add_row(
+        name,
+        _fmt(row.get("precision")),
+        _fmt(row.get("recall")),
+        Text(_fmt(row.get("f1")), style="bold"),
+        _ci(row),
+        *(_fmt(row.get(k)) for k in counts),
+    )
 
 
 def _docred(block: dict[str, Any]) -> Table:

@@ -29,7 +29,7 @@ from typing import Any
 
 from extraction_eval.evaluators.protocols.rows import CountRows
 from extraction_eval.evaluators.protocols.spans import (
-    PROTOCOLS_LABEL,
+    DocumentFold,
     Problems,
     check_span,
     type_key,
@@ -217,7 +217,7 @@ class _Resolver:
         return None, "ambiguous" if found else "unresolved"
 
 
-class DocredAccumulator:
+class DocredAccumulator(DocumentFold):
     """Relation, Ign and evidence counts summed over documents."""
 
     def __init__(
@@ -226,21 +226,13 @@ class DocredAccumulator:
         problems: Problems | None = None,
         rows: CountRows | None = None,
     ) -> None:
-        self.rows = rows
+        super().__init__(problems, rows)
         self.train = train
         self.gold = self.submitted = self.correct = self.in_train = 0
         self.gold_evidence = self.pred_evidence = self.correct_evidence = 0
         self.evidence_documents = 0
         self.unlocated_passages = 0
         self.ambiguous = self.unresolved = 0
-        self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
-        self.skipped = 0
-        self.failed = False
-        self.documents = 0
-
-    def _skip(self, item_id: str, what: str, problem: str) -> None:
-        self.skipped += 1
-        self.problems.add(item_id, what, problem)
 
     def _gold_facts(
         self, item_id: str, gold: Extraction, sentences: _Sentences, resolver: _Resolver

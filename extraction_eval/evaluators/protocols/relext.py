@@ -23,7 +23,7 @@ from typing import Any
 from extraction_eval.evaluators.metrics import Counts, counts_json
 from extraction_eval.evaluators.protocols.rows import CountRows
 from extraction_eval.evaluators.protocols.spans import (
-    PROTOCOLS_LABEL,
+    DocumentFold,
     Problems,
     Span,
     check_span,
@@ -77,23 +77,15 @@ def _index(
     return value
 
 
-class RelextAccumulator:
+class RelextAccumulator(DocumentFold):
     """``re_strict`` and ``re_boundaries`` counts summed over documents, overall and per
     relation type."""
 
     def __init__(self, problems: Problems | None = None, rows: CountRows | None = None) -> None:
-        self.rows = rows
+        super().__init__(problems, rows)
         self.counts = {"re_strict": [0, 0, 0], "re_boundaries": [0, 0, 0]}
         self.per_type: dict[str, dict[str, list[int]]] = {"re_strict": {}, "re_boundaries": {}}
-        self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
-        self.skipped = 0
         self.without_offsets = {"gold": 0, "predicted": 0}
-        self.failed = False
-        self.documents = 0
-
-    def _skip(self, item_id: str, what: str, problem: str) -> None:
-        self.skipped += 1
-        self.problems.add(item_id, what, problem)
 
     def _tuples(
         self, item_id: str, side: str, extraction: Extraction, text: str

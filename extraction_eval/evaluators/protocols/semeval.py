@@ -32,7 +32,7 @@ from typing import Any
 
 from extraction_eval.evaluators.protocols.rows import CountRows
 from extraction_eval.evaluators.protocols.spans import (
-    PROTOCOLS_LABEL,
+    DocumentFold,
     Problems,
     check_span,
     entity_spans,
@@ -153,22 +153,14 @@ def _block(counts: Sequence[int], mode: str, *, failed: bool) -> dict[str, Any]:
     }
 
 
-class SemevalAccumulator:
+class SemevalAccumulator(DocumentFold):
     """The four modes summed over documents (micro), overall and per type."""
 
     def __init__(self, problems: Problems | None = None, rows: CountRows | None = None) -> None:
-        self.rows = rows
+        super().__init__(problems, rows)
         self.totals = {mode: [0] * 5 for mode in MODES}
         self.per_type: dict[str, dict[str, list[int]]] = {}
-        self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
-        self.skipped = 0
         self.without_offsets = {"gold": 0, "predicted": 0}
-        self.failed = False
-        self.documents = 0
-
-    def _skip(self, item_id: str, what: str, problem: str) -> None:
-        self.skipped += 1
-        self.problems.add(item_id, what, problem)
 
     def _spans(self, item_id: str, side: str, entities: Sequence[Entity], text: str) -> list[_Span]:
         out: list[_Span] = []

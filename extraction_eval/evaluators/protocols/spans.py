@@ -7,12 +7,17 @@ Pure, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from extraction_eval.types import Entity
+
+if TYPE_CHECKING:
+    from extraction_eval.evaluators.protocols.rows import CountRows
 
 __all__ = [
     "MAX_PROBLEM_LINES",
     "PROTOCOLS_LABEL",
+    "DocumentFold",
     "Problems",
     "Span",
     "check_span",
@@ -84,3 +89,20 @@ class Problems:
         more = self.count - len(self.lines)
         tail = [f"{self.protocol}: ... and {more} more skipped object(s)"] if more > 0 else []
         return [*self.lines, *tail]
+
+
+class DocumentFold:
+    """What every protocol's accumulator keeps besides its counts: the report's shared
+    ``problems``, the per-item count ``rows`` for the CIs, how many objects it skipped, how
+    many documents it saw and whether one of them failed."""
+
+    def __init__(self, problems: Problems | None, rows: CountRows | None) -> None:
+        self.rows = rows
+        self.problems = Problems(PROTOCOLS_LABEL) if problems is None else problems
+        self.skipped = 0
+        self.failed = False
+        self.documents = 0
+
+    def _skip(self, item_id: str, what: str, problem: str) -> None:
+        self.skipped += 1
+        self.problems.add(item_id, what, problem)
