@@ -23,6 +23,7 @@ from pathlib import Path
 
 from extraction_eval.errors import InvalidValue, one_line
 from extraction_eval.limits import MAX_SURFACE_FORMS
+from extraction_eval.regular_files import NotReadable, read_regular
 
 __all__ = [
     "MAX_ALIAS_FILE_BYTES",
@@ -112,14 +113,10 @@ def read_alias_table(path: str | Path) -> AliasTable:
     not UTF-8 or is not a table at all is an ``InvalidValue`` on ``aliases`` (one line)."""
     path = Path(path)
     try:
-        if not path.is_file():
-            raise InvalidValue("aliases", f"{path}: not a regular file")
-        if path.stat().st_size > MAX_ALIAS_FILE_BYTES:
-            raise InvalidValue(
-                "aliases", f"{path}: larger than {MAX_ALIAS_FILE_BYTES:,} bytes (the limit)"
-            )
-        text = path.read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(path, MAX_ALIAS_FILE_BYTES).decode("utf-8-sig")
+    except NotReadable as exc:
+        raise InvalidValue("aliases", str(exc)) from None
+    except UnicodeDecodeError as exc:
         raise InvalidValue("aliases", f"{path}: {one_line(exc)}") from None
     head = text.lstrip()[:1]
     if head == "[":

@@ -31,10 +31,6 @@ __all__ = [
 ]
 
 
-def _key(name: str, mode: MatchMode) -> str:
-    return name_key(name, mode)
-
-
 def entity_forms(
     entity: Entity, config: ScoringConfig, extra: dict[str, tuple[str, ...]] | None = None
 ) -> tuple[str, ...]:
@@ -52,7 +48,7 @@ def entity_forms(
     seen: set[str] = set()
     out: list[str] = []
     for name in forms:
-        k = _key(name, mode)
+        k = name_key(name, mode)
         if (k and k not in seen) or not out:
             seen.add(k)
             out.append(name)
@@ -79,18 +75,20 @@ class Clusters:
         j = self._entity_of(name, index)
         if j is None:
             return (name,)
-        k = _key(name, self.mode)
-        return (name, *(f for f in self.forms[j] if _key(f, self.mode) != k))
+        k = name_key(name, self.mode)
+        return (name, *(f for f in self.forms[j] if name_key(f, self.mode) != k))
 
     def _entity_of(self, name: str, index: int | None) -> int | None:
         if index is not None and 0 <= index < len(self.forms):
             return index
-        k = _key(name, self.mode)
+        k = name_key(name, self.mode)
         for j, forms in enumerate(self.forms):
-            if _key(forms[0], self.mode) == k:
+            if name_key(forms[0], self.mode) == k:
                 return j
         hits = [
-            j for j, forms in enumerate(self.forms) if any(_key(f, self.mode) == k for f in forms)
+            j
+            for j, forms in enumerate(self.forms)
+            if any(name_key(f, self.mode) == k for f in forms)
         ]
         return hits[0] if len(hits) == 1 else None
 
