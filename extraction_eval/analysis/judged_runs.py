@@ -1,7 +1,8 @@
 """Judged figures of a stored run (``run-experiment --judge``): its items re-scored exactly as
 the run scored them (its scoring config, its gold view), then judged like ``score --judge``.
 The run's record and its string figures are left as they are; the judged block is kept
-beside them (``run_judged``)."""
+beside them (``run_judged``). People's verdicts on judged pairs (the dataset's ``same`` /
+``not_same`` gold overrides) win over the judge's."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from extraction_eval.evaluators import score_dataset_item
 from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.item import ItemScore
 from extraction_eval.judge.base import Judge
+from extraction_eval.judge.overrides import OverruledJudge, from_gold_overrides
 from extraction_eval.types import Extraction, Score
 
 
@@ -29,6 +31,9 @@ def judge_run(
     ``keep``, stored with the run (``runs show`` shows it), each item's judged matches too."""
     gold = run_gold(store, run)
     config = run_scoring(run)
+    people = from_gold_overrides(store.gold_overrides(run.dataset))
+    if people:  # ``gold override --same/--not-same``: these pairs never reach the judge
+        judge = OverruledJudge(judge, people)
     work: list[tuple[ItemScore, str, Extraction, Extraction | None]] = []
     for item_id, output, error, _ in store.iter_outputs(run.id):
         item = gold.get(item_id)
