@@ -190,3 +190,57 @@ def render_judged_page(block: dict[str, Any], item_ids: list[str], console: Cons
         )
         for line in lines:
             print_table(console, Text(line))
+
+
+_STRING_NAMES = {
+    "entities": "entity",
+    "entities_typed": "entity_typed",
+    "relationships": "relationship",
+}
+
+
+def _span(ci: Any) -> str:
+    return "—" if not ci else f"[{ci['low']:+.3f}, {ci['high']:+.3f}]"
+
+
+def _signed(value: Any) -> str:
+    return "—" if value is None else f"{value:+.3f}"
+
+
+def render_judged_paired(
+    paired: dict[str, Any], compared: dict[str, Any], console: Console
+) -> None:
+    """``compare --judge``: per kind, the string Δ F1 (``compared``: the paired comparison
+    above) beside the judged A, B and Δ F1 with its paired bootstrap CI."""
+    table = Table(title_justify="left", show_edge=False, pad_edge=False)
+    for head in ("judged F1, B vs A", "string Δ", "string CI", "judged A", "judged B", "judged Δ"):
+        table.add_column(head, justify="left" if head.startswith("judged F1") else "right")
+    table.add_column("judged CI", justify="right")
+    metrics = compared.get("metrics") or {}
+    items = 0
+    for label, kind in (
+        ("entities", "entities"),
+        ("entities, typed", "entities_typed"),
+        ("relationships", "relationships"),
+    ):
+        j = paired.get(f"{kind}.f1") or {}
+        s = metrics.get(f"{_STRING_NAMES[kind]}_f1") or {}
+        items = max(items, int(j.get("items") or 0))
+        table.add_row(
+            label,
+            _signed(s.get("delta")),
+            _span(s.get("ci")),
+            fmt_number(j.get("a")),
+            fmt_number(j.get("b")),
+            Text(_signed(j.get("delta")), style="bold"),
+            _span(j.get("ci")),
+        )
+    print_table(console, table)
+    print_table(
+        console,
+        Text(
+            f"judged Δ on the {items} items both runs have, paired bootstrap over items as for"
+            " the string Δ (precision and recall in --format json)",
+            style="dim",
+        ),
+    )

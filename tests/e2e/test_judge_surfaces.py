@@ -221,3 +221,37 @@ def test_a_person_overrules_a_judged_pair_through_the_gold_override_store(
     s2 = {m["pred_name"]: m for m in block["items"]["sample-002"]}
     assert s2["Analytics"]["source"] == "person" and s2["Analytics"]["reason"] == "house name"
     assert s2["Achterberg"]["source"] == "model"  # the rest is still the judge's
+
+
+def test_compare_pairs_the_judged_f1_with_a_ci_beside_the_string_delta(fakes: None) -> None:
+    _last_word_run("ja", n=6)
+    items = LocalStore().get_items("extraction-eval")[:6]
+    register_fake("gold6", {"items": {i.id: i.expected.model_dump(mode="json") for i in items}})
+    done = runner.invoke(app, ["run", "--model", "fake:gold6", "--limit", "6", "--name", "jb"])
+    assert done.exit_code == 0, done.output
+    args = ["compare", "ja", "jb", "--resamples", "200", "--seed", "7", "--judge", "offline:rules"]
+    out = runner.invoke(app, [*args, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    paired = data["judged_paired"]
+    assert set(paired) == {
+        f"{k}.{m}"
+        for k in ("entities", "entities_typed", "relationships")
+        for m in ("precision", "recall", "f1")
+    }
+    ent = paired["entities.f1"]
+    assert ent["a"] == pytest.approx(data["judged"]["ja"]["entities"]["f1"])
+    assert ent["b"] == pytest.approx(data["judged"]["jb"]["entities"]["f1"])
+    assert ent["delta"] == pytest.approx(ent["b"] - ent["a"])
+    assert ent["ci"]["low"] <= ent["delta"] <= ent["ci"]["high"]
+    assert ent["items"] == data["items"]
+    # the judge closes part of the string gap: the judged Δ is smaller than the string Δ
+    assert 0 <= ent["delta"] < data["metrics"]["entity_f1"]["delta"]
+    again = json.loads(runner.invoke(app, [*args, "--format", "json"]).stdout)
+    assert again["judged_paired"] == paired  # seeded: the same interval
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0, text.output
+    flat = _flat(text.stdout)
+    assert "judged F1, B vs A" in flat
+    line = re.search(r"entities (\+|-)\d\.\d{3} \[.*?\] \d\.\d{3} \d\.\d{3} (\S+) \[", flat)
+    assert line is not None and line.group(2) == f"{ent['delta']:+.3f}"
