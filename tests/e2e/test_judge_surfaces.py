@@ -47,9 +47,12 @@ def _last_word_run(name: str, n: int = 3) -> None:
     assert done.exit_code == 0, done.output
 
 
-def _judge_says(reason: str, *, never: tuple[str, ...] = ()) -> FakeProvider:
+def _judge_says(
+    reason: str, *, never: tuple[str, ...] = (), cost: float | None = None
+) -> FakeProvider:
     """A scripted judge: every pair is the same (reason ``reason``), except pairs naming a
-    word of ``never``; it records the pairs it was asked."""
+    word of ``never``; each call costs ``cost`` USD (None: unpriced); it records the pairs
+    it was asked."""
 
     def answer(request: Any) -> dict[str, Any]:
         user = request.messages[-1].content
@@ -60,7 +63,8 @@ def _judge_says(reason: str, *, never: tuple[str, ...] = ()) -> FakeProvider:
                     {"id": k, "same": not any(w in p for w in never), "reason": reason}
                     for k, p in enumerate(pairs, start=1)
                 ]
-            }
+            },
+            "usage": {} if cost is None else {"cost_usd": cost},
         }
 
     return register_fake("judge", {"default": answer})
@@ -255,3 +259,88 @@ def test_compare_pairs_the_judged_f1_with_a_ci_beside_the_string_delta(fakes: No
     assert "judged F1, B vs A" in flat
     line = re.search(r"entities (\+|-)\d\.\d{3} \[.*?\] \d\.\d{3} \d\.\d{3} (\S+) \[", flat)
     assert line is not None and line.group(2) == f"{ent['delta']:+.3f}"
+
+
+def _last_word_items(n: int) -> dict[str, Any]:
+    items = LocalStore().get_items("extraction-eval")[:n]
+    return {
+        i.id: {
+            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
+            "relationships": [],
+        }
+        for i in items
+    }
+
+
+PRICED = ("--price-in", "1", "--price-out", "1", "--max-cost", "0.5")
+
+
+def _budget_lines(stderr: str) -> list[str]:
+    return [x for x in stderr.splitlines() if "stopped: budget" in x]
+
+
+def test_max_cost_counts_the_judge_on_run_experiment(fakes: None) -> None:
+    register_fake("lw", {"items": _last_word_items(3)})
+    fake = _judge_says("scripted", cost=1.0)  # one judge call spends twice the ceiling
+    done = runner.invoke(
+        app,
+        [
+            *("run", "--model", "fake:lw", "--limit", "3", "--name", "budget", *PRICED),
+            *("--judge", "fake:judge"),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert len(fake.calls) == 1  # the ceiling stopped the judge after its first call
+    (line,) = _budget_lines(done.stderr)
+    assert "--max-cost 0.5" in line and "judge budget of $" in line
+    assert "pairs not judged" in line and "after 1 judge calls" in line
+    run = LocalStore().get_run("budget", "extraction-eval")
+    assert run is not None and run.summary is not None
+    (block,) = LocalStore().run_judged(run.id)  # what was judged is kept
+    stats = block["stats"]
+    assert stats["calls"] == 1 and stats["budget_refused"] > 0
+    assert stats["errors"] >= stats["budget_refused"]
+    assert block["matches"]["entities"] > 0  # the first call's verdicts count
+    assert run.summary["report"]["items"] == 3  # the run's own results are all there
+
+
+def test_max_cost_counts_the_judge_on_matrix_across_cells(fakes: None) -> None:
+    register_fake("c1", {"items": _last_word_items(3)})
+    register_fake("c2", {"items": _last_word_items(3)})
+    fake = _judge_says("scripted", cost=1.0)
+    done = runner.invoke(
+        app,
+        [
+            *("matrix", "--model", "fake:c1", "--model", "fake:c2", "--limit", "3"),
+            *("--name", "mxb", *PRICED, "--judge", "fake:judge"),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert len(fake.calls) == 1  # the second cell's judge had nothing left
+    (line,) = _budget_lines(done.stderr)
+    assert "--max-cost 0.5" in line
+    store = LocalStore()
+    blocks = [
+        store.run_judged(r.id)[0]
+        for r in store.list_runs("extraction-eval")
+        if r.name.startswith("mxb/")
+    ]
+    assert len(blocks) == 2  # both cells' judged figures kept
+    assert sum(b["stats"]["calls"] for b in blocks) == 1
+    assert all(b["stats"]["budget_refused"] > 0 for b in blocks)
+
+
+def test_an_unpriced_judge_under_a_ceiling_stops_after_one_call(fakes: None) -> None:
+    register_fake("lw2", {"items": _last_word_items(3)})
+    fake = _judge_says("scripted")  # no cost reported: the budget cannot be checked
+    done = runner.invoke(
+        app,
+        [
+            *("run", "--model", "fake:lw2", "--limit", "3", "--name", "unpriced", *PRICED),
+            *("--judge", "fake:judge"),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert len(fake.calls) == 1
+    (line,) = _budget_lines(done.stderr)
+    assert "cannot be priced" in line
