@@ -344,3 +344,34 @@ def test_an_unpriced_judge_under_a_ceiling_stops_after_one_call(fakes: None) -> 
     assert len(fake.calls) == 1
     (line,) = _budget_lines(done.stderr)
     assert "cannot be priced" in line
+
+
+def test_a_judged_pair_override_changes_no_gold(fakes: None, tmp_path: Path) -> None:
+    """``same`` / ``not_same`` overrides are the judge's: a gold build neither applies them,
+    nor reports them as stale, nor votes again because of them."""
+    from extraction_eval.backends.local import SAMPLE_DATASET
+    from extraction_eval.seeds.ensemble.build import build_gold
+    from extraction_eval.seeds.ensemble.config import GoldConfig, parse_models
+    from extraction_eval.seeds.ensemble.review import add_override
+    from extraction_eval.types import GoldOverride
+
+    with LocalStore(tmp_path / "store.db") as store:
+        items = store.get_items(SAMPLE_DATASET)
+        register_fake("g1", {"items": {i.id: i.expected.model_dump(mode="json") for i in items}})
+        config = GoldConfig(dataset=SAMPLE_DATASET, models=parse_models(["fake:g1"]))
+        first = build_gold(config, store)
+        add_override(
+            store,
+            GoldOverride(
+                dataset=SAMPLE_DATASET,
+                item_id="sample-001",
+                action="not_same",
+                kind="entity",
+                target="Velloso",
+                value="Mara Velloso",
+                reason="a different Velloso",
+            ),
+        )
+        again = build_gold(config, store)
+        assert again.revoted == 0 and again.override_problems == []
+        assert [i.expected for i in again.items] == [i.expected for i in first.items]
