@@ -184,9 +184,9 @@ def override_cmd(
         ),
     ] = None,
 ) -> None:
-    """Correct the vote (applied on top of it at every build, flagged source: override), or
-    overrule the semantic judge on a pair of names (--same / --not-same: honoured by every
-    --judge on the dataset's runs)."""
+    """Correct the vote, or overrule the judge on a pair of names. A correction applies on
+    top of the vote at every build (flagged source: override); --same / --not-same settle a
+    judged pair for every --judge on the dataset's runs, and change no gold."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.errors import UsageError
     from extraction_eval.seeds.ensemble.review import add_override, read_overrides
