@@ -369,3 +369,51 @@ def test_a_judged_pair_override_changes_no_gold(fakes: None, tmp_path: Path) -> 
         again = build_gold(config, store)
         assert again.revoted == 0 and again.override_problems == []
         assert [i.expected for i in again.items] == [i.expected for i in first.items]
+
+
+def test_score_overrides_with_an_item_id_settle_the_pair_on_that_item_only(
+    tmp_path: Path,
+) -> None:
+    gold, pred, people = tmp_path / "g.jsonl", tmp_path / "p.jsonl", tmp_path / "people.jsonl"
+    text = "Barack Obama met the press."
+    gold.write_text(
+        "".join(
+            json.dumps(
+                {"id": i, "text": text, "entities": [{"name": "Barack Obama", "type": "PER"}]}
+            )
+            + "\n"
+            for i in ("x", "y")
+        ),
+        encoding="utf-8",
+    )
+    pred.write_text(
+        "".join(
+            json.dumps({"id": i, "entities": [{"name": "Obama", "type": "PER"}]}) + "\n"
+            for i in ("x", "y")
+        ),
+        encoding="utf-8",
+    )
+    people.write_text(
+        json.dumps(
+            {"a": "Obama", "b": "Barack Obama", "same": False, "item_id": "y", "reason": "no"}
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    per_item = tmp_path / "items.jsonl"
+    done = runner.invoke(
+        app,
+        [
+            *("score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"),
+            *("--judge", "offline:rules", "--judge-overrides", str(people)),
+            *("--per-item", str(per_item)),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    lines = {
+        x["id"]: x["judged"]["matches"]
+        for x in map(json.loads, per_item.read_text(encoding="utf-8").splitlines())
+    }
+    assert [m["source"] for m in lines["x"] if m["kind"] == "entities"] == ["rules"]
+    assert lines["y"] == []  # the person said no on y, and only on y
+    assert json.loads(done.stdout)["judged"]["overruled"] == 1
