@@ -419,11 +419,15 @@ class GoldOverride(_Frozen):
 
     ``add``: ``value`` is the object as JSON; ``remove``: ``target`` names the object (an
     entity's name, or ``source|type|target`` of a relationship); ``set``: ``target`` and
-    ``field`` (``name``, ``type``, ``evidence``, ``attributes.<key>``) get ``value``."""
+    ``field`` (``name``, ``type``, ``evidence``, ``attributes.<key>``) get ``value``.
+
+    ``same`` / ``not_same`` overrule the semantic judge instead (the vote ignores them):
+    on this item, the entity name ``target`` (predicted) and ``value`` (gold) are, or are
+    not, one entity, whatever a judge would say (``--judge`` asks no judge about them)."""
 
     dataset: str
     item_id: str
-    action: Literal["add", "remove", "set"]
+    action: Literal["add", "remove", "set", "same", "not_same"]
     kind: Literal["entity", "relationship"]
     reason: str
     target: str | None = None

@@ -8,7 +8,8 @@ not need keys or the network).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import NotFoundError
@@ -25,6 +26,8 @@ class ItemDetail:
     result: ItemResult
     item: DatasetItem | None
     input_note: str | None = None  # why the input is not shown
+    # judge identity -> this item's judged matches (``--judge`` kept them with the run)
+    judged: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def run_item(store: LocalStore, run: RunRecord, item_id: str) -> ItemDetail:
@@ -47,4 +50,17 @@ def run_item(store: LocalStore, run: RunRecord, item_id: str) -> ItemDetail:
     if item is None:
         where = "LangFuse dataset" if run.backend == "langfuse" else "dataset"
         note = f"not in the local store ({where} {run.dataset!r}, version {run.dataset_version})"
-    return ItemDetail(run=run, result=found, item=item, input_note=note)
+    return ItemDetail(
+        run=run, result=found, item=item, input_note=note, judged=item_judged(store, run, item_id)
+    )
+
+
+def item_judged(store: LocalStore, run: RunRecord, item_id: str) -> dict[str, list[dict[str, Any]]]:
+    """The item's judged matches in every judged block kept with the run (newest judging
+    first), by judge identity; empty when the run was never judged."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for block in store.run_judged(run.id):
+        items = block.get("items") or {}
+        found = items.get(item_id) if isinstance(items, dict) else None
+        out[str(block.get("judge"))] = [m for m in found or [] if isinstance(m, dict)]
+    return out

@@ -53,17 +53,24 @@ class JudgedMatch:
     pred_name: str
     gold_name: str
     reason: str
-    source: str  # rules | model | cache
+    source: str  # rules | model | cache | person | string
+    judge: str = ""  # the judge's identity: model, endpoint, prompt version
 
     def to_json(self) -> dict[str, Any]:
+        """The match as stored with a run and exported: who judged it (``judge``), what it
+        said (``same``: always true for a match, a person's verdict included) and why, and
+        whether the verdict was read from the cache rather than asked."""
         return {
             "kind": self.kind,
             "pred": self.pred,
             "gold": self.gold,
             "pred_name": self.pred_name,
             "gold_name": self.gold_name,
+            "same": True,
             "reason": self.reason,
             "source": self.source,
+            "cached": self.source == "cache",
+            "judge": self.judge,
         }
 
 
@@ -200,6 +207,7 @@ def _assign(
     found: Sequence[tuple[int, int]],
     same: dict[tuple[int, int], Verdict],
     names: tuple[Sequence[Any], Sequence[Any]],
+    judge: str,
 ) -> list[JudgedMatch]:
     """One-to-one among the judged-yes pairs (``evaluators.matching.assign``)."""
     yes = [(i, j) for i, j in found if (i, j) in same]
@@ -216,7 +224,7 @@ def _assign(
         i, j = rows[a], cols[b]
         v = same[(i, j)]
         pred, gold = names[0][i], names[1][j]
-        out.append(JudgedMatch(kind, i, j, _label(pred), _label(gold), v.reason, v.source))
+        out.append(JudgedMatch(kind, i, j, _label(pred), _label(gold), v.reason, v.source, judge))
     return sorted(out, key=lambda m: (m.pred, m.gold))
 
 
@@ -276,7 +284,7 @@ async def judge_item(
             for i, j in plan.entity.get(kind, [])
             if (v := said[(pe[i].name, ge[j].name, ge[j].type)]).same
         }
-        matches += _assign(kind, list(yes), yes, (pe, ge))
+        matches += _assign(kind, list(yes), yes, (pe, ge), judge.identity)
     rel_yes: dict[tuple[int, int], Verdict] = {}
     for i, j, needs in plan.rel:
         found = [said[need] for need in needs]
@@ -285,7 +293,11 @@ async def judge_item(
             source = found[0].source if found else "string"
             rel_yes[(i, j)] = Verdict(True, reason, source)
     matches += _assign(
-        "relationships", list(rel_yes), rel_yes, (pred.relationships, gold.relationships)
+        "relationships",
+        list(rel_yes),
+        rel_yes,
+        (pred.relationships, gold.relationships),
+        judge.identity,
     )
     counts = dict(base)
     for kind in KINDS:

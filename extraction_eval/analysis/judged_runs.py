@@ -1,19 +1,27 @@
 """Judged figures of a stored run (``run-experiment --judge``): its items re-scored exactly as
 the run scored them (its scoring config, its gold view), then judged like ``score --judge``.
 The run's record and its string figures are left as they are; the judged block is kept
-beside them (``run_judged``)."""
+beside them (``run_judged``). People's verdicts on judged pairs (the dataset's ``same`` /
+``not_same`` gold overrides) win over the judge's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from extraction_eval.analysis.judged import judge_items, judged_report
+import numpy as np
+from numpy.typing import NDArray
+
+from extraction_eval.analysis.judged import KINDS, JudgedItem, judge_items, judged_report
 from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators import score_dataset_item
 from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.item import ItemScore
+from extraction_eval.evaluators.protocols.paired import paired_protocols
+from extraction_eval.evaluators.stats.intervals import CiMethod
 from extraction_eval.judge.base import Judge
+from extraction_eval.judge.overrides import OverruledJudge, from_gold_overrides
 from extraction_eval.types import Extraction, Score
 
 
@@ -27,8 +35,23 @@ def judge_run(
 ) -> dict[str, Any]:
     """The ``judged`` block of ``run`` (as ``score``'s report has it), plus ``items``; with
     ``keep``, stored with the run (``runs show`` shows it), each item's judged matches too."""
+    return judge_run_items(store, run, judge, calibration, keep=keep)[0]
+
+
+def judge_run_items(
+    store: LocalStore,
+    run: RunRecord,
+    judge: Judge,
+    calibration: dict[str, Any] | None,
+    *,
+    keep: bool = True,
+) -> tuple[dict[str, Any], list[JudgedItem]]:
+    """``judge_run``'s block and each item's judged counts (``compare`` pairs them)."""
     gold = run_gold(store, run)
     config = run_scoring(run)
+    people = from_gold_overrides(store.gold_overrides(run.dataset))
+    if people:  # ``gold override --same/--not-same``: these pairs never reach the judge
+        judge = OverruledJudge(judge, people)
     work: list[tuple[ItemScore, str, Extraction, Extraction | None]] = []
     for item_id, output, error, _ in store.iter_outputs(run.id):
         item = gold.get(item_id)
@@ -44,7 +67,37 @@ def judge_run(
     if keep:
         matches = {j.item_id: [m.to_json() for m in j.matches] for j in judged if j.matches}
         store.put_run_judged(run.id, judge.identity, report, matches)
-    return report
+    return report, judged
+
+
+def paired_judged(
+    a: Sequence[JudgedItem],
+    b: Sequence[JudgedItem],
+    *,
+    resamples: int,
+    seed: int,
+    method: CiMethod = "expanded",
+) -> dict[str, dict[str, Any]]:
+    """B against A on judged P/R/F1, on the items both have: per ``<kind>.<precision|recall|
+    f1>`` both runs' judged figure, Δ = B − A and its paired bootstrap CI over items (the
+    same resampling as ``compare``'s string Δ and its protocols: both runs' count rows of an
+    item drawn together)."""
+    by_b = {j.item_id: j for j in b}
+    both = [(x, by_b[x.item_id]) for x in a if x.item_id in by_b]
+
+    def rows(side: int) -> dict[str, NDArray[np.int64]]:
+        return {
+            kind: np.array(
+                [
+                    [p[side].counts[kind].tp, p[side].counts[kind].fp, p[side].counts[kind].fn]
+                    for p in both
+                ],
+                dtype=np.int64,
+            ).reshape(-1, 3)
+            for kind in KINDS
+        }
+
+    return paired_protocols(rows(0), rows(1), resamples=resamples, seed=seed, method=method)
 
 
 JUDGED_SCORES = (

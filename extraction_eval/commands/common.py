@@ -6,7 +6,7 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.markup import escape
@@ -111,6 +111,25 @@ def error_line(exc: ExtractionEvalError) -> str:
     if isinstance(exc, InvalidValue):
         return f"{flag(exc.field)} {exc.problem_as(flag)}"
     return one_line(exc)
+
+
+def judge_budget_line(reports: list[dict[str, Any]], max_cost: float | None) -> None:
+    """One ``stopped: budget`` line on stderr when ``--max-cost`` left pairs unjudged (in
+    ``reports``: judged blocks); the judged figures computed are printed and kept anyway."""
+    refused = sum(int((r.get("stats") or {}).get("budget_refused") or 0) for r in reports)
+    if max_cost is None or not refused:
+        return
+    calls = sum(int((r.get("stats") or {}).get("calls") or 0) for r in reports)
+    cost = sum(float((r.get("stats") or {}).get("cost_usd") or 0.0) for r in reports)
+    lines = [x for r in reports for x in (r.get("stats") or {}).get("error_examples") or []]
+    why = next((x.split(";")[0] for x in lines if "budget" in x), "judge budget reached")
+    err_console.print(
+        f"[red]stopped: budget[/] --max-cost {max_cost:g}: {escape(why)}; {refused} pairs not"
+        f" judged (counted as judge errors, never matches) after {calls} judge calls"
+        f" (${cost:.4f}); the judged figures above are kept",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 NO_CACHE_HELP = "Neither read nor write the response cache (every item calls the model)."

@@ -131,7 +131,18 @@ def compare_cmd(
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
     corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
-    judged = judged_of_runs(store, (a, b), judges)
+    judged_items: list[Any] = []
+    judged = judged_of_runs(store, (a, b), judges, judged_items)
+    judged_paired = None
+    if judged:  # B against A on judged figures: the string Δ's paired bootstrap
+        from extraction_eval.analysis.judged_runs import paired_judged
+
+        judged_paired = paired_judged(
+            *judged_items,
+            resamples=options.resamples,
+            seed=options.seed,
+            method=data["bootstrap"]["ci_method"],
+        )
     protocols = protocols_of_runs(store, (a, b), protocol, train, options) if protocol else {}
     if fmt == "json":
         import json
@@ -143,6 +154,7 @@ def compare_cmd(
             data["ppi"] = {r.run: r.to_json() for r in corrected}
         if judged:
             data["judged"] = judged
+            data["judged_paired"] = judged_paired
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         from extraction_eval.views.paired import render_alias_lines, render_paired
@@ -161,6 +173,10 @@ def compare_cmd(
 
             for name, block in judged.items():
                 render_judged(block, console, run=name)
+            if judged_paired is not None:
+                from extraction_eval.views.judge import render_judged_paired
+
+                render_judged_paired(judged_paired, data, console)
         if protocols:
             from extraction_eval.views.protocols import render_paired_protocols, render_protocols
 
@@ -261,19 +277,24 @@ def judges_for(model: str | None, base_url: str | None, runs: int = 2) -> list[A
     return [make_judge(model, base_url=base_url) for _ in range(runs)]
 
 
-def judged_of_runs(store: Any, runs: Sequence[Any], judges: list[Any]) -> dict[str, Any]:
+def judged_of_runs(
+    store: Any, runs: Sequence[Any], judges: list[Any], items: list[Any] | None = None
+) -> dict[str, Any]:
     """Each run's judged block (``analysis.judged_runs``), by run name; none without a judge.
-    Not paired: each run's judged figures stand beside its own string figures."""
+    ``items`` (when given) gets each run's per-item judged counts, in ``runs``' order, for
+    the paired judged Δ."""
     if not judges:
         return {}
-    from extraction_eval.analysis.judged_runs import judge_run
+    from extraction_eval.analysis.judged_runs import judge_run_items
 
     out: dict[str, Any] = {}
     for run, judge in zip(runs, judges, strict=True):
         if hasattr(judge, "cache"):
             judge.cache = store.cache()
         calibration = store.latest_judge_calibration(judge.identity)
-        out[run.name] = judge_run(store, run, judge, calibration)
+        out[run.name], judged = judge_run_items(store, run, judge, calibration)
+        if items is not None:
+            items.append(judged)
     return out
 
 

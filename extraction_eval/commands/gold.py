@@ -156,6 +156,22 @@ def override_cmd(
         str | None,
         typer.Option("--set", help="TARGET.FIELD=VALUE, e.g. 'Port Ansel.type=city'."),
     ] = None,
+    same: Annotated[
+        str | None,
+        typer.Option(
+            "--same",
+            help="PREDICTED=GOLD: overrule the --judge: on this item these two names are one"
+            " entity (no judge is asked).",
+        ),
+    ] = None,
+    not_same: Annotated[
+        str | None,
+        typer.Option(
+            "--not-same",
+            help="PREDICTED=GOLD: overrule the --judge: on this item these two names are not"
+            " one entity (no judge is asked).",
+        ),
+    ] = None,
     kind: Annotated[
         Literal["entity", "relationship"], typer.Option(help="What the override is about.")
     ] = "entity",
@@ -168,7 +184,9 @@ def override_cmd(
         ),
     ] = None,
 ) -> None:
-    """Correct the vote; applied on top of it at every build, flagged source: override."""
+    """Correct the vote, or overrule the judge on a pair of names. A correction applies on
+    top of the vote at every build (flagged source: override); --same / --not-same settle a
+    judged pair for every --judge on the dataset's runs, and change no gold."""
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.errors import UsageError
     from extraction_eval.seeds.ensemble.review import add_override, read_overrides
@@ -176,9 +194,10 @@ def override_cmd(
 
     store = LocalStore()
     if file is not None:
-        if item or add or remove or set_:
+        if item or add or remove or set_ or same or not_same:
             raise UsageError(
-                "--file takes the overrides from the file: no ITEM, --add/--remove/--set"
+                "--file takes the overrides from the file: no ITEM, --add/--remove/--set,"
+                " --same/--not-same"
             )
         overrides, problems = read_overrides(file, dataset)
         for p in problems:
@@ -186,9 +205,12 @@ def override_cmd(
         ids = [add_override(store, o) for o in overrides]
         console.print(f"stored {len(ids)} overrides for {dataset}", highlight=False)
         return
-    given = [(a, v) for a, v in (("add", add), ("remove", remove), ("set", set_)) if v is not None]
+    options = (("add", add), ("remove", remove), ("set", set_))
+    given = [(a, v) for a, v in (*options, ("same", same), ("not_same", not_same)) if v is not None]
     if item is None or len(given) != 1:
-        raise UsageError("give ITEM and exactly one of --add, --remove, --set (or --file)")
+        raise UsageError(
+            "give ITEM and exactly one of --add, --remove, --set, --same, --not-same (or --file)"
+        )
     if reason is None:
         raise UsageError("--reason is required: say why (it is kept with the gold)")
     action, given_value = given[0]
@@ -197,6 +219,14 @@ def override_cmd(
     field: str | None = None
     if action == "remove":
         target, value = given_value, None
+    elif action in ("same", "not_same"):
+        target, sep, value = given_value.partition("=")
+        if not sep or not target.strip() or not value.strip():
+            flag = "--same" if action == "same" else "--not-same"
+            raise UsageError(
+                f"{flag} takes PREDICTED=GOLD, e.g. 'IBM=International Business Machines'"
+            )
+        target, value = target.strip(), value.strip()
     elif action == "set":
         left, sep, value = given_value.partition("=")
         target, dot, field = left.rpartition(".")
@@ -216,9 +246,12 @@ def override_cmd(
         author=author,
     )
     number = add_override(store, override)
-    console.print(
-        f"override #{number} stored; it applies from the next gold build", highlight=False
+    when = (
+        "next --judge on the dataset's runs"
+        if action in ("same", "not_same")
+        else "next gold build"
     )
+    console.print(f"override #{number} stored; it applies from the {when}", highlight=False)
 
 
 @gold_app.command("triage")

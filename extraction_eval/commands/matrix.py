@@ -18,6 +18,7 @@ from extraction_eval.commands.common import (
     error_line,
     fail,
     handle_errors,
+    judge_budget_line,
 )
 from extraction_eval.limits import DEFAULT_MAX_CELLS
 
@@ -110,7 +111,7 @@ def matrix_cmd(
     if alias_fields:  # every cell scores with the same names of one entity
         scoring = dataclasses.replace(matrix.base.scoring, **alias_fields)  # type: ignore[arg-type]
         matrix = dataclasses.replace(matrix, base=dataclasses.replace(matrix.base, scoring=scoring))
-    judged_cells = _judged_cells(judge, judge_base_url)  # refused before anything is spent
+    judged_cells = _judged_cells(judge, judge_base_url, matrix.base.max_cost)  # refused now
     if dry_run:
         render_matrix_estimate(matrix, estimate_matrix(matrix), console)
         return
@@ -130,9 +131,10 @@ def matrix_cmd(
         fail("; ".join(outcome.problems), 3)
 
 
-def _judged_cells(model: str | None, base_url: str | None) -> Any:
+def _judged_cells(model: str | None, base_url: str | None, max_cost: float | None) -> Any:
     """``--judge``: checked now (a bad judge is refused before any cell runs); returns what
-    prints each cell's string and judged F1 once the matrix has run, or None."""
+    prints each cell's string and judged F1 once the matrix has run, or None. ``max_cost``
+    counts the judge too: the cells' judges share what the matrix's runs left of it."""
     if model is None:
         if base_url is not None:
             fail("--judge-base-url needs --judge MODEL")
@@ -148,11 +150,20 @@ def _judged_cells(model: str | None, base_url: str | None) -> Any:
 
         rows = []
         with LocalStore(seed=False) as store:
-            for run in runs:
+            records = [store.get_run_by_id(run.id) for run in runs]
+            left = None
+            if max_cost is not None:  # what the cells' runs left of the ceiling
+                spent = sum(float((r.summary or {}).get("cost_usd") or 0.0) for r in records)
+                left = max(0.0, max_cost - spent)
+            for record in records:
                 judge = make_judge(model, base_url=base_url, cache=store.cache())
+                if left is not None and hasattr(judge, "max_cost_usd"):
+                    judge.max_cost_usd = left
                 calibration = store.latest_judge_calibration(judge.identity)
-                record = store.get_run_by_id(run.id)
                 rows.append((record, judge_run(store, record, judge, calibration)))
+                if left is not None:
+                    left = max(0.0, left - float(rows[-1][1]["stats"]["cost_usd"]))
         render_judged_cells(rows, console)
+        judge_budget_line([report for _, report in rows], max_cost)
 
     return show

@@ -219,7 +219,7 @@ def _after_run(
     """The checks after a run's tables: budget, PPI, the judged figures, the protocols,
     thresholds, the baseline gate."""
     from extraction_eval.analysis.checks import check_run
-    from extraction_eval.commands.common import error_line
+    from extraction_eval.commands.common import error_line, judge_budget_line
 
     checks = check_run(outcome, config, base)
     if checks.budget is not None:
@@ -240,7 +240,8 @@ def _after_run(
             # --max-cost counts the judge's calls too: it gets what the run left over
             spent = outcome.summary.cost_usd or 0.0
             the_judge.max_cost_usd = max(0.0, config.max_cost - spent)
-        _render_judged(the_judge, outcome.run.id)
+        report = _render_judged(the_judge, outcome.run.id)
+        judge_budget_line([report], config.max_cost)
     if protocol:
         from extraction_eval.backends.local import LocalStore
         from extraction_eval.commands.compare import protocols_of_run
@@ -283,7 +284,7 @@ def _make_judge(model: str | None, base_url: str | None) -> Any:
     return make_judge(model, base_url=base_url)
 
 
-def _render_judged(judge: Any, run_id: int) -> None:
+def _render_judged(judge: Any, run_id: int) -> dict[str, Any]:
     """The run's judged figures under its summary (verdicts cached in the local store; the
     latest calibration of the judge backs them); the run's own record is not changed."""
     from extraction_eval.analysis.judged_runs import judge_run, post_judged_scores
@@ -300,3 +301,4 @@ def _render_judged(judge: Any, run_id: int) -> None:
     problem = post_judged_scores(record, report)  # LangFuse mode: *_judged run scores
     if problem is not None:
         err_console.print(f"[yellow]warning:[/] {problem}", highlight=False, soft_wrap=True)
+    return report

@@ -157,9 +157,10 @@ def show_cmd(
         )
         render_run_page(run, shown, console, category=category)
         for judged in store.run_judged(run.id):  # --judge on run, compare or matrix kept it
-            from extraction_eval.views.judge import render_judged
+            from extraction_eval.views.judge import render_judged, render_judged_page
 
             render_judged(judged, console, stored=judged.get("created_at"))
+            render_judged_page(judged, [r.item_id for r in shown.results], console)
     if category is not None:
         unknown = store.count_untagged(run.id)
         if unknown:

@@ -404,8 +404,24 @@ _SETTABLE = {
 }
 
 
+JUDGE_ACTIONS = ("same", "not_same")  # overrule the semantic judge, not the vote
+
+
 def check_override(o: GoldOverride) -> None:
     """Refuse an override that could never apply (before it is stored)."""
+    if o.action in JUDGE_ACTIONS:
+        if o.kind != "entity":
+            raise InvalidValue(
+                "kind",
+                f"a {o.action} override names two entities (relationships are judged"
+                " through their endpoints)",
+            )
+        if not (o.target or "").strip() or not (o.value or "").strip():
+            raise InvalidValue(
+                "target",
+                f"a {o.action} override needs the predicted name (target) and the"
+                " gold name (value)",
+            )
     if o.action in ("remove", "set") and not (o.target or "").strip():
         raise InvalidValue("target", f"a {o.action} override needs the object it changes")
     if o.kind == "relationship" and o.target and o.target.count("|") != 2:
@@ -444,6 +460,8 @@ def apply_overrides(
     objects = [GoldObject(o.kind, o.obj, o.confidence) for o in vote.kept]
     problems: list[str] = []
     for o in overrides:
+        if o.action in JUDGE_ACTIONS:  # the judge's, not the vote's
+            continue
         label = f"override #{o.id} ({o.action} {o.kind}" + (f" {o.target!r})" if o.target else ")")
         if o.action == "add":
             new = _parse_added(o)

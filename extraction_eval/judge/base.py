@@ -60,6 +60,7 @@ class JudgeStats:
     cost_unknown: int = 0  # calls whose cost could not be priced
     errors: int = 0
     error_examples: list[str] = field(default_factory=list)
+    budget_refused: int = 0  # pairs left unjudged by the cost ceiling (counted in errors too)
 
     def failed(self, line: str, pairs: int) -> None:
         self.errors += pairs
@@ -75,6 +76,7 @@ class JudgeStats:
             "cost_unknown_calls": self.cost_unknown,
             "errors": self.errors,
             "error_examples": list(self.error_examples),
+            "budget_refused": self.budget_refused,
         }
 
 

@@ -250,10 +250,15 @@ class ModelJudge:
         )
 
     async def _ask(self, context: str, batch: Sequence[JudgePair]) -> list[Verdict]:
-        if self.max_cost_usd is not None and self._stats.cost_usd >= self.max_cost_usd:
-            return self._failed(
-                f"judge budget of ${self.max_cost_usd:.4f} reached; pair not judged", batch
-            )
+        if self.max_cost_usd is not None:
+            refused = None
+            if self._stats.cost_unknown:  # never pretend an unpriced call cost nothing
+                refused = "judge calls cannot be priced, so its budget cannot be checked"
+            elif self._stats.cost_usd >= self.max_cost_usd:
+                refused = f"judge budget of ${self.max_cost_usd:.4f} reached"
+            if refused is not None:
+                self._stats.budget_refused += len(batch)
+                return self._failed(f"{refused}; pair not judged", batch)
         request = self._request(context, batch)
         self._stats.calls += 1
         try:

@@ -27,7 +27,8 @@ without network, with per-item answers and injected failures. Script format::
 
 A step may also be a plain string (the answer text) or, from Python, an ``Extraction`` or a
 callable ``(CompletionRequest) -> step``. Any step may carry ``"usage": {"input": n,
-"output": m}``; otherwise word counts stand in for tokens. Sequences are counted per rule
+"output": m}`` (and ``"cost_usd"``: the call's reported cost); otherwise word counts stand
+in for tokens. Sequences are counted per rule
 and item (or per distinct input when the item is unknown), so "429 then success" applies to
 each matching item. The script comes from Python (``register_fake``) or from the JSON file
 named by ``EXTRACTION_EVAL_FAKE_SCRIPT``; with ``EXTRACTION_EVAL_FAKE_LOG`` set, every call
@@ -309,6 +310,7 @@ class FakeProvider:
             usage=Usage(
                 tokens_in=int(usage.get("input", _words(prompt))),
                 tokens_out=int(usage.get("output", _words(text))),
+                cost_usd=usage.get("cost_usd"),  # a priced call, for budget tests
             ),
         )
 

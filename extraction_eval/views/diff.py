@@ -230,3 +230,8 @@ def render_item_comparison(cmp: ItemComparison, console: Console) -> None:
     else:
         console.print("no gold object and no prediction in A or B")
     console.print(LEGEND, style="dim", highlight=False)
+    if cmp.judged_a or cmp.judged_b:  # beside the string diff above, never folded into it
+        from extraction_eval.views.judge import render_judged_matches
+
+        render_judged_matches(cmp.judged_a, console, side="in A")
+        render_judged_matches(cmp.judged_b, console, side="in B")

@@ -88,6 +88,10 @@ def render_item_detail(detail: ItemDetail, console: Console) -> None:
             Text(escape_control(s.comment or "")),
         )
     print_table(console, scores)
+    if detail.judged:  # --judge kept the run's judged matches: this item's, with reasons
+        from extraction_eval.views.judge import render_judged_matches
+
+        render_judged_matches(detail.judged, console)
     if r.taxonomy is None:
         _section(console, "failure taxonomy", "not recorded (stored before it was kept)", dim=True)
         return

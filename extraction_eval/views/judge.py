@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from extraction_eval.textsafe import escape_controls
 from extraction_eval.views.score_report import fmt_number
 from extraction_eval.views.tables import print_table
 
@@ -118,3 +119,128 @@ def render_judged_cells(rows: list[tuple[Any, dict[str, Any]]], console: Console
         Text.assemble(("judged", "bold"), f" by {first.get('judge')} — {first.get('backing')}"),
     )
     print_table(console, table)
+
+
+def judged_match_rows(matches: list[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
+    """(kind, prediction, gold, source, reason) of each judged match, as plain strings with
+    their control characters escaped (names and reasons come from models and files)."""
+
+    def cell(m: dict[str, Any], key: str) -> str:
+        return escape_controls(str(m.get(key, "")))
+
+    rows = []
+    for m in matches:
+        source = cell(m, "source")
+        if m.get("cached") and source == "cache":
+            source = "model (cached)"
+        rows.append(
+            (cell(m, "kind"), cell(m, "pred_name"), cell(m, "gold_name"), source, cell(m, "reason"))
+        )
+    return rows
+
+
+def render_judged_matches(
+    judged: dict[str, list[dict[str, Any]]], console: Console, *, side: str = ""
+) -> None:
+    """One item's judged matches (not string matches: each was settled by the judge or a
+    person), per judge identity, with the verdict's source and reason."""
+    for identity, matches in judged.items():
+        title = Text.assemble(
+            ("judged matches", "bold"),
+            f" {side}" if side else "",
+            f" — by {escape_controls(identity)}",
+            " (≈: not a string match; settled by the judge, or by a person)",
+        )
+        if not matches:
+            print_table(console, Text.assemble(title, Text(": none on this item", style="dim")))
+            continue
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        for head in ("kind", "prediction", "", "gold", "source", "reason"):
+            table.add_column(head, overflow="fold")
+        for kind, pred, gold, source, reason in judged_match_rows(matches):
+            table.add_row(
+                Text(kind),
+                Text(pred),
+                Text("≈", style="cyan"),
+                Text(gold),
+                Text(source, style="bold" if source == "person" else ""),
+                Text(reason, style="dim"),
+            )
+        print_table(console, table)
+
+
+def render_judged_page(block: dict[str, Any], item_ids: list[str], console: Console) -> None:
+    """``runs show``: which items of the page have judged matches (per kind), so a person
+    knows where ``--item ID`` shows the reasons."""
+    items = block.get("items") or {}
+    lines = []
+    for item_id in item_ids:
+        found = items.get(item_id) or []
+        if not found:
+            continue
+        kinds: dict[str, int] = {}
+        for m in found:
+            kinds[str(m.get("kind"))] = kinds.get(str(m.get("kind")), 0) + 1
+        what = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        lines.append(f"  {escape_controls(item_id)}  +{len(found)} judged ({what})")
+    if lines:
+        print_table(
+            console,
+            Text("items on this page with judged matches (--item ID for their reasons)"),
+        )
+        for line in lines:
+            print_table(console, Text(line))
+
+
+_STRING_NAMES = {
+    "entities": "entity",
+    "entities_typed": "entity_typed",
+    "relationships": "relationship",
+}
+
+
+def _span(ci: Any) -> str:
+    return "—" if not ci else f"[{ci['low']:+.3f}, {ci['high']:+.3f}]"
+
+
+def _signed(value: Any) -> str:
+    return "—" if value is None else f"{value:+.3f}"
+
+
+def render_judged_paired(
+    paired: dict[str, Any], compared: dict[str, Any], console: Console
+) -> None:
+    """``compare --judge``: per kind, the string Δ F1 (``compared``: the paired comparison
+    above) beside the judged A, B and Δ F1 with its paired bootstrap CI."""
+    table = Table(title_justify="left", show_edge=False, pad_edge=False)
+    for head in ("judged F1, B vs A", "string Δ", "string CI", "judged A", "judged B", "judged Δ"):
+        table.add_column(head, justify="left" if head.startswith("judged F1") else "right")
+    table.add_column("judged CI", justify="right")
+    metrics = compared.get("metrics") or {}
+    items = 0
+    for label, kind in (
+        ("entities", "entities"),
+        ("entities, typed", "entities_typed"),
+        ("relationships", "relationships"),
+    ):
+        j = paired.get(f"{kind}.f1") or {}
+        s = metrics.get(f"{_STRING_NAMES[kind]}_f1") or {}
+        items = max(items, int(j.get("items") or 0))
+        table.add_row(
+            label,
+            _signed(s.get("delta")),
+            _span(s.get("ci")),
+            fmt_number(j.get("a")),
+            fmt_number(j.get("b")),
+            Text(_signed(j.get("delta")), style="bold"),
+            _span(j.get("ci")),
+        )
+    print_table(console, table)
+    print_table(
+        console,
+        Text(
+            f"judged Δ on the {items} items both runs have, paired bootstrap over items as for"
+            " the string Δ (precision and recall in --format json)",
+            style="dim",
+        ),
+    )

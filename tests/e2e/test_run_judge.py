@@ -117,6 +117,7 @@ def test_compare_shows_each_runs_judged_figures() -> None:
     assert plain.exit_code == 0 and judged.exit_code == 0, judged.output
     with_judge = json.loads(judged.stdout)
     blocks = with_judge.pop("judged")
+    with_judge.pop("judged_paired")
     assert with_judge == json.loads(plain.stdout)  # the paired figures are unchanged
     assert blocks["a"]["matches"]["entities"] > 0  # surnames credited to their full names
     assert blocks["b"]["matches"]["entities"] == 0  # nothing left to judge

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extraction_eval.analysis.compare.item_diff import diff_changed_item
+from extraction_eval.analysis.item_detail import item_judged
 from extraction_eval.analysis.stored import in_both_runs, run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.errors import ExtractionEvalError, NotFoundError, one_line
@@ -153,6 +154,9 @@ class ItemComparison:
     result_a: ItemResult
     result_b: ItemResult
     diff: ItemDiff
+    # per run: judge identity -> the item's judged matches kept with it (``--judge``)
+    judged_a: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    judged_b: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def pred_a(self) -> Extraction:
@@ -190,4 +194,13 @@ def compare_item(
     if item is None:
         raise NotFoundError(f"item {item_id!r} is not in dataset {a.dataset!r}")
     cfg = config if config is not None else run_scoring(a)
-    return ItemComparison(a.name, b.name, item, ra, rb, _diff(item, ra, rb, cfg))
+    return ItemComparison(
+        a.name,
+        b.name,
+        item,
+        ra,
+        rb,
+        _diff(item, ra, rb, cfg),
+        item_judged(store, a, item_id),
+        item_judged(store, b, item_id),
+    )

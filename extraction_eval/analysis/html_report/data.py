@@ -122,7 +122,26 @@ class ReportData:
             "categories": self.categories,
             "chunk": CHUNK,
             "n": self.n_items,
+            "judged": [_judged_items(blocks) for blocks in self.judged],
         }
+
+
+def _judged_items(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A run's newest judged block, as the item details show it: the judge and, per item
+    with judged matches, each match's kind, names, source and reason (None: never judged).
+    Only items with a match are listed, so its size is the matches', not the run's."""
+    if not blocks:
+        return None
+    keep = ("kind", "pred_name", "gold_name", "source", "reason")
+    items = blocks[0].get("items") or {}
+    return {
+        "judge": str(blocks[0].get("judge", "")),
+        "items": {
+            str(item_id): [{k: m.get(k) for k in keep} for m in found if isinstance(m, dict)]
+            for item_id, found in items.items()
+            if found
+        },
+    }
 
 
 def merge_rows(

@@ -313,6 +313,22 @@
     return box;
   }
 
+  // the item's judged matches (--judge): not string matches; each with who settled it and why
+  function judgedBlock(run, id) {
+    var found = run && run.items ? run.items[id] : null;
+    if (!found || !found.length) return null;
+    var head = el("tr", null, ["kind", "prediction", "", "gold", "source", "reason"].map(function (t) { return el("th", { text: t }); }));
+    var rows = found.map(function (m) {
+      return el("tr", { cls: "judged-match" }, [m.kind, m.pred_name, "≈", m.gold_name, m.source, m.reason].map(function (v) {
+        return el("td", { text: v == null ? "" : String(v) });
+      }));
+    });
+    return el("div", { cls: "judged" }, [
+      el("h5", { text: "judged matches by " + run.judge + " (not string matches)" }),
+      el("table", { cls: "objects" }, [el("thead", null, [head]), el("tbody", null, rows)])
+    ]);
+  }
+
   function renderDetail(i, it) {
     var panels = el("div", { cls: "panels" });
     it.runs.forEach(function (run, r) {
@@ -329,6 +345,8 @@
       panel.appendChild(highlight(run.text != null ? run.text : T.text[i], objs));
       panel.appendChild(objs.length ? objectTable(objs, panel)
         : el("p", { cls: "note", text: "no object in the gold, none predicted" }));
+      var judged = judgedBlock((D.judged || [])[r], T.id[i]);
+      if (judged) panel.appendChild(judged);
       panels.appendChild(panel);
     });
     var cell = el("td", { colspan: String(COLUMNS.length) }, [panels]);

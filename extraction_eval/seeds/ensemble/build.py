@@ -22,6 +22,7 @@ from extraction_eval.datasets.jsonl import write_items
 from extraction_eval.datasets.schema import with_dataset_schema
 from extraction_eval.errors import InvalidValue, UsageError, one_line
 from extraction_eval.evaluators.vote import (
+    JUDGE_ACTIONS,
     GoldObject,
     ItemVote,
     Vote,
@@ -246,7 +247,8 @@ async def abuild_gold(
 
     overrides: dict[str, list[GoldOverride]] = {}
     for o in store.gold_overrides(config.dataset):
-        overrides.setdefault(o.item_id, []).append(o)
+        if o.action not in JUDGE_ACTIONS:  # a judged pair's verdict changes no gold
+            overrides.setdefault(o.item_id, []).append(o)
     known = {i.id for i in items}
     problems = [
         f"override #{o.id} names item {item_id!r}, which is not in the dataset; not applied"

@@ -39,8 +39,34 @@ def review_items(
     return out
 
 
+def _judged_pair(raw: dict[str, Any]) -> dict[str, Any]:
+    """A judged pair as a person settles it, ``{"item_id", "pred_name", "gold_name", "same",
+    "reason"}`` (a judged match as ``runs export`` writes it, with ``same`` set; ``a`` / ``b``
+    work too), as the ``same`` / ``not_same`` override it is; any other line as it is."""
+    if "action" in raw or "same" not in raw:
+        return raw
+    same = raw["same"]
+    if not isinstance(same, bool):
+        raise ValueError('"same" must be true or false')
+    names = [
+        raw.get(k) if raw.get(k) is not None else raw.get(alt)
+        for k, alt in (("pred_name", "a"), ("gold_name", "b"))
+    ]
+    if not all(isinstance(n, str) and n.strip() for n in names):
+        raise ValueError('a judged pair needs "pred_name" and "gold_name" (or "a" and "b")')
+    keep: dict[str, Any] = {k: raw[k] for k in ("item_id", "reason", "author") if k in raw}
+    return {
+        **keep,
+        "action": "same" if same else "not_same",
+        "kind": "entity",
+        "target": names[0],
+        "value": names[1],
+    }
+
+
 def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[str]]:
-    """An overrides file (JSONL: item_id, action, kind, target, field, value, reason, author).
+    """An overrides file (JSONL: item_id, action, kind, target, field, value, reason, author;
+    or a judged pair: item_id, pred_name, gold_name, same, reason).
 
     A bad line is one warning in the usual ``FILE:LINE (id X): problem; skipped`` form (the
     file by its name, as every JSONL reader) and the rest is read; ``value`` of an ``add``
@@ -60,6 +86,7 @@ def read_overrides(path: Path, dataset: str) -> tuple[list[GoldOverride], list[s
             if raw is None:
                 raise ValueError(problem)
             item_id = raw.get("item_id")
+            raw = _judged_pair(raw)
             if isinstance(raw.get("value"), (dict, list)):
                 raw["value"] = canonical_json(raw["value"])
             override = GoldOverride.model_validate({**raw, "dataset": dataset})
