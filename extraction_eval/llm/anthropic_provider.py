@@ -38,6 +38,14 @@ AUTO = "auto"
 DEFAULT_MAX_TOKENS = 8192
 TOOL_NAME = "record_extraction"
 TOOL_DESCRIPTION = "Record the entities and relationships extracted from the text."
+# The Messages API refuses every sampling parameter (temperature, top_p, top_k; 400 "Extra
+# inputs are not permitted", whatever the value) since API version 2026-10-21, the one the
+# SDK 2.x sends, and the SDK has no such parameter any more. The temperature of a run still
+# keys the response cache (an answer asked for at 0.7 is not reused for 0).
+SAMPLING_NOTE = (
+    "temperature {t:g} is not sent to Anthropic: its Messages API takes no sampling"
+    " parameters (API version 2026-10-21); Claude samples at its own setting"
+)
 # A gateway that ignores the key still needs one for the client to start.
 PLACEHOLDER_API_KEY = "not-needed"
 
@@ -170,6 +178,7 @@ class AnthropicProvider:
         name: str = "anthropic",
         client: AsyncAnthropic | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.0,
     ) -> None:
         if response_format not in (AUTO, *FORMATS):
             raise InvalidValue(
@@ -183,6 +192,8 @@ class AnthropicProvider:
         self.response_format = response_format
         self.max_tokens = max_tokens
         self.format_choice: Any = None  # the probe's record (``llm/formats.py``), once made
+        # what the run should say before its results (``experiments/prepare.py``)
+        self.warnings = [SAMPLING_NOTE.format(t=temperature)] if temperature else []
         self._client = client or self._make_client(base_url, api_key)
 
     @staticmethod
@@ -231,7 +242,8 @@ class AnthropicProvider:
 
     def request_body(self, request: CompletionRequest) -> dict[str, Any]:
         """The Messages API parameters of ``request``: what ``complete`` sends, and what a
-        Message Batches request carries as its ``params``."""
+        Message Batches request carries as its ``params``. No temperature: see
+        ``SAMPLING_NOTE``."""
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         body: dict[str, Any] = {
             "model": self.model,
@@ -241,7 +253,6 @@ class AnthropicProvider:
                 for m in request.messages
                 if m.role != "system"
             ],
-            "temperature": request.temperature,
         }
         if system:
             body["system"] = system

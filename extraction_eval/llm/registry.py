@@ -64,6 +64,7 @@ def make_provider(config: ProviderSettings) -> Provider:
             model=_require_model(config),
             base_url=config.base_url,
             response_format=_anthropic_format(config),
+            temperature=getattr(config, "temperature", 0.0),
         )
     if provider == "offline":
         raise ConfigError(
