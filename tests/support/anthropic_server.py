@@ -163,7 +163,7 @@ class AnthropicServer:
     answer: Answer = empty_answer
     text_reply: Callable[[str], str] = bare_text  # how a text-format answer is written
     refuse_tools: bool = False  # a gateway without tool use: 400 to any request with tools
-    fail: Fail = lambda _cid, _params: None  # noqa: E731
+    fail: Fail = lambda _cid, _params: None
     polls_before_done: int = 1
     requests: list[RecordedRequest] = field(default_factory=list)
     batches: dict[str, Batch] = field(default_factory=dict)
