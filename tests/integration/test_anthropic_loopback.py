@@ -16,10 +16,11 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import SAMPLE_DATASET, LocalStore, default_home
 from extraction_eval.cli import app
-from extraction_eval.errors import ConfigError, InvalidValue
+from extraction_eval.errors import ConfigError, InvalidValue, ProviderError
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import arun_local, run_experiment
 from extraction_eval.llm.anthropic_provider import TOOL_NAME, AnthropicProvider
+from extraction_eval.llm.base import ChatMessage, CompletionRequest
 from extraction_eval.llm.registry import make_provider
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.baseline import extract_baseline
@@ -164,7 +165,7 @@ def test_a_gateway_without_tools_is_asked_for_text_and_a_fenced_reply_is_repaire
 def test_429_is_retried_after_retry_after_and_500s_exhausted_are_an_error_row(
     server: AnthropicServer, items: list[DatasetItem]
 ) -> None:
-    wait = 0.3
+    wait = 1.0
     server.inject(
         rate_limited(retry_after=wait, match=items[0].text),
         server_error(500, match=items[1].text, times=3),
@@ -183,6 +184,35 @@ def test_429_is_retried_after_retry_after_and_500s_exhausted_are_an_error_row(
     assert by_id[items[2].id].ok and by_id[items[2].id].attempts == 2
     stored = LocalStore().results(outcome.run.id)
     assert {r.item_id for r in stored} == set(by_id)  # the error row is stored too
+
+
+def test_errors_say_whether_to_retry_and_how_long_to_wait(server: AnthropicServer) -> None:
+    request = CompletionRequest(
+        messages=(ChatMessage("user", "x"),), model="claude-x", json_schema={"type": "object"}
+    )
+
+    async def refusals(count: int) -> list[ProviderError]:
+        provider = AnthropicProvider(model="claude-x", base_url=server.url)
+        out = []
+        try:
+            for _ in range(count):
+                with pytest.raises(ProviderError) as caught:
+                    await provider.complete(request)
+                out.append(caught.value)
+        finally:
+            await provider.aclose()
+        return out
+
+    server.inject(rate_limited(retry_after=7), server_error(529), server_error(400))
+    limited, overloaded, invalid = asyncio.run(refusals(3))
+    assert limited.retryable and limited.retry_after == 7
+    assert "429 rate_limit_error: injected 429" in str(limited)
+    assert overloaded.retryable and "overloaded_error" in str(overloaded)
+    assert not invalid.retryable and invalid.invalid_request
+    server.error_headers = {"x-should-retry": "false"}
+    server.inject(server_error(500))
+    (told,) = asyncio.run(refusals(1))
+    assert not told.retryable  # the server's x-should-retry wins over the status
 
 
 def test_a_malformed_body_is_retried_and_one_that_stays_broken_is_an_error_row(

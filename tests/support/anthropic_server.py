@@ -165,6 +165,7 @@ class AnthropicServer:
     refuse_tools: bool = False  # a gateway without tool use: 400 to any request with tools
     fail: Fail = lambda _cid, _params: None
     polls_before_done: int = 1
+    error_headers: dict[str, str] = field(default_factory=dict)  # on every injected status
     requests: list[RecordedRequest] = field(default_factory=list)
     batches: dict[str, Batch] = field(default_factory=dict)
     _faults: list[Fault] = field(default_factory=list)
@@ -255,7 +256,9 @@ class AnthropicServer:
         fault = self._take_fault(record.raw)
         record.fault = fault.kind if fault else None
         if fault is not None and fault.kind == "status":
-            headers = {} if fault.retry_after is None else {"retry-after": str(fault.retry_after)}
+            headers = dict(self.error_headers)
+            if fault.retry_after is not None:
+                headers["retry-after"] = str(fault.retry_after)
             record.status = fault.status
             handler.send_json(
                 fault.status, error_body(fault.status, f"injected {fault.status}"), headers
