@@ -65,6 +65,7 @@ def make_provider(config: ProviderSettings) -> Provider:
             base_url=config.base_url,
             response_format=_anthropic_format(config),
             temperature=getattr(config, "temperature", 0.0),
+            max_tokens=_max_tokens(config.extra),
         )
     if provider == "offline":
         raise ConfigError(
@@ -118,6 +119,15 @@ def _anthropic_format(config: ProviderSettings) -> str:
     if value == "auto":
         value = config.extra.get("response_format", "auto")
     return str(value)
+
+
+def _max_tokens(extra: Mapping[str, Any]) -> int:
+    """``extra["max_tokens"]``: the answer's token ceiling the Messages API requires (a
+    model whose output limit is lower than the default needs it)."""
+    from extraction_eval.llm.anthropic_provider import DEFAULT_MAX_TOKENS
+    from extraction_eval.validation import check_int
+
+    return check_int("max_tokens", extra.get("max_tokens", DEFAULT_MAX_TOKENS), minimum=1)
 
 
 def _http_transport(extra: Mapping[str, Any]) -> HttpTransport:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,7 +22,9 @@ from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import arun_local, run_experiment
 from extraction_eval.llm.anthropic_provider import TOOL_NAME, AnthropicProvider
 from extraction_eval.llm.base import ChatMessage, CompletionRequest
+from extraction_eval.llm.formats import resolve
 from extraction_eval.llm.registry import make_provider
+from extraction_eval.llm.retry import RetryPolicy
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.baseline import extract_baseline
 from extraction_eval.pipeline.pricing import Pricer
@@ -317,9 +320,21 @@ def test_a_set_temperature_is_one_warning_and_never_sent(server: AnthropicServer
 def test_the_provider_is_chosen_and_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     made = make_provider(PipelineConfig(model="anthropic:claude-x", base_url="http://127.0.0.1:9"))
     assert isinstance(made, AnthropicProvider) and made.endpoint == "http://127.0.0.1:9"
+    official = make_provider(PipelineConfig(model="anthropic:claude-x"))
+    request = CompletionRequest(messages=(ChatMessage("user", "x"),), model="claude-x")
+    choice = resolve(official, request, RetryPolicy.immediate())  # Anthropic's API: no probe
+    assert choice.how == "known" and choice.summary() == "json_schema (auto: Anthropic's API)"
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
         make_provider(PipelineConfig(model="anthropic:claude-x"))
+    lower = PipelineConfig(
+        model="anthropic:claude-x", base_url="http://127.0.0.1:9", extra={"max_tokens": 4096}
+    )
+    made_lower = make_provider(lower)
+    assert isinstance(made_lower, AnthropicProvider)
+    assert made_lower.request_body(request)["max_tokens"] == 4096
+    with pytest.raises(InvalidValue, match="max_tokens"):
+        make_provider(replace(lower, extra={"max_tokens": 0}))
     with pytest.raises(InvalidValue, match="response_format"):
         make_provider(
             PipelineConfig(
