@@ -261,6 +261,43 @@ def test_batch_mode_goes_through_message_batches_at_half_price(
         assert record.batch_id == batch_id and record.status == "ended"
 
 
+def test_an_interrupted_batch_is_polled_again_and_an_errored_request_asked_again(
+    server: AnthropicServer, items: list[DatasetItem], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import extraction_eval.llm.anthropic_batch as batch_mod
+
+    async def interrupted(*_: Any, **__: Any) -> None:
+        raise KeyboardInterrupt
+
+    collect = batch_mod._collect
+    monkeypatch.setattr(batch_mod, "_collect", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(config(server, "rb", limit=3, batch=True))
+    monkeypatch.setattr(batch_mod, "_collect", collect)
+    (first,) = server.batches
+    server.fail = lambda _cid, params: "overloaded" if input_text(params) == items[0].text else None
+    outcome = run_experiment(config(server, "rb", limit=3, batch=True))
+    assert list(server.batches) == [first]  # polled the same batch, submitted nothing new
+    assert any(f"resumed {first}" in w for w in outcome.warnings)
+    assert sum(not r.ok for r in outcome.results) == 1 and len(outcome.results) == 3
+    server.fail = lambda _cid, _params: None  # recovered
+    again = run_experiment(
+        config(server, "rb", limit=3, batch=True, resume=True, retry_errors=True)
+    )
+    # the ended batch's errored result is not an answer: that request goes in a new batch
+    assert len(server.batches) == 2 and len(server.batches[list(server.batches)[1]].requests) == 1
+    assert len(again.results) == 3 and all(r.ok for r in again.results)
+
+
+def test_large_batch_runs_are_split(
+    server: AnthropicServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXTRACTION_EVAL_BATCH_MAX_REQUESTS", "2")
+    outcome = run_experiment(config(server, "split", limit=5, batch=True))
+    assert sorted(len(b.requests) for b in server.batches.values()) == [1, 2, 2]
+    assert len(outcome.results) == 5 and all(r.ok for r in outcome.results)
+
+
 def test_the_key_echoed_by_the_server_never_reaches_store_exports_or_logs(
     server: AnthropicServer, items: list[DatasetItem], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -95,6 +95,7 @@ class Batch:
     requests: list[dict[str, Any]]
     polls: int = 0
     status: str = "in_progress"
+    results: bytes = b""  # fixed when the batch ends, as the API's are
 
 
 class _Server(ThreadingHTTPServer):
@@ -302,13 +303,19 @@ class AnthropicServer:
             return
         with self._lock:
             batch.polls += 1
-            if batch.polls > self.polls_before_done:
-                batch.status = "ended"
+            ending = batch.status != "ended" and batch.polls > self.polls_before_done
+        if ending:
+            batch.results = self._run(batch)
+            batch.status = "ended"
         record.status = 200
         handler.send_json(200, self._batch_json(batch))
 
     def _results(self, handler: _Handler, record: RecordedRequest, batch_id: str) -> None:
-        batch = self.batches[batch_id]
+        record.status = 200
+        handler.send_bytes(200, self.batches[batch_id].results)
+
+    def _run(self, batch: Batch) -> bytes:
+        """The batch's result lines: each request answered, or failed by ``fail``."""
         lines = []
         for request in batch.requests:
             cid, params = request["custom_id"], request["params"]
@@ -319,8 +326,7 @@ class AnthropicServer:
                 message = message_body(params, self.answer(params), self.text_reply)
                 result = {"type": "succeeded", "message": message}
             lines.append(json.dumps({"custom_id": cid, "result": result}))
-        record.status = 200
-        handler.send_bytes(200, ("\n".join(lines) + "\n").encode("utf-8"))
+        return ("\n".join(lines) + "\n").encode("utf-8")
 
     def _batch_json(self, batch: Batch) -> dict[str, Any]:
         ended = batch.status == "ended"
