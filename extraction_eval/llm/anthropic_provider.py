@@ -212,8 +212,15 @@ class AnthropicProvider:
                     " (or give a base URL for an Anthropic-compatible gateway)"
                 )
             key = PLACEHOLDER_API_KEY
-        # an explicit key: the SDK then reads no credential files or other variables
-        return AsyncAnthropic(api_key=key, base_url=base_url or env_url or None, max_retries=0)
+        # An explicit key: the SDK then reads no credential files or other variables. SDK 2.x
+        # sends it as ``Authorization: Bearer``; gateways written for the 1.x SDK read only
+        # ``x-api-key`` (the API takes either, and x-api-key when both come), so both go.
+        return AsyncAnthropic(
+            api_key=key,
+            base_url=base_url or env_url or None,
+            max_retries=0,
+            default_headers={"x-api-key": key},
+        )
 
     @property
     def client(self) -> AsyncAnthropic:

@@ -94,7 +94,8 @@ def test_cli_run_speaks_the_messages_api_with_a_forced_tool_call(
     schema = extraction_json_schema(items[0].schema_)
     for request in sent:
         assert request.headers["anthropic-version"]
-        assert request.headers["authorization"] == f"Bearer {SECRET}"
+        assert request.headers["authorization"] == f"Bearer {SECRET}"  # SDK 2.x
+        assert request.headers["x-api-key"] == SECRET  # what gateways for SDK 1.x read
         body = request.body
         assert body["model"] == "claude-x" and body["max_tokens"] > 0
         assert body["tool_choice"] == {"type": "tool", "name": TOOL_NAME}
