@@ -154,7 +154,7 @@ def _check_env_url(url: str) -> None:
     from extraction_eval.validation import check_url
 
     try:
-        check_url(BASE_URL_ENV, url)
+        check_url(BASE_URL_ENV, url, key_env=API_KEY_ENV)
     except InvalidValue as exc:
         raise ConfigError(str(exc)) from None
 

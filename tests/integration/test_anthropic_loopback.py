@@ -373,6 +373,11 @@ def test_the_provider_is_chosen_and_refused_in_one_line(monkeypatch: pytest.Monk
     assert made_lower.request_body(request)["max_tokens"] == 4096
     with pytest.raises(InvalidValue, match="max_tokens"):
         make_provider(replace(lower, extra={"max_tokens": 0}))
+    with pytest.raises(InvalidValue, match=r"\(ANTHROPIC_API_KEY\), not in the URL"):
+        PipelineConfig(model="anthropic:claude-x", base_url="http://u:pw@127.0.0.1:9")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/?key=k")
+    with pytest.raises(ConfigError, match=r"ANTHROPIC_BASE_URL must not carry .*ANTHROPIC_API"):
+        make_provider(PipelineConfig(model="anthropic:claude-x"))
     with pytest.raises(InvalidValue, match="response_format"):
         make_provider(
             PipelineConfig(
