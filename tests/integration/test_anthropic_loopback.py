@@ -38,6 +38,7 @@ from tests.support.openai_server import (
     malformed_body,
     rate_limited,
     server_error,
+    slow,
 )
 
 runner = CliRunner()
@@ -217,6 +218,18 @@ def test_errors_say_whether_to_retry_and_how_long_to_wait(server: AnthropicServe
     server.inject(server_error(500))
     (told,) = asyncio.run(refusals(1))
     assert not told.retryable  # the server's x-should-retry wins over the status
+
+
+def test_a_call_past_its_timeout_is_retried_then_a_timeout_row(
+    server: AnthropicServer, items: list[DatasetItem]
+) -> None:
+    server.inject(slow(3.0, match=items[0].text), slow(3.0, match=items[1].text, times=2))
+    run = replace(config(server, "slow", limit=2, max_attempts=2), concurrency=2)
+    run = replace(run, pipeline=replace(run.pipeline, timeout_s=0.5))
+    by_id = {r.item_id: r for r in run_experiment(run).results}
+    assert by_id[items[0].id].ok and by_id[items[0].id].attempts == 2
+    late = by_id[items[1].id]
+    assert not late.ok and late.error_kind == "timeout" and late.attempts == 2
 
 
 def test_a_malformed_body_is_retried_and_one_that_stays_broken_is_an_error_row(

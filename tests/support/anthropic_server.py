@@ -2,11 +2,12 @@
 (stdlib only).
 
 ``POST /v1/messages`` checks the key (``x-api-key``, or ``Authorization: Bearer`` as SDK 2.x
-sends it) and the ``anthropic-version`` header, records the
-request, plays injected faults (``openai_server``'s ``Fault`` helpers: ``rate_limited``,
-``server_error``, ``malformed_body``, ``content``, ``echo_auth``) and otherwise answers with the
-``answer`` function's extraction: as the forced tool's ``tool_use`` block when the request
-carries tools, else as a text block (``text_reply`` shapes it, e.g. in a Markdown fence).
+sends it) and the ``anthropic-version`` header, records the request, plays injected faults
+(``openai_server``'s ``Fault`` helpers: ``rate_limited``, ``server_error``, ``malformed_body``,
+``content``, ``echo_auth``, ``slow``) and otherwise answers with the ``answer`` function's
+extraction: as the forced tool's ``tool_use`` block when the request carries tools, else as a
+text block (``text_reply`` shapes it, e.g. in a Markdown fence). A ``temperature`` is refused
+with a 400, as the API does since version 2026-10-21.
 Errors are the API's shape, ``{"type": "error", "error": {"type": ..., "message": ...}}``.
 
 Message Batches: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}`` (in
@@ -171,6 +172,7 @@ class AnthropicServer:
     batches: dict[str, Batch] = field(default_factory=dict)
     _faults: list[Fault] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
     _httpd: _Server | None = None
     _thread: threading.Thread | None = None
 
@@ -185,6 +187,7 @@ class AnthropicServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()  # wakes handlers sleeping on a slow fault
         assert self._httpd is not None
         self._httpd.shutdown()
         self._httpd.server_close()
@@ -256,6 +259,8 @@ class AnthropicServer:
             return
         fault = self._take_fault(record.raw)
         record.fault = fault.kind if fault else None
+        if fault is not None and fault.kind == "slow":  # answers, after the client gave up
+            self._stopping.wait(fault.delay_s)
         if fault is not None and fault.kind == "status":
             headers = dict(self.error_headers)
             if fault.retry_after is not None:
