@@ -14,7 +14,8 @@ What is replaced by ``***``:
   URLs in :data:`URL_ENVS`, and values handed to :func:`register_secret` (a key or URL given as
   an argument rather than in the environment);
 - token-shaped strings whatever their source: ``Bearer <token>``, ``Basic <token>``, OpenAI
-  (``sk-…``) and LangFuse (``sk-lf-…``, ``pk-lf-…``) keys, and ``user:password@`` in any URL.
+  (``sk-…``) and Anthropic (``sk-ant-…``) keys, LangFuse (``sk-lf-…``, ``pk-lf-…``) keys, and
+  ``user:password@`` in any URL.
 
 A configured secret is masked whole also when whitespace or a JSON escape (``\\n``) breaks it
 (an error body wrapped at 80 columns): otherwise its shape rule would mask the first half and
@@ -38,6 +39,8 @@ MASK = "***"
 # Variables holding a secret by name; and name endings that mark one (``MY_PROXY_API_KEY``).
 SECRET_ENVS = (
     "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
     "LANGFUSE_SECRET_KEY",
@@ -45,7 +48,7 @@ SECRET_ENVS = (
 )
 SECRET_SUFFIXES = ("_API_KEY", "_SECRET_KEY", "_SECRET", "_TOKEN", "_PASSWORD")
 # Variables holding a URL whose user name, password or query values may be credentials.
-URL_ENVS = ("OPENAI_BASE_URL", "LANGFUSE_BASE_URL", "LANGFUSE_HOST")
+URL_ENVS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "LANGFUSE_BASE_URL", "LANGFUSE_HOST")
 
 # Values shorter than this are not treated as secrets: masking "a" everywhere hides text and
 # protects nothing.

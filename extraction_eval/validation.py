@@ -61,7 +61,7 @@ def check_text(field: str, value: object) -> str:
     return value
 
 
-def check_url(field: str, value: str) -> str:
+def check_url(field: str, value: str, *, key_env: str = "OPENAI_API_KEY") -> str:
     """An http(s) URL with a host and no credentials (a typo here would fail every item, not
     the run). Refusals show the URL with ``***`` for what may be a secret.
 
@@ -70,7 +70,8 @@ def check_url(field: str, value: str) -> str:
     ("cannot combine AUTHORIZATION header with ... credentials encoded in URL") and its httpx
     transport sends HTTP basic auth in place of the API key; a query string is glued into the
     path (``/v1/?api_key=...chat/completions``), so every call fails after its retries while
-    the key is logged with each request. Keys belong in the provider's variable."""
+    the key is logged with each request. Keys belong in the provider's variable
+    (``key_env``, named in the refusal)."""
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
@@ -82,7 +83,7 @@ def check_url(field: str, value: str) -> str:
         raise InvalidValue(
             field,
             f"must not carry credentials or a query string, got {safe_url(value)!r}:"
-            " give the key in the provider's variable (OPENAI_API_KEY), not in the URL",
+            f" give the key in the provider's variable ({key_env}), not in the URL",
         )
     return value
 

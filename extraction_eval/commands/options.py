@@ -27,7 +27,7 @@ _NAME = _option(
     " of its cells' run names."
 )
 _MODEL = _option(
-    help="provider:model, e.g. offline:baseline, openai:gpt-4o-mini, gemini:…"
+    help="provider:model, e.g. offline:baseline, openai:gpt-4o-mini, anthropic:claude-…, gemini:…"
     " (a matrix: one cell per model, repeatable)."
 )
 _PROMPT_LABEL = _option(
@@ -41,10 +41,14 @@ _TEMPERATURE = _option(
 )
 _CONCURRENCY = _option(help="Model calls in flight at once (a matrix: over all its cells).")
 _LIMIT = _option(help="Run only the first N items.")
-_BASE_URL = _option(help="OpenAI-compatible server (vLLM, Ollama, llama.cpp).")
+_BASE_URL = _option(
+    help="OpenAI-compatible server (vLLM, Ollama, llama.cpp); with anthropic:, a gateway that"
+    " speaks Anthropic's Messages API."
+)
 _RESPONSE_FORMAT = _option(
     help="How an OpenAI-compatible server is asked for JSON: auto (detected once per run and"
-    " model, before the items) | json_schema | json_object_schema | json_object | text."
+    " model, before the items) | json_schema | json_object_schema | json_object | text"
+    " (anthropic: auto | json_schema, a forced tool call | text)."
 )
 _STRICT_JSON = _option(
     "--strict-json",
@@ -86,8 +90,8 @@ _DRY_RUN = _option(
 )
 _BATCH = _option(
     "--batch",
-    help="OpenAI Batch API: half price, answers within 24 h; an interrupted run resumes"
-    " polling (same --name, --resume).",
+    help="OpenAI Batch API or Anthropic Message Batches: half price, answers within 24 h; an"
+    " interrupted run resumes polling (same --name, --resume).",
 )
 _SHARD = _option(
     help="I/N: run only shard I of N (1..N) of the items, by a hash of their id; then runs"

@@ -79,7 +79,8 @@ class RunConfig:
         ):
             raise InvalidValue(
                 "batch",
-                f"needs an OpenAI or OpenAI-compatible model; {self.pipeline.model} is not one",
+                f"needs an OpenAI, OpenAI-compatible or Anthropic model;"
+                f" {self.pipeline.model} is not one",
             )
         if self.min_gold_confidence is not None:
             check_number("min_gold_confidence", self.min_gold_confidence, minimum=0.0, maximum=1.0)

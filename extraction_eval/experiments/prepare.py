@@ -385,6 +385,9 @@ def plan(
         if existing is not None and detect:
             check_reuse(store, config, record)  # the resumed run was asked the same way
 
+    # what the provider says of the run's settings (Anthropic: a temperature it cannot send)
+    warnings.extend(getattr(getattr(pipeline, "provider", None), "warnings", None) or ())
+
     # one pass over the items: the gold-confidence count over all, the estimate over the todo
     confidence = config.min_gold_confidence
     ignored = 0

@@ -1,4 +1,6 @@
 """OpenAI's Batch API: the same requests a run would make, sent as one file, at half the price.
+(Anthropic's Message Batches: ``llm/anthropic_batch.py``, answering through the same ledger
+and :class:`BatchProvider`.)
 
 Requests are written as JSONL (one chat-completion body per line, ``custom_id`` = the
 response-cache key of the request, so a custom id names exactly one question), uploaded
@@ -157,14 +159,14 @@ async def _read_file(
     wanted = set(custom_ids)
     rows = []
     async with client.files.with_streaming_response.content(file_id) as response:
-        async for line in _lines(response.iter_bytes()):
+        async for line in stream_lines(response.iter_bytes()):
             for _, row, _ in objects([line]):
                 if row is not None and row.get("custom_id") in wanted:
                     rows.append(row)
     return rows
 
 
-async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def stream_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """The lines of a byte stream as they arrive, each at most ``MAX_LINE_BYTES``: a longer
     one is dropped while it arrives, and an ``Overlong`` stands in its place."""
     from extraction_eval.datasets.lines import Overlong
@@ -375,11 +377,14 @@ async def batch_pipeline(
     """Send the items the pipeline would call the model for (not in ``cache``) as batches and
     make the pipeline answer from the results from now on."""
     from extraction_eval.errors import ConfigError
+    from extraction_eval.llm.anthropic_provider import AnthropicProvider
     from extraction_eval.llm.openai_provider import OpenAIProvider
 
     provider = getattr(pipeline, "provider", None)
-    if not isinstance(provider, OpenAIProvider):
-        raise ConfigError("the Batch API needs an OpenAI (or OpenAI-compatible) model")
+    if not isinstance(provider, (OpenAIProvider, AnthropicProvider)):
+        raise ConfigError(
+            "the Batch API needs an OpenAI (or OpenAI-compatible) or an Anthropic model"
+        )
     requests: dict[str, dict[str, Any]] = {}
     by_item: dict[str, str] = {}
     for item in items:
@@ -389,7 +394,19 @@ async def batch_pipeline(
         by_item[item.id] = key
         requests.setdefault(key, provider.request_body(pipeline.request_for(item)))
     results = BatchResults()
-    if requests:
+    if requests and isinstance(provider, AnthropicProvider):  # Message Batches
+        from extraction_eval.llm import anthropic_batch
+
+        results = await anthropic_batch.run_batches(
+            provider.client,
+            list(requests.items()),
+            ledger,
+            owner=owner,
+            model=provider.model,
+            settings=settings or BatchSettings.from_env(),
+            sleep=sleep,
+        )
+    elif requests and isinstance(provider, OpenAIProvider):
         results = await run_batches(
             provider.client,
             list(requests.items()),

@@ -9,6 +9,9 @@ as invalid moves on to the next format at once; any other failure (server down, 
 timeouts after the retry policy) stops the detection and keeps the format being probed (the
 strongest the server has not refused), with a warning: the items then run, and fail as rows if
 the server really is unusable.
+
+An ``anthropic:`` model is probed the same way over its own formats (a forced tool call, then
+text): Anthropic's API takes the tool call, a gateway may not.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ import concurrent.futures
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from extraction_eval.errors import ConfigError, ProviderError, one_line
-from extraction_eval.llm.base import CompletionRequest
-from extraction_eval.llm.openai_provider import AUTO, RESPONSE_FORMATS, OpenAIProvider
+from extraction_eval.llm.base import Completion, CompletionRequest
+from extraction_eval.llm.openai_provider import AUTO, RESPONSE_FORMATS
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 
 # Short, so a probe is quick even on a slow CPU server (acceptance is what decides); a longer
@@ -88,7 +91,8 @@ class FormatChoice:
         if self.how == "pinned":
             return text + " (pinned)"
         if self.how == "known":
-            return text + " (auto: OpenAI's API)"
+            vendor = VENDORS.get(self.family or "", "OpenAI's API")
+            return text + f" (auto: {vendor})"
         if self.how == "not probed":
             return text + " (auto: not probed)"
         refused = [t.format for t in self.tried if t.outcome == "rejected"]
@@ -116,11 +120,33 @@ class FormatChoice:
         return None
 
 
+class Probed(Protocol):
+    """What the probes need of a provider (``OpenAIProvider``, ``AnthropicProvider``): its
+    format, the formats it can be asked in (``formats``, strongest first; OpenAI's when it
+    has none), whether it is a vendor's own API (nothing to detect) and a twin to probe with."""
+
+    response_format: Any
+    format_choice: Any
+    server_family: str
+
+    @property
+    def official_api(self) -> bool: ...
+
+    def clone(self, *, response_format: Any) -> Any: ...
+
+    async def complete(self, request: CompletionRequest) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+# the vendor whose own API a "known" choice names, by the provider's server family
+VENDORS = {"anthropic": "Anthropic's API"}
+
 SCHEMA_FOLLOWED = "the answer followed the schema"
 SCHEMA_IGNORED = "the answer did not follow the schema"
 
 
-def pinned(provider: OpenAIProvider) -> FormatChoice:
+def pinned(provider: Probed) -> FormatChoice:
     """The choice of a provider whose format was given (nothing to detect)."""
     return FormatChoice(
         asked=provider.response_format,
@@ -131,7 +157,7 @@ def pinned(provider: OpenAIProvider) -> FormatChoice:
 
 
 async def detect(
-    provider: OpenAIProvider,
+    provider: Probed,
     request: CompletionRequest,
     policy: RetryPolicy,
     *,
@@ -153,8 +179,8 @@ async def detect(
         timeout_s=request.timeout_s,
         max_tokens=PROBE_MAX_TOKENS,
     )
-    for fmt in RESPONSE_FORMATS:
-        provider.response_format = fmt  # type: ignore[assignment]
+    for fmt in getattr(provider, "formats", RESPONSE_FORMATS):
+        provider.response_format = fmt
         try:
             completion, _ = await call_with_retry(lambda: provider.complete(probe), policy)
         except ProviderError as exc:
@@ -179,7 +205,7 @@ async def detect(
 
 
 def resolve(
-    provider: OpenAIProvider,
+    provider: Probed,
     request: CompletionRequest,
     policy: RetryPolicy,
     *,
@@ -203,13 +229,13 @@ def resolve(
         choice = FormatChoice(AUTO, "json_schema", "known", provider.server_family)
     else:
         choice = _in_thread(provider, request, policy, conforms, meanwhile)
-    provider.response_format = choice.used  # type: ignore[assignment]
+    provider.response_format = choice.used
     provider.format_choice = choice
     return choice
 
 
 def _in_thread(
-    provider: OpenAIProvider,
+    provider: Probed,
     request: CompletionRequest,
     policy: RetryPolicy,
     conforms: Callable[[str], bool] | None,

@@ -13,7 +13,10 @@ if TYPE_CHECKING:
 
 OPENAI_COMPATIBLE = ("openai-compatible", "openai_compatible", "compatible")
 
-KNOWN = "openai:<model>, gemini:<model>, fake:<name>, offline:baseline, or any name with a base URL"
+KNOWN = (
+    "openai:<model>, anthropic:<model>, gemini:<model>, fake:<name>, offline:baseline,"
+    " or any name with a base URL"
+)
 
 
 class ProviderSettings(Protocol):
@@ -37,7 +40,8 @@ class ProviderSettings(Protocol):
 
 
 def make_provider(config: ProviderSettings) -> Provider:
-    """The provider for ``config.model``; a ``base_url`` makes any other name OpenAI-compatible.
+    """The provider for ``config.model``; a ``base_url`` makes any other name OpenAI-compatible
+    (``anthropic:`` stays the Messages API: its base URL is a gateway that speaks it).
 
     ``config.response_format`` (auto | json_schema | json_object_schema | json_object | text;
     ``extra["response_format"]`` is the older spelling) picks how strictly an OpenAI-compatible
@@ -53,6 +57,16 @@ def make_provider(config: ProviderSettings) -> Provider:
         from extraction_eval.llm.gemini_provider import GeminiProvider
 
         return GeminiProvider(model=_require_model(config), base_url=config.base_url)
+    if provider == "anthropic":  # a base URL is an Anthropic-compatible gateway here
+        from extraction_eval.llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(
+            model=_require_model(config),
+            base_url=config.base_url,
+            response_format=_anthropic_format(config),
+            temperature=getattr(config, "temperature", 0.0),
+            max_tokens=_max_tokens(config.extra),
+        )
     if provider == "offline":
         raise ConfigError(
             f"{config.model!r} is the built-in offline baseline, not a model provider; "
@@ -96,6 +110,24 @@ def _response_format(config: ProviderSettings) -> ResponseFormat | Literal["auto
             f"response_format must be one of {AUTO}, {', '.join(RESPONSE_FORMATS)}, got {value!r}"
         )
     return cast("ResponseFormat", value)
+
+
+def _anthropic_format(config: ProviderSettings) -> str:
+    """auto, json_schema (the forced tool call) or text; the OpenAI-only JSON modes are
+    refused by the provider with one line."""
+    value = getattr(config, "response_format", "auto")
+    if value == "auto":
+        value = config.extra.get("response_format", "auto")
+    return str(value)
+
+
+def _max_tokens(extra: Mapping[str, Any]) -> int:
+    """``extra["max_tokens"]``: the answer's token ceiling the Messages API requires (a
+    model whose output limit is lower than the default needs it)."""
+    from extraction_eval.llm.anthropic_provider import DEFAULT_MAX_TOKENS
+    from extraction_eval.validation import check_int
+
+    return check_int("max_tokens", extra.get("max_tokens", DEFAULT_MAX_TOKENS), minimum=1)
 
 
 def _http_transport(extra: Mapping[str, Any]) -> HttpTransport:

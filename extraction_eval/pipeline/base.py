@@ -45,7 +45,8 @@ class PipelineConfig:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
         check_text("model", self.model)
         if self.base_url is not None:
-            check_url("base_url", self.base_url)
+            key_env = "ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY"
+            check_url("base_url", self.base_url, key_env=key_env)
         check_number("temperature", self.temperature, minimum=0.0)
         check_text("prompt_name", self.prompt_name)
         if self.prompt_label is not None:

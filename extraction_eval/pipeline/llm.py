@@ -163,11 +163,12 @@ class LLMPipeline:
         """Settle how the server is asked for JSON, once per run before the items
         (``llm/formats.py``): ``sample``'s prompt and schema, on a one-sentence text, are the
         probe (``meanwhile`` runs while it waits). None for a provider that has no such
-        choice (Gemini, fake)."""
+        choice (Gemini, fake). Anthropic's choice is the forced tool call or text."""
+        from extraction_eval.llm.anthropic_provider import AnthropicProvider
         from extraction_eval.llm.formats import resolve
         from extraction_eval.llm.openai_provider import OpenAIProvider
 
-        if not isinstance(self.provider, OpenAIProvider):
+        if not isinstance(self.provider, (OpenAIProvider, AnthropicProvider)):
             return None
         probe = sample.model_copy(update={"id": "format-probe", "text": PROBE_TEXT})
 

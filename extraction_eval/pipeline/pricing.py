@@ -30,7 +30,9 @@ PRICE_DB = "genai-prices"
 CHARS_PER_TOKEN = 4.0
 MESSAGE_OVERHEAD_TOKENS = 4  # role and separators of one chat message
 # our provider name -> genai-prices provider id; others are looked up by model name alone
-PROVIDER_IDS = {"openai": "openai", "gemini": "google"}
+# (genai-prices carries Anthropic's published per-model prices, cache reads included:
+# https://docs.anthropic.com/en/docs/about-claude/pricing)
+PROVIDER_IDS = {"openai": "openai", "gemini": "google", "anthropic": "anthropic"}
 NOT_REPORTED = "not reported"
 
 
@@ -103,8 +105,8 @@ def _reported(usage: Usage) -> bool:
 
 @dataclass(frozen=True)
 class Pricer:
-    """Prices one run's calls. ``provider`` is ours (``openai``, ``gemini``, ``offline``,
-    ``pipeline`` for a user's function); ``model`` the requested model name."""
+    """Prices one run's calls. ``provider`` is ours (``openai``, ``anthropic``, ``gemini``,
+    ``offline``, ``pipeline`` for a user's function); ``model`` the requested model name."""
 
     provider: str
     model: str | None

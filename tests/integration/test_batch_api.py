@@ -170,7 +170,7 @@ def test_gold_build_with_batch_cli(server: BatchServer, tmp_path: Path) -> None:
 def test_batch_needs_an_openai_model() -> None:
     result = runner.invoke(app, ["run", "--model", "offline:baseline", "--batch", "--name", "x"])
     assert result.exit_code == 2
-    assert "--batch needs an OpenAI or OpenAI-compatible model" in result.stderr
+    assert "--batch needs an OpenAI, OpenAI-compatible or Anthropic model" in result.stderr
     with LocalStore() as store:
         assert store.get_run("x") is None  # refused before the run existed
 
