@@ -11,6 +11,8 @@ from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.datasets.jsonl import read_gold
 from extraction_eval.errors import UsageError
+from extraction_eval.evaluators import ScoringConfig
+from extraction_eval.evaluators.clusters import alias_lookup
 from extraction_eval.evaluators.gold_view import mapped_gold
 from extraction_eval.evaluators.protocols import (
     ProtocolDocument,
@@ -24,17 +26,24 @@ from extraction_eval.types import DatasetItem, Extraction
 __all__ = ["run_protocols"]
 
 
-def _documents(store: LocalStore, run: RunRecord) -> Iterator[ProtocolDocument]:
-    """Every gold item once: with its output, or as a failed item (an error, or no result)."""
+def _documents(
+    store: LocalStore, run: RunRecord, config: ScoringConfig
+) -> Iterator[ProtocolDocument]:
+    """Every gold item once: with its output, or as a failed item (an error, or no result);
+    names resolve through the run's alias table (``config``) and the item schema's."""
     gold = run_gold(store, run)
+
+    def doc(item: DatasetItem, pred: Extraction | None) -> ProtocolDocument:
+        aliases_of = alias_lookup(config, item.schema_)
+        return ProtocolDocument(item.id, item.text, _gold(item), pred, item.metadata, aliases_of)
+
     for result in store.iter_results(run.id, order_by="item_id"):
         item = gold.pop(result.item_id, None)
         if item is None:
             continue  # an item no longer in the run's dataset version: not scored by anyone
-        pred = result.output if result.error is None else None
-        yield ProtocolDocument(item.id, item.text, _gold(item), pred, item.metadata)
+        yield doc(item, result.output if result.error is None else None)
     for item in gold.values():
-        yield ProtocolDocument(item.id, item.text, _gold(item), None, item.metadata)
+        yield doc(item, None)
 
 
 def _gold(item: DatasetItem) -> Extraction:
@@ -62,10 +71,10 @@ def run_protocols(
         if not records:
             raise UsageError(f"{train}: no usable training documents")
         facts = train_facts(r.extraction for r in records)
-    scorer = ProtocolScorer(chosen, train=facts)
-    for doc in _documents(store, run):
-        scorer.add(doc)
     config = run_scoring(run)
+    scorer = ProtocolScorer(chosen, train=facts)
+    for doc in _documents(store, run, config):
+        scorer.add(doc)
     found = scorer.result(
         resamples=config.resamples, seed=config.seed, confidence=config.confidence, method=config.ci
     )
