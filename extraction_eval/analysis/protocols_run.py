@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
@@ -21,9 +22,11 @@ from extraction_eval.evaluators.protocols import (
     check_protocols,
     train_facts,
 )
+from extraction_eval.evaluators.protocols.paired import align_rows, paired_protocols
+from extraction_eval.evaluators.stats.intervals import CiMethod
 from extraction_eval.types import DatasetItem, Extraction
 
-__all__ = ["run_protocols"]
+__all__ = ["paired_run_protocols", "run_protocols"]
 
 
 def _documents(
@@ -79,3 +82,12 @@ def run_protocols(
         resamples=config.resamples, seed=config.seed, confidence=config.confidence, method=config.ci
     )
     return Protocols(found.blocks, [*notes, *found.warnings], found.ids, found.rows)
+
+
+def paired_run_protocols(
+    a: Protocols, b: Protocols, *, resamples: int, seed: int, method: CiMethod = "expanded"
+) -> dict[str, dict[str, Any]]:
+    """B against A on each protocol metric, on the items both runs have: Δ with its paired
+    bootstrap CI (``evaluators.protocols.paired``), what ``compare`` shows and a gate reads."""
+    rows_a, rows_b = align_rows(a.ids, a.rows, b.ids, b.rows)
+    return paired_protocols(rows_a, rows_b, resamples=resamples, seed=seed, method=method)
