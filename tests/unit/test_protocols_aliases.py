@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from extraction_eval.cli import app
@@ -15,7 +17,7 @@ from extraction_eval.datasets.jsonl import parse_extraction
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.evaluators.clusters import alias_lookup
 from extraction_eval.evaluators.protocols import ProtocolDocument, score_protocols
-from extraction_eval.types import Schema
+from extraction_eval.types import Entity, Extraction, Relationship, Schema
 
 GOLD: dict[str, Any] = {
     "id": "d",
@@ -91,3 +93,56 @@ def test_score_aliases_reach_the_docred_protocol(tmp_path: Path) -> None:
     assert docred("--aliases", str(table))["correct"] == 1
     assert docred()["correct"] == 0
     assert docred("--no-aliases")["correct"] == 0
+
+
+@st.composite
+def _aliased(draw: st.DrawFn) -> tuple[Extraction, list[list[str]]]:
+    """Entities with distinct names, each with an alias-table group of its own name and
+    ``alias<i>``; facts between them, each stated once."""
+    n = draw(st.integers(min_value=2, max_value=6))
+    entities = [Entity(name=f"entity {i}", type="T") for i in range(n)]
+    facts = draw(
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from(["a", "b"])),
+            min_size=1,
+            max_size=6,
+            unique=True,
+        )
+    )
+    rels = [
+        Relationship(source=f"entity {h}", target=f"entity {t}", type=k, head=h, tail=t)
+        for h, t, k in facts
+    ]
+    groups = [[f"entity {i}", f"alias{i}"] for i in range(n)]
+    return Extraction(entities=entities, relationships=rels), groups
+
+
+@settings(max_examples=60, deadline=None)
+@given(_aliased(), st.data())
+def test_renaming_by_own_alias_never_lowers_by_anothers_always_does(
+    case: tuple[Extraction, list[list[str]]], data: st.DataObject
+) -> None:
+    gold, groups = case
+    lookup = alias_lookup(ScoringConfig(alias_groups=tuple(tuple(g) for g in groups)))
+
+    def f1(rels: list[Relationship]) -> float:
+        doc = ProtocolDocument("d", "", gold, Extraction(relationships=rels), {}, lookup)
+        return float(score_protocols(["docred"], [doc]).blocks["docred"]["f1"])
+
+    def named(r: Relationship, head: str | None = None) -> Relationship:
+        return Relationship(source=head or r.source, target=r.target, type=r.type)
+
+    base = [named(r) for r in gold.relationships]
+    assert f1(base) == 1.0
+    own = [
+        Relationship(source=f"alias{r.head}", target=f"alias{r.tail}", type=r.type)
+        for r in gold.relationships
+    ]
+    assert f1(own) >= f1(base)  # its own alias: never lower
+    first = gold.relationships[0]
+    facts = {(r.head, r.tail, r.type) for r in gold.relationships}
+    others = [k for k in range(len(gold.entities)) if (k, first.tail, first.type) not in facts]
+    if not others:
+        return
+    k = data.draw(st.sampled_from(others))
+    assert f1([named(first, f"alias{k}"), *base[1:]]) < f1(base)  # another's: always lower
