@@ -23,6 +23,7 @@ from extraction_eval.evaluators import (
     ScoringConfig,
     aggregate,
 )
+from extraction_eval.evaluators.clusters import alias_lookup
 from extraction_eval.evaluators.gold_view import mapped_gold
 from extraction_eval.evaluators.limits import over_cap
 from extraction_eval.evaluators.protocols import (
@@ -127,6 +128,7 @@ def _protocols(
             mapped_gold(g.extraction, schema or g.schema),
             preds.get(g.id),
             g.metadata or {},
+            alias_lookup(config, schema or g.schema),
         )
         for g in gold
     )

@@ -228,16 +228,11 @@ def protocols_of_runs(
 ) -> dict[str, Any]:
     """Each run's protocol blocks by side (``a``, ``b``) and, under ``paired``, B against A
     on the items both have (Δ with its paired bootstrap CI, as for the other metrics)."""
-    from extraction_eval.evaluators.protocols.paired import align_rows, paired_protocols
+    from extraction_eval.analysis.protocols_run import paired_run_protocols
 
     a, b = (protocols_of_run(store, run, names, train) for run in runs)
-    rows_a, rows_b = align_rows(a.ids, a.rows, b.ids, b.rows)
-    paired = paired_protocols(
-        rows_a,
-        rows_b,
-        resamples=options.resamples,
-        seed=options.seed,
-        method=options.ci or "expanded",
+    paired = paired_run_protocols(
+        a, b, resamples=options.resamples, seed=options.seed, method=options.ci or "expanded"
     )
     return {"a": a.blocks, "b": b.blocks, "paired": paired}
 

@@ -23,7 +23,17 @@ from extraction_eval.commands.common import (
 from extraction_eval.limits import DEFAULT_MAX_CELLS
 
 # options the command itself handles, not MatrixConfig settings
-_NOT_SETTINGS = ("config", "dry_run", "details", "aliases", "no_aliases", "judge", "judge_base_url")
+_NOT_SETTINGS = (
+    "config",
+    "dry_run",
+    "details",
+    "aliases",
+    "no_aliases",
+    "judge",
+    "judge_base_url",
+    "protocol",
+    "train",
+)
 
 
 @handle_errors
@@ -79,6 +89,8 @@ def matrix_cmd(
     ] = None,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    protocol: o.Protocol = None,
+    train: o.Train = None,
     details: Annotated[
         bool | None,
         typer.Option(
@@ -92,12 +104,7 @@ def matrix_cmd(
     """One run per (model, prompt label, temperature[, repeat]) cell on one dataset version,
     one shared concurrency budget; then the matrix table."""
     # every option by its name (None: not given), before anything else is bound here
-    overrides = {
-        k: v
-        for k, v in locals().items()
-        if k
-        not in ("config", "dry_run", "details", "aliases", "no_aliases", "judge", "judge_base_url")
-    }
+    overrides = {k: v for k, v in locals().items() if k not in _NOT_SETTINGS}
     from extraction_eval.experiments.matrix import estimate_matrix, run_matrix
     from extraction_eval.experiments.matrix_config import MatrixConfig
     from extraction_eval.views.doubts import print_warnings_first, print_warnings_recap
@@ -112,6 +119,10 @@ def matrix_cmd(
         scoring = dataclasses.replace(matrix.base.scoring, **alias_fields)  # type: ignore[arg-type]
         matrix = dataclasses.replace(matrix, base=dataclasses.replace(matrix.base, scoring=scoring))
     judged_cells = _judged_cells(judge, judge_base_url, matrix.base.max_cost)  # refused now
+    if protocol or train is not None:
+        from extraction_eval.commands.compare import check_protocol_options
+
+        check_protocol_options(protocol, train)
     if dry_run:
         render_matrix_estimate(matrix, estimate_matrix(matrix), console)
         return
@@ -121,6 +132,8 @@ def matrix_cmd(
     render_matrix(outcome, console, details)
     if judged_cells is not None:
         judged_cells([c.run for c in outcome.cells])
+    if protocol and outcome.cells:
+        _protocol_cells([c.run for c in outcome.cells], protocol, train, matrix.name or "")
     print_warnings_recap(outcome.warnings, err_console)
     stop = outcome.budget_stop()
     if stop is not None:
@@ -167,3 +180,17 @@ def _judged_cells(model: str | None, base_url: str | None, max_cost: float | Non
         judge_budget_line([report for _, report in rows], max_cost)
 
     return show
+
+
+def _protocol_cells(runs: list[Any], names: list[str], train: Any, prefix: str) -> None:
+    """``--protocol``: each cell's protocol headline figures, after the matrix table."""
+    from extraction_eval.analysis.protocols_run import protocol_cells
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.views.matrix import render_protocol_cells
+
+    with LocalStore(seed=False) as store:
+        records = [store.get_run_by_id(run.id) for run in runs]
+        cells = protocol_cells(store, records, names, train=train)
+    for warning in cells.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    render_protocol_cells(cells, prefix, console)

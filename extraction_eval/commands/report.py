@@ -7,12 +7,19 @@ none of it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from extraction_eval.commands import options as o
-from extraction_eval.commands.common import check_writable, console, handle_errors, warn_line
+from extraction_eval.commands.common import (
+    alias_settings,
+    check_writable,
+    console,
+    err_console,
+    handle_errors,
+    warn_line,
+)
 
 
 @handle_errors
@@ -22,9 +29,15 @@ def report_cmd(
     dataset: Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")] = None,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    protocol: o.Protocol = None,
+    train: o.Train = None,
+    aliases: o.Aliases = None,
+    no_aliases: o.NoAliases = False,
 ) -> None:
     """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
-    taxonomy, latency and cost, and every item with its evidence highlighted in the text."""
+    taxonomy, latency and cost, and every item with its evidence highlighted in the text.
+    With --protocol, a table per protocol; with --aliases / --no-aliases, each run's figures
+    re-scored so, in a labelled block beside the stored ones."""
     from extraction_eval.analysis.html_report.data import build_report_data, run_items
     from extraction_eval.atomic import WriteFailed
     from extraction_eval.backends.local import LocalStore
@@ -33,8 +46,14 @@ def report_cmd(
     from extraction_eval.reports.html import write_report
 
     check_writable("--out", out)
-    from extraction_eval.commands.compare import judged_of_runs, judges_for
+    from extraction_eval.commands.compare import (
+        check_protocol_options,
+        judged_of_runs,
+        judges_for,
+    )
 
+    check_protocol_options(protocol, train)
+    alias_fields = alias_settings(aliases, no_aliases, err_console)
     judges = judges_for(judge, judge_base_url, len(runs))  # refused before the store is opened
     store = LocalStore()
     records = [get_or_pull(store, name, dataset, warn=warn_line) for name in runs]
@@ -44,6 +63,15 @@ def report_cmd(
         data = build_report_data(store, records, items_for=items_for)
     finally:
         close()
+    if alias_fields:  # beside the stored figures, labelled: the page's items stay as stored
+        from extraction_eval.analysis.rescored import rescored_report
+        from extraction_eval.analysis.stored import rescored_with
+
+        records = [rescored_with(r, **alias_fields) for r in records]
+        what = "--no-aliases" if no_aliases else f"--aliases {aliases}"
+        data.rescored = {"with": what, "runs": [rescored_report(store, r) for r in records]}
+    if protocol:
+        data.protocols = _protocols(store, records, protocol, train)
     try:
         size = write_report(data, out)
     except WriteFailed as exc:
@@ -53,3 +81,26 @@ def report_cmd(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _protocols(
+    store: Any, records: list[Any], names: list[str], train: Path | None
+) -> dict[str, Any]:
+    """Each run's protocol blocks and, for two runs, B against A on them (the first run's
+    bootstrap settings, as ``compare`` takes A's); warnings on stderr."""
+    from extraction_eval.analysis.protocols_run import paired_run_protocols
+    from extraction_eval.analysis.stored import run_scoring
+    from extraction_eval.commands.compare import protocols_of_run
+    from extraction_eval.evaluators.protocols import check_protocols
+
+    found = [protocols_of_run(store, r, names, train) for r in records]
+    out: dict[str, Any] = {
+        "names": list(check_protocols(names)),
+        "runs": [f.blocks for f in found],
+    }
+    if len(found) == 2:
+        scoring = run_scoring(records[0])
+        out["paired"] = paired_run_protocols(
+            *found, resamples=scoring.resamples, seed=scoring.seed, method=scoring.ci
+        )
+    return out

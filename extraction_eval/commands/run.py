@@ -174,13 +174,15 @@ def run_cmd(
         shard=resolve_shard(shard, count=shard_count),
         schema=run_schema,
     )
-    base = find_baseline(baseline, fail_on_regression or [], config.dataset)
-    check_ppi(ppi, human)
-    the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
     if protocol or train is not None:
         from extraction_eval.commands.compare import check_protocol_options
 
         check_protocol_options(protocol, train)
+    base = find_baseline(
+        baseline, fail_on_regression or [], config.dataset, protocols=protocol or []
+    )
+    check_ppi(ppi, human)
+    the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
     if dry_run:
         from extraction_eval.experiments.run import estimate_run
         from extraction_eval.views.runs import render_estimate
@@ -221,7 +223,7 @@ def _after_run(
     from extraction_eval.analysis.checks import check_run
     from extraction_eval.commands.common import error_line, judge_budget_line
 
-    checks = check_run(outcome, config, base)
+    checks = check_run(outcome, config, base, protocols=protocol or (), train=train)
     if checks.budget is not None:
         err_console.print(
             f"[red]stopped: budget[/] {error_line(checks.budget)}", highlight=False, soft_wrap=True
@@ -242,15 +244,15 @@ def _after_run(
             the_judge.max_cost_usd = max(0.0, config.max_cost - spent)
         report = _render_judged(the_judge, outcome.run.id)
         judge_budget_line([report], config.max_cost)
-    if protocol:
-        from extraction_eval.backends.local import LocalStore
-        from extraction_eval.commands.compare import protocols_of_run
-        from extraction_eval.views.protocols import render_protocols
+    if checks.protocols is not None:
+        from extraction_eval.views.protocols import render_paired_protocols, render_protocols
 
-        store = LocalStore()
-        stored = store.get_run_by_id(outcome.run.id)
-        blocks = protocols_of_run(store, stored, protocol, train).blocks
-        render_protocols(blocks, console, title=f"protocols: {stored.name}")
+        for warning in checks.protocols.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+        render_protocols(checks.protocols.blocks, console, title=f"protocols: {outcome.run.name}")
+        if checks.protocols_paired is not None and base is not None:
+            console.print(f"protocols vs baseline {base.run.name!r}:", highlight=False)
+            render_paired_protocols(checks.protocols_paired, console)
     for line in checks.thresholds:
         err_console.print(f"[red]threshold:[/] {line}", highlight=False)
     result = checks.baseline
@@ -267,6 +269,15 @@ def _after_run(
         if gate_line is not None:
             style = "red" if result.gate else "green"
             err_console.print(f"[{style}]{gate_line}[/]", highlight=False, soft_wrap=True)
+    if base is not None and base.protocol_tolerances:
+        failures = checks.protocol_failures
+        line = (
+            "FAIL " + "; ".join(failures)
+            if failures
+            else f"pass ({', '.join(base.protocol_tolerances)})"
+        )
+        style = "red" if failures else "green"
+        err_console.print(f"[{style}]protocol gate: {line}[/]", highlight=False, soft_wrap=True)
     if checks.failed:
         raise typer.Exit(1)
 

@@ -11,7 +11,7 @@ is left as it was.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from extraction_eval.evaluators.config import (
@@ -26,6 +26,7 @@ from extraction_eval.types import Entity, Relationship, Schema
 
 __all__ = [
     "Clusters",
+    "alias_lookup",
     "entity_forms",
     "gold_clusters",
 ]
@@ -122,3 +123,21 @@ def gold_clusters(
     mode: MatchMode = config.match
     clusters = Clusters(tuple(entity_forms(e, config, extra) for e in gold), mode)
     return clusters if clusters.any_alias else None
+
+
+def alias_lookup(
+    config: ScoringConfig, schema: Schema | None = None
+) -> Callable[[str], tuple[str, ...]] | None:
+    """A name's alias-table groups (the config's table, the item schema's ``aliases``), for
+    the protocols' name resolver (``docred``); None without a table or with aliases off."""
+    if not config.aliases:
+        return None
+    extra = schema_alias_index(schema)
+    if extra is None and not config.alias_groups:
+        return None
+
+    def groups(name: str) -> tuple[str, ...]:
+        found = config.aliases_of(name)
+        return found + extra.get(type_key(name), ()) if extra else found
+
+    return groups

@@ -23,6 +23,7 @@ from typing import Any
 from extraction_eval.analysis.html_report.data import ReportData
 from extraction_eval.atomic import atomic_text
 from extraction_eval.reports import charts, require
+from extraction_eval.reports.protocols import protocol_tables, rescored_rows
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -239,6 +240,9 @@ def _pieces(data: ReportData) -> Iterator[str]:
         headline_rows=_headline_rows(runs),
         cost_rows=_cost_rows(runs),
         judged_rows=_judged_rows(data.judged),
+        protocol_tables=protocol_tables(data.protocols, labels),
+        rescored_rows=rescored_rows(data.rescored),
+        rescored_with=(data.rescored or {}).get("with", ""),
         headline=_chart(
             charts.headline_svg(labels, summaries), "micro precision, recall, F1 with CIs"
         ),

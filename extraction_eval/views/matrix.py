@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from extraction_eval.analysis.matrix_table import HEADLINE, CellRow, MatrixTable
+from extraction_eval.analysis.protocols_run import ProtocolCells
 from extraction_eval.evaluators.stats.multiple_testing import CORRECTION_TEXT
 from extraction_eval.experiments.budget import CostEstimate, sum_estimates
 from extraction_eval.experiments.matrix import MatrixOutcome
@@ -261,3 +262,55 @@ def render_matrix_estimate(
             f"--max-cost {matrix.base.max_cost:g}: " + ("within" if within else "would be refused")
         )
     console.print("; ".join(notes), highlight=False, style="dim", soft_wrap=True)
+
+
+# short heads, so a few protocols still fit 80 columns (the legend under the table names them)
+_PROTOCOL_HEADERS = {
+    "semeval.strict.f1": "strict",
+    "semeval.exact.f1": "exact",
+    "semeval.partial.f1": "partial",
+    "semeval.ent_type.f1": "ent_type",
+    "re_strict.f1": "re_strict",
+    "re_boundaries.f1": "re_bound",
+    "docred.f1": "docred",
+    "docred.ign_f1": "ign F1",
+    "docred.evidence_f1": "evi F1",
+}
+
+
+def render_protocol_cells(cells: ProtocolCells, prefix: str, console: Console) -> None:
+    """``matrix --protocol``: each cell's protocol headline figures (``semeval.strict.f1``,
+    ``re_strict.f1``, ``docred.f1``...) with their CIs, marked like the matrix table's."""
+    grid = Table(
+        title="protocols per cell",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    grid.add_column("cell", no_wrap=True)
+    for metric in cells.metrics:
+        grid.add_column(_PROTOCOL_HEADERS.get(metric, metric), justify="right")
+    for name, values in cells.values.items():
+        row = []
+        for metric in cells.metrics:
+            value, ci = values[metric]
+            text = Text(fmt_number(value))
+            if name in cells.best.get(metric, ()):
+                text.append(BEST, style="bold green")
+            elif name in cells.similar.get(metric, ()):
+                text.append(CLOSE, style="green")
+            if ci is not None:
+                text.append(f"\n{_bound(ci[0])}–{_bound(ci[1])}", style="dim")
+            row.append(text)
+        grid.add_row(_short(name, prefix), *row)
+    print_table(console, grid)
+    shown = ", ".join(f"{_PROTOCOL_HEADERS.get(m, m)} = {m}" for m in cells.metrics)
+    console.print(
+        f"{shown}. {BEST} best cell per protocol metric; {CLOSE} its paired bootstrap CI of"
+        " the difference with the best contains 0 (not corrected for the many comparisons);"
+        " the F1 CI below (docs/protocols.md)",
+        highlight=False,
+        style="dim",
+    )

@@ -92,3 +92,33 @@ def test_run_prints_each_protocol_after_the_run(shared_data: Path, tmp_path: Pat
         _run_app, ["--dataset", "c04", "--protocol", "re", "--train", str(path)]
     )
     assert refused.exit_code == 2 and "--train" in refused.stderr
+
+
+def test_run_baseline_gates_on_protocol_metrics(shared_data: Path, tmp_path: Path) -> None:
+    lines = (shared_data / "conll04_test.jsonl").read_text(encoding="utf-8").splitlines()[:30]
+    path = tmp_path / "c04.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _ok(runner.invoke(app, ["datasets", "upload", "c04", str(path)]))
+
+    def run(name: str, pipeline: str, *extra: str) -> Any:
+        args = ["--dataset", "c04", "--name", name, "--pipeline", f"{PIPELINES}:{pipeline}"]
+        return runner.invoke(_run_app, [*args, *extra])
+
+    assert run("gold", "echo_gold").exit_code == 0
+    assert run("first", "first_entity").exit_code == 0
+    gate = ["--protocol", "semeval", "--fail-on-regression", "semeval.strict.f1=0.01"]
+    worse = run("worse", "first_entity", "--baseline", "gold", *gate)
+    assert worse.exit_code == 1, worse.stderr
+    assert "protocol gate: FAIL semeval.strict.f1" in worse.stderr
+    assert "protocols vs baseline 'gold'" in worse.stdout and "semeval.strict.f1" in worse.stdout
+    better = run("better", "echo_gold", "--baseline", "first", *gate)
+    assert better.exit_code == 0, better.stderr
+    assert "protocol gate: pass (semeval.strict.f1)" in better.stderr
+    # refused before anything runs: no --protocol, a metric no chosen protocol has
+    alone = run("x1", "echo_gold", "--baseline", "gold", *gate[2:])
+    assert alone.exit_code == 2 and "--protocol" in alone.stderr
+    other = run("x2", "echo_gold", "--baseline", "gold", "--protocol", "re", *gate[2:])
+    assert other.exit_code == 2 and "unknown protocol metric 'semeval.strict.f1'" in other.stderr
+    from extraction_eval.backends.local import LocalStore
+
+    assert LocalStore().get_run("x1", "c04") is None and LocalStore().get_run("x2", "c04") is None

@@ -98,6 +98,12 @@ class ReportData:
     # per run: the judged blocks kept beside it (``--judge``; newest first), shown as a
     # section of their own beside the string figures
     judged: list[list[dict[str, Any]]] = field(default_factory=list)
+    # ``--protocol``: ``names``, per run its blocks (``runs``, in run order) and, for two
+    # runs, B against A on each protocol metric (``paired``); a section of its own
+    protocols: dict[str, Any] | None = None
+    # ``--aliases FILE`` / ``--no-aliases``: ``with`` (what was changed) and per run its
+    # report re-scored so (``runs``); beside the stored figures, which stay as they ran
+    rescored: dict[str, Any] | None = None
 
     @property
     def n_items(self) -> int:
@@ -116,7 +122,7 @@ class ReportData:
 
     def meta(self) -> dict[str, Any]:
         """What the page's script reads besides the table and chunks."""
-        return {
+        out = {
             "runs": self.runs,
             "types": self.types,
             "categories": self.categories,
@@ -124,6 +130,11 @@ class ReportData:
             "n": self.n_items,
             "judged": [_judged_items(blocks) for blocks in self.judged],
         }
+        if self.protocols is not None:
+            out["protocols"] = self.protocols
+        if self.rescored is not None:
+            out["rescored"] = self.rescored
+        return out
 
 
 def _judged_items(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ indices are one warning each (the object is skipped, the rest scored). Pure, no 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,13 +42,16 @@ PROTOCOLS = ("semeval", "re", "docred")
 
 @dataclass(frozen=True, slots=True)
 class ProtocolDocument:
-    """One item as the protocols see it; ``pred`` None is a failed item."""
+    """One item as the protocols see it; ``pred`` None is a failed item. ``aliases_of``: a
+    name's alias-table group (``evaluators.clusters.alias_lookup``), which ``docred``
+    resolves predicted endpoint names through too."""
 
     item_id: str
     text: str
     gold: Extraction
     pred: Extraction | None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    aliases_of: Callable[[str], Iterable[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +103,7 @@ class ProtocolScorer:
         if self.relext is not None:
             self.relext.add(doc.item_id, doc.text, doc.gold, pred)
         if self.docred is not None:
-            self.docred.add(doc.item_id, doc.text, doc.gold, pred, doc.metadata)
+            self.docred.add(doc.item_id, doc.text, doc.gold, pred, doc.metadata, doc.aliases_of)
 
     def result(
         self,

@@ -5,8 +5,10 @@ mentions is a cluster. Gold facts come from the relationships' ``head``/``tail``
 predicted relationship names its endpoints (as an LLM does): a predicted endpoint whose
 offsets equal a gold mention's stands for that mention's cluster; otherwise its name
 resolves to the one gold cluster whose name, mentions or aliases it equals (casefolded,
-whitespace collapsed). A name that fits two clusters is ``ambiguous`` and one that fits none
-``unresolved``: neither is guessed, both stay submitted facts that cannot be correct.
+whitespace collapsed), or, with an alias table (``--aliases``, a schema's ``aliases``), whose
+forms share an alias-table group with it ("NYC" names the cluster of "New York City"). A
+name that fits two clusters is ``ambiguous`` and one that fits none ``unresolved``: neither
+is guessed, both stay submitted facts that cannot be correct.
 A repeated fact counts once: a submitted one with the first's evidence (as the official
 script), a gold one with the union of its repeats' (DocRED's data repeats no fact).
 
@@ -24,7 +26,7 @@ item); other 0/0 are 0. Pure, no I/O.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from extraction_eval.evaluators.protocols.rows import CountRows
@@ -39,6 +41,8 @@ from extraction_eval.types import Entity, Extraction, Relationship
 __all__ = ["DocredAccumulator", "TrainFacts", "train_facts"]
 
 TrainFacts = frozenset[tuple[str, str, str]]
+# a name -> the alias-table group holding it (() when none): ``evaluators.clusters.alias_lookup``
+AliasesOf = Callable[[str], Iterable[str]]
 _Fact = tuple[str, Any, Any]
 
 
@@ -154,9 +158,11 @@ def _spans(entity: Entity) -> set[tuple[int, int]]:
 
 
 class _Resolver:
-    """Gold clusters by mention offsets and by surface key (name, mentions, aliases)."""
+    """Gold clusters by mention offsets and by surface key (name, mentions, aliases, and the
+    alias-table groups of any of those)."""
 
-    def __init__(self, entities: Sequence[Entity]) -> None:
+    def __init__(self, entities: Sequence[Entity], aliases_of: AliasesOf | None = None) -> None:
+        self.aliases_of = aliases_of
         self.spans = [_spans(e) for e in entities]
         self.by_span: dict[tuple[int, int], set[int]] = {}
         self.entities = entities
@@ -174,7 +180,10 @@ class _Resolver:
         if self._by_key is None:
             self._by_key = {}
             for i, e in enumerate(self.entities):
-                for name in (e.name, *(m.name for m in e.mentions), *e.aliases):
+                names = [e.name, *(m.name for m in e.mentions), *e.aliases]
+                if self.aliases_of is not None:
+                    names += [a for name in names for a in self.aliases_of(name)]
+                for name in names:
                     self._by_key.setdefault(type_key(name), set()).add(i)
         return self._by_key
 
@@ -272,10 +281,12 @@ class DocredAccumulator(DocumentFold):
         gold: Extraction,
         pred: Extraction | None,
         metadata: Mapping[str, Any] | None = None,
+        aliases_of: AliasesOf | None = None,
     ) -> None:
-        """One document; ``pred`` None is a failed item (its gold facts are missed)."""
+        """One document; ``pred`` None is a failed item (its gold facts are missed);
+        ``aliases_of`` gives a name's alias-table group (names resolve through it too)."""
         before = (self.correct, self.submitted, self.gold)
-        self._add(item_id, text, gold, pred, metadata)
+        self._add(item_id, text, gold, pred, metadata, aliases_of)
         if self.rows is not None:
             correct, submitted, expected = (
                 now - then
@@ -290,12 +301,13 @@ class DocredAccumulator(DocumentFold):
         gold: Extraction,
         pred: Extraction | None,
         metadata: Mapping[str, Any] | None,
+        aliases_of: AliasesOf | None,
     ) -> None:
         self.documents += 1
         self.failed = self.failed or pred is None
         sentences = _Sentences(text, (metadata or {}).get("sentences"))
         self.evidence_documents += sentences.ok
-        resolver = _Resolver(gold.entities)
+        resolver = _Resolver(gold.entities, aliases_of)
         facts = self._gold_facts(item_id, gold, sentences, resolver)
         self.gold += len(facts)
         self.gold_evidence += sum(len(v) for v in facts.values())

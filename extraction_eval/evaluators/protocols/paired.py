@@ -5,7 +5,7 @@ regression gate on them (``--fail-on-regression semeval.strict.f1=0.01``). Pure,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from extraction_eval.evaluators.stats.intervals import CiMethod, quantile_levels
 __all__ = [
     "PROTOCOL_METRIC_PREFIXES",
     "align_rows",
+    "gate_names",
     "is_protocol_metric",
     "paired_protocols",
     "protocol_gate",
@@ -28,8 +29,27 @@ PROTOCOL_METRIC_PREFIXES = ("semeval.", "re_strict.", "re_boundaries.", "docred.
 _RATIOS = ("precision", "recall", "f1")
 
 
+# each protocol's count-row metrics (what a paired comparison, and so a gate, has)
+_ROW_METRICS = {
+    "semeval": ("semeval.strict", "semeval.exact", "semeval.partial", "semeval.ent_type"),
+    "re": ("re_strict", "re_boundaries"),
+    "docred": ("docred",),
+}
+
+
 def is_protocol_metric(name: str) -> bool:
     return name.startswith(PROTOCOL_METRIC_PREFIXES)
+
+
+def gate_names(protocols: Iterable[str]) -> tuple[str, ...]:
+    """The protocol metrics a gate can name with these protocols chosen
+    (``semeval.strict.f1``, ``re_strict.precision``, ``docred.f1``...)."""
+    return tuple(
+        f"{metric}.{ratio}"
+        for name in protocols
+        for metric in _ROW_METRICS.get(name, ())
+        for ratio in _RATIOS
+    )
 
 
 def paired_protocols(
