@@ -600,6 +600,11 @@ def orchestrate(args: argparse.Namespace) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _versus_ideal(wall: float, ideal: float) -> str:
+    """``wall`` against the ideal time; with no latency (ideal 0) there is no ratio."""
+    return f"{wall / ideal:.2f}x" if ideal > 0 else "-"
+
+
 def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> None:
     ideal = n * latency / c
     extra = ""
@@ -610,7 +615,7 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
     if "wall_no_readback" in f:
         extra = (
             f"  without read-back {f['wall_no_readback']:.2f}s"
-            f" ({f['wall_no_readback'] / ideal:.2f}x); read-back {f['readback']:.2f}s"
+            f" ({_versus_ideal(f['wall_no_readback'], ideal)}); read-back {f['readback']:.2f}s"
             f" (cpu {f.get('readback_cpu', 0.0):.2f}s)"
         )
     errors = "" if f.get("errors") is None else f" errors={f['errors']}"
@@ -619,7 +624,8 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
     servers = f["server_cpu"]
     print(
         f"C={c:<3} ({mode}) {MODES[mode]:<28} wall {f['wall']:6.2f}s"
-        f"  ideal {ideal:5.2f}s  {f['wall'] / ideal:4.2f}x ideal"
+        f"  ideal {ideal:5.2f}s  {_versus_ideal(f['wall'], ideal):>5} of ideal"
+        f"  {n / f['wall']:6.0f} items/s"
         f"  cpu {f['cpu']:5.2f}s = {f['cpu'] / n * 1000:.1f} ms/item"
         f" (servers: openai {servers['openai']:.1f}s, langfuse {servers['langfuse']:.1f}s)"
         f"  load {f['load']:.1f}  results={f['results']}{errors}{extra}"
