@@ -1,0 +1,153 @@
+"""``run --workers N``: the items run and are scored in N worker processes, the run's process
+stores them. Through the CLI on a temp store (conftest), with the test pipelines of
+``tests/support/pipelines.py`` and the scripted fake provider; each run starts real worker
+processes, so the tests are few and small."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from extraction_eval.backends.local import LocalStore
+from extraction_eval.cli import _run_app, app
+from extraction_eval.llm.fake import read_fake_log
+
+REPO = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def _run(*args: str) -> Result:
+    return runner.invoke(_run_app, ["--backend", "local", *args])
+
+
+def _export(name: str) -> str:
+    out = runner.invoke(app, ["runs", "export", name, "--deterministic"])
+    assert out.exit_code == 0, out.stderr
+    return str(out.stdout)
+
+
+def test_workers_store_what_one_process_stores_and_each_failure_is_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte-identical exports (per-invocation fields left out: latency, ...), and two items
+    failing differently in the two workers (a raise, an answer that is not an extraction)
+    are two error rows, the summaries equal."""
+    items = LocalStore().get_items("extraction-eval")[:12]
+    monkeypatch.setenv("E2E_FAIL", items[0].id)
+    monkeypatch.setenv("E2E_BAD", items[1].id)
+    pids = tmp_path / "pids.log"
+    common = ["--limit", "12", "--pipeline", "tests.support.pipelines:fails_two_ways"]
+    one = _run(*common, "--name", "one", "--concurrency", "4")
+    assert one.exit_code == 0, one.stderr
+    monkeypatch.setenv("E2E_PID_LOG", str(pids))
+    two = _run(*common, "--name", "two", "--concurrency", "4", "--workers", "2")
+    assert two.exit_code == 0, two.stderr
+
+    ran_in = dict(line.split() for line in pids.read_text().splitlines())
+    assert len(ran_in) == 12 and str(os.getpid()) not in ran_in.values()
+    assert len(set(ran_in.values())) == 2  # both workers ran items
+    assert ran_in[items[0].id] != ran_in[items[1].id]  # the two failures in two workers
+    assert _export("one") == _export("two")
+    store = LocalStore()
+    rows = {r.item_id: r for r in store.results(store.get_run("two").id)}  # type: ignore[union-attr]
+    assert len(rows) == 12
+    assert rows[items[0].id].error_kind == "pipeline"
+    assert "scripted failure" in (rows[items[0].id].error or "")
+    assert rows[items[1].id].error_kind == "schema"
+    assert sum(r.error is not None for r in rows.values()) == 2
+    first, second = store.get_run("one"), store.get_run("two")
+    assert first is not None and second is not None
+    assert first.summary is not None and second.summary is not None
+    assert first.summary["values"] == second.summary["values"]
+
+
+def test_the_budget_holds_across_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ceiling for the run: an item starts only while the spend of every worker's results
+    is below it ($0.01 a call: two in flight, then one more per finished item below $0.025:
+    four calls, the other two items not run)."""
+    script = {
+        "default": {
+            "json": {"entities": [], "relationships": []},
+            "usage": {"input": 5000, "output": 5000},
+        }
+    }
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("EXTRACTION_EVAL_FAKE_SCRIPT", str(path))
+    monkeypatch.setenv("EXTRACTION_EVAL_FAKE_LOG", str(log))
+    prices = ["--price-in", "1", "--price-out", "1"]
+    stopped = _run(
+        "--limit", "6", "--model", "fake:budget", *prices, "--name", "capped",
+        "--max-cost", "0.025", "--concurrency", "2", "--workers", "2",
+    )  # fmt: skip
+    assert stopped.exit_code == 1, stopped.stderr
+    assert "stopped: budget" in stopped.stderr and "2 items not run" in stopped.stderr
+    assert len(read_fake_log(log)) == 4
+    run = LocalStore().get_run("capped")
+    assert run is not None and run.status == "stopped: budget"
+    assert run.summary is not None and run.summary["cost_usd"] == pytest.approx(0.04)
+
+
+def _workers_of(home: Path) -> list[int]:
+    """Worker processes still alive that were started for the store under ``home``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"item_worker" in cmdline and str(home).encode() in environ:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_sigkill_mid_run_then_resume_with_workers(tmp_path: Path, isolated_home: Path) -> None:
+    """kill -9 of the run's process: its workers exit (their input ended), the results stored
+    stay, ``--resume`` runs the rest, each item once."""
+    log = tmp_path / "calls.log"
+    env = {**os.environ, "E2E_CALL_LOG": str(log), "E2E_DELAY": "0.15", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "extraction_eval", "run", "--name", "killed", "--limit", "30"]
+    cmd += ["--pipeline", "tests.support.pipelines:first_entity", "--concurrency", "2"]
+    cmd += ["--workers", "2", "--backend", "local"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    store = LocalStore()
+    deadline = time.monotonic() + 90
+    run = None
+    while time.monotonic() < deadline:
+        run = store.get_run("killed", "extraction-eval")
+        if run is not None and len(store.results(run.id)) >= 6:
+            break
+        time.sleep(0.05)
+    assert _workers_of(isolated_home), "the run has worker processes"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert run is not None
+    done_before = {r.item_id for r in store.results(run.id)}
+    assert 6 <= len(done_before) < 30
+    deadline = time.monotonic() + 20
+    while _workers_of(isolated_home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _workers_of(isolated_home) == []  # no orphan left running
+
+    env["E2E_CALL_LOG"] = str(tmp_path / "resume.log")
+    env["E2E_DELAY"] = "0"
+    subprocess.run([*cmd, "--resume"], cwd=REPO, env=env, check=True, capture_output=True)
+    results = store.results(run.id)
+    assert len(results) == 30 and len({r.item_id for r in results}) == 30
+    resumed_calls = (tmp_path / "resume.log").read_text().split()
+    assert not set(resumed_calls) & done_before  # finished items were not called again
+    assert len(resumed_calls) == len(set(resumed_calls))
