@@ -232,11 +232,14 @@ def mode_a(args: argparse.Namespace, workers: int | None = None) -> dict[str, An
         return schedule(*a, **k)
 
     local_mode.run_bounded = first_item  # type: ignore[assignment]
+    own = time.process_time()
     with Timed() as t:
         outcome = run_experiment(config, store=store)
+    own = time.process_time() - own
     return {
         "wall": t.wall,
         "cpu": t.cpu,
+        "workers_cpu": t.cpu - own,
         "finalize": finalize[0],
         "setup": started[0] - t.wall0 if started else None,
         "results": len(outcome.results),
@@ -653,6 +656,8 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
         extra = f"  of which finalize (bootstrap CIs, summary) {f['finalize']:.2f}s"
         if f.get("setup") is not None:
             extra += f", setup (store, items, prompt, estimate) {f['setup']:.2f}s"
+        if f.get("workers_cpu"):
+            extra += f"; cpu of the worker processes {f['workers_cpu']:.2f}s"
     if "wall_no_readback" in f:
         extra = (
             f"  without read-back {f['wall_no_readback']:.2f}s"

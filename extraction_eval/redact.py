@@ -196,11 +196,15 @@ def may_need_redaction(json_text: str, secrets: Sequence[str] | None = None) -> 
         if _TOKENS.search(spaced):
             return True
     squeezed = _squeezed(json_text)
-    for secret in found:
-        quoted = (json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1])
-        if any(_squeezed(form) in squeezed for form in (secret, *quoted)):
-            return True
-    return False
+    return any(form in squeezed for secret in found for form in _json_forms(secret))
+
+
+@functools.lru_cache(maxsize=256)
+def _json_forms(secret: str) -> tuple[str, ...]:
+    """A secret as it may stand in JSON text (as is, escaped, ASCII-escaped), squeezed: made
+    once per secret, not per answer (every answer is scanned)."""
+    quoted = (json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1])
+    return tuple(dict.fromkeys(_squeezed(form) for form in (secret, *quoted)))
 
 
 def _may_hold_token(text: str) -> bool:
