@@ -57,6 +57,7 @@ async def arun(
         finally:
             if pool is not None:
                 pool.stop()
+                prep.warnings.extend(pool.warnings)
             await close_pipeline(prep.runner.pipeline)
     return driver.outcome()
 
@@ -77,7 +78,6 @@ async def _use_pool(pool: ItemPool, prep: PreparedRun, store: LocalStore, driver
     if not prep.todo_ids:
         return
     await pool.start(job_for(prep.runner, store, prep.config.pipeline))
-    prep.warnings.extend(pool.warnings)
     cache = getattr(prep.runner.pipeline, "cache", None)
     cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
     held = cache if isinstance(cache, SQLiteResponseCache) else None

@@ -61,6 +61,7 @@ class _Worker:
         self.pending: dict[str, asyncio.Future[Answer]] = {}
         self.ready: asyncio.Future[bool] | None = None
         self.dead: str | None = None  # why it is not running items
+        self.set_up = False  # it said it is ready (and did not fail since)
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._outbox.put(list(sys.path))  # first: the child imports nothing before it
         self._writer = threading.Thread(target=self._write, daemon=True, name="pool-writer")
@@ -97,6 +98,10 @@ class _Worker:
                     stdin.close()
                 return
 
+    @property
+    def is_ready(self) -> bool:
+        return self.set_up and self.dead is None
+
     def why(self) -> str:
         """Why it exited, in one line: the last line it wrote to stderr, else its status."""
         try:
@@ -128,8 +133,10 @@ class ItemPool:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, job: Job) -> None:
-        """Send the run's job; wait until every worker is set up. A worker whose setup failed
-        is left out (a warning); none set up is the run's error, before any item ran."""
+        """Send the run's job; wait until every worker is set up or failed (they start at
+        once, so the last is ready soon after the first; the items are then spread over all
+        from the start). A worker whose setup failed is left out (a warning); none set up is
+        the run's error, before any item ran."""
         loop = self._loop = asyncio.get_running_loop()
         for worker in self.workers:
             worker.ready = loop.create_future()
@@ -138,15 +145,12 @@ class ItemPool:
             ).start()
             worker.send(job)
         await asyncio.gather(*(w.ready for w in self.workers if w.ready is not None))
-        failed = [w for w in self.workers if w.dead is not None]
-        if len(failed) == len(self.workers):
-            raise BackendError(f"no worker process could start ({failed[0].dead})")
-        for w in failed:
-            self.warnings.append(f"worker process {w.index + 1} could not start ({w.dead})")
+        if not any(w.is_ready for w in self.workers):
+            raise BackendError(f"no worker process could start ({self.workers[0].dead})")
 
     async def run(self, item: DatasetItem) -> Answer:
-        """``item`` run in the worker with the fewest items in flight."""
-        alive = [w for w in self.workers if w.dead is None]
+        """``item`` run in the ready worker with the fewest items in flight."""
+        alive = [w for w in self.workers if w.is_ready and w.dead is None]
         if not alive:
             reasons = "; ".join(sorted({w.dead or "" for w in self.workers}))
             raise BackendError(f"every worker process has exited ({reasons})")
@@ -185,6 +189,7 @@ class ItemPool:
                 _, item_id, why = message
                 _settle(worker.pending.get(item_id), error=WorkerDied(why))
             elif kind == READY and worker.ready is not None:
+                worker.set_up = True
                 _settle(worker.ready, result=True)
             elif kind == FAILED:
                 worker.dead = str(message[1])
@@ -197,8 +202,12 @@ class ItemPool:
             _settle(future, error=WorkerDied(f"its worker process exited ({worker.dead})"))
 
     def stop(self) -> None:
-        """Tell every worker to stop, wait a little, kill what is left; no orphan stays."""
+        """Tell every worker to stop, wait a little, kill what is left; no orphan stays.
+        ``warnings`` then says which could not start."""
         for worker in self.workers:
+            if worker.dead is not None:
+                what = "exited during the run" if worker.set_up else "could not start"
+                self.warnings.append(f"worker process {worker.index + 1} {what} ({worker.dead})")
             worker.send(None)
         for worker in self.workers:
             try:

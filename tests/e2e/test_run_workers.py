@@ -113,36 +113,37 @@ def _workers_of(home: Path) -> list[int]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
-def test_sigkill_mid_run_then_resume_with_workers(tmp_path: Path, isolated_home: Path) -> None:
-    """kill -9 of the run's process: its workers exit (their input ended), the results stored
-    stay, ``--resume`` runs the rest, each item once."""
-    log = tmp_path / "calls.log"
-    env = {**os.environ, "E2E_CALL_LOG": str(log), "E2E_DELAY": "0.15", "PYTHONPATH": str(REPO)}
+def _start_killable(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[str], dict[str, str]]:
+    """A 30-item CLI run with 2 workers in a session of its own (a terminal's Ctrl-C goes to
+    the whole process group); returned once it has stored 6 results."""
+    env = {**os.environ, "E2E_CALL_LOG": str(tmp_path / "calls.log"), "E2E_DELAY": "0.15"}
+    env["PYTHONPATH"] = str(REPO)
     cmd = [sys.executable, "-m", "extraction_eval", "run", "--name", "killed", "--limit", "30"]
     cmd += ["--pipeline", "tests.support.pipelines:first_entity", "--concurrency", "2"]
     cmd += ["--workers", "2", "--backend", "local"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)  # fmt: skip
+                            stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     store = LocalStore()
     deadline = time.monotonic() + 90
-    run = None
     while time.monotonic() < deadline:
         run = store.get_run("killed", "extraction-eval")
         if run is not None and len(store.results(run.id)) >= 6:
             break
         time.sleep(0.05)
-    assert _workers_of(isolated_home), "the run has worker processes"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    return proc, cmd, env
+
+
+def _resume_finishes(tmp_path: Path, cmd: list[str], env: dict[str, str], home: Path) -> None:
+    """No worker left running; ``--resume`` runs the rest, each item once, none again."""
+    deadline = time.monotonic() + 20
+    while _workers_of(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _workers_of(home) == []  # no orphan left running
+    store = LocalStore()
+    run = store.get_run("killed", "extraction-eval")
     assert run is not None
     done_before = {r.item_id for r in store.results(run.id)}
     assert 6 <= len(done_before) < 30
-    deadline = time.monotonic() + 20
-    while _workers_of(isolated_home) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _workers_of(isolated_home) == []  # no orphan left running
-
     env["E2E_CALL_LOG"] = str(tmp_path / "resume.log")
     env["E2E_DELAY"] = "0"
     subprocess.run([*cmd, "--resume"], cwd=REPO, env=env, check=True, capture_output=True)
@@ -151,3 +152,30 @@ def test_sigkill_mid_run_then_resume_with_workers(tmp_path: Path, isolated_home:
     resumed_calls = (tmp_path / "resume.log").read_text().split()
     assert not set(resumed_calls) & done_before  # finished items were not called again
     assert len(resumed_calls) == len(set(resumed_calls))
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_sigkill_mid_run_then_resume_with_workers(tmp_path: Path, isolated_home: Path) -> None:
+    """kill -9 of the run's process: its workers exit (their input ended), the results stored
+    stay, ``--resume`` runs the rest, each item once."""
+    proc, cmd, env = _start_killable(tmp_path)
+    assert _workers_of(isolated_home), "the run has worker processes"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    _resume_finishes(tmp_path, cmd, env, isolated_home)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_ctrl_c_stops_the_run_and_its_workers_then_resume(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it): the workers
+    ignore it, the run's process stops them, closes the run as interrupted, exits 130."""
+    proc, cmd, env = _start_killable(tmp_path)
+    assert _workers_of(isolated_home), "the run has worker processes"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    run = LocalStore().get_run("killed", "extraction-eval")
+    assert run is not None and run.status == "interrupted"
+    _resume_finishes(tmp_path, cmd, env, isolated_home)
