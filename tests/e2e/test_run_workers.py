@@ -179,3 +179,26 @@ def test_ctrl_c_stops_the_run_and_its_workers_then_resume(
     run = LocalStore().get_run("killed", "extraction-eval")
     assert run is not None and run.status == "interrupted"
     _resume_finishes(tmp_path, cmd, env, isolated_home)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_a_worker_killed_mid_run_turns_its_items_into_rows_and_the_run_goes_on(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """kill -9 of one worker: each item it held is an error row saying so, the other worker
+    runs the rest, the run finishes with every item a row and a warning."""
+    proc, _, _ = _start_killable(tmp_path)
+    workers = _workers_of(isolated_home)
+    assert len(workers) == 2
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert "worker process" in err.decode() and "exited during the run" in err.decode()
+    store = LocalStore()
+    run = store.get_run("killed", "extraction-eval")
+    assert run is not None and run.status == "finished"
+    rows = store.results(run.id)
+    assert len(rows) == 30 and len({r.item_id for r in rows}) == 30
+    lost = [r for r in rows if r.error is not None]
+    assert 1 <= len(lost) <= 2  # what the killed worker held (concurrency 2 over 2 workers)
+    assert all("worker process exited" in (r.error or "") for r in lost)
