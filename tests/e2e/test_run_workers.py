@@ -97,6 +97,35 @@ def test_the_budget_holds_across_workers(tmp_path: Path, monkeypatch: pytest.Mon
     assert run.summary is not None and run.summary["cost_usd"] == pytest.approx(0.04)
 
 
+def test_a_model_run_in_workers_fills_the_one_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers' answers (and the response-format probe's) go to the run's store with each
+    result: the same run again, in one process, answers every item from the cache, makes no
+    model call, and stores the same results."""
+    from extraction_eval.experiments.config import RunConfig
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
+    from tests.support.openai_server import LoopbackServer, baseline_answer
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    store = LocalStore()
+    with LoopbackServer(answer=baseline_answer) as server:
+
+        def config(name: str, workers: int) -> RunConfig:
+            pipeline = PipelineConfig(model="openai:smollm2", base_url=server.url)
+            return RunConfig(name=name, pipeline=pipeline, limit=10, concurrency=4,
+                             workers=workers, backend="local")  # fmt: skip
+
+        first = run_experiment(config("in-workers", 2), store=store)
+        calls = len(server.chat_requests)
+        assert calls == 1 + 10  # the probe, then each item once (in a worker)
+        again = run_experiment(config("in-one", 1), store=store)
+        assert len(server.chat_requests) == calls
+    assert first.summary.cache_hits == 0 and again.summary.cache_hits == 10
+    assert _export("in-workers").replace('"in-workers"', "N") == _export("in-one").replace(
+        '"in-one"', "N"
+    )
+
+
 def _workers_of(home: Path) -> list[int]:
     """Worker processes still alive that were started for the store under ``home``."""
     found = []
