@@ -123,14 +123,14 @@ class ItemPool:
 
     def __init__(self, count: int) -> None:
         self.workers: list[_Worker] = []
+        self.warnings: list[str] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
         try:
             for i in range(count):
                 self.workers.append(_Worker(i))
         except BaseException:
             self.stop()
             raise
-        self.warnings: list[str] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, job: Job) -> None:
         """Send the run's job; wait until every worker is set up or failed (they start at
