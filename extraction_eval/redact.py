@@ -104,8 +104,8 @@ def safe_url(url: str) -> str:
 
 class _Known:
     """The last answer for the process environment, with the environment it was read from:
-    reading every variable (decoding each) was a tenth of a run's CPU per item, asked four
-    times an item; a raw copy compares in C. ``registered`` counts ``register_secret`` calls."""
+    every item asks four times, and each ask read and decoded every variable; a raw copy of
+    the environment compares in C. ``registered`` counts ``register_secret`` calls."""
 
     raw: ClassVar[dict[Any, Any] | None] = None
     registered = -1
