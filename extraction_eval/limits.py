@@ -18,6 +18,8 @@ MAX_RESAMPLES = 1_000_000
 MAX_REPEATS = 100
 # Items in flight at once.
 MAX_CONCURRENCY = 10_000
+# Item worker processes of one run (--workers).
+MAX_WORKERS = 64
 # Attempts per model call, retries included.
 MAX_ATTEMPTS = 100
 # --- files and sizes (docs/security.md, "Files and sizes") ---------------------------------

@@ -32,6 +32,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 MASK = "***"
@@ -73,8 +74,10 @@ def register_secret(value: str | None) -> None:
     if not value:
         return
     found = url_secrets(value) if "://" in value else [value]
+    global _registrations
     with _lock:
         _registered.update(v for v in found if len(v) >= _MIN_SECRET)
+        _registrations += 1
 
 
 def url_secrets(url: str) -> list[str]:
@@ -102,10 +105,43 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, MASK if parts.query else "", ""))
 
 
+class _Known:
+    """The last answer for the process environment, with the environment it was read from:
+    every item asks four times, and each ask read and decoded every variable; a raw copy of
+    the environment compares in C. ``registered`` counts ``register_secret`` calls."""
+
+    raw: ClassVar[dict[Any, Any] | None] = None
+    registered = -1
+    secrets: ClassVar[list[str]] = []
+
+
+_registrations = 0
+
+
+def _raw_environ() -> dict[Any, Any] | None:
+    """The process environment as os keeps it (bytes on POSIX), without decoding; None where
+    os keeps it otherwise."""
+    raw = getattr(os.environ, "_data", None)
+    return raw if isinstance(raw, dict) else None
+
+
 def configured_secrets(env: Mapping[str, str] | None = None) -> list[str]:
     """Every secret value known now, longest first (so a key containing another is masked
     whole)."""
-    env = os.environ if env is None else env
+    if env is None:
+        raw = _raw_environ()
+        if raw is not None and _Known.raw == raw and _Known.registered == _registrations:
+            return list(_Known.secrets)
+        with _lock:
+            registered = _registrations
+        secrets = _configured(os.environ)
+        if raw is not None:
+            _Known.raw, _Known.registered, _Known.secrets = dict(raw), registered, secrets
+        return list(secrets)
+    return _configured(env)
+
+
+def _configured(env: Mapping[str, str]) -> list[str]:
     found: set[str] = set()
     for name, value in env.items():
         value = value.strip()
@@ -163,11 +199,15 @@ def may_need_redaction(json_text: str, secrets: Sequence[str] | None = None) -> 
         if _TOKENS.search(spaced):
             return True
     squeezed = _squeezed(json_text)
-    for secret in found:
-        quoted = (json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1])
-        if any(_squeezed(form) in squeezed for form in (secret, *quoted)):
-            return True
-    return False
+    return any(form in squeezed for secret in found for form in _json_forms(secret))
+
+
+@functools.lru_cache(maxsize=256)
+def _json_forms(secret: str) -> tuple[str, ...]:
+    """A secret as it may stand in JSON text (as is, escaped, ASCII-escaped), squeezed: made
+    once per secret, not per answer (every answer is scanned)."""
+    quoted = (json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1])
+    return tuple(dict.fromkeys(_squeezed(form) for form in (secret, *quoted)))
 
 
 def _may_hold_token(text: str) -> bool:

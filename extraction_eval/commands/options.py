@@ -40,6 +40,10 @@ _TEMPERATURE = _option(
     " run, default 0.7 for a model run more than once, else 0)."
 )
 _CONCURRENCY = _option(help="Model calls in flight at once (a matrix: over all its cells).")
+_WORKERS = _option(
+    help="Item worker processes (local mode): each runs and scores its share of the items"
+    " on its own event loop; this process stores them. Results are the same as with 1."
+)
 _LIMIT = _option(help="Run only the first N items.")
 _BASE_URL = _option(
     help="OpenAI-compatible server (vLLM, Ollama, llama.cpp); with anthropic:, a gateway that"
@@ -137,6 +141,7 @@ TemperatureOrFile = Annotated[float | None, _TEMPERATURE]
 Temperatures = Annotated[list[float] | None, _TEMPERATURE]
 Concurrency = Annotated[int, _CONCURRENCY]
 ConcurrencyOrFile = Annotated[int | None, _CONCURRENCY]
+Workers = Annotated[int, _WORKERS]
 Limit = Annotated[int | None, _LIMIT]
 BaseUrl = Annotated[str | None, _BASE_URL]
 ResponseFormat = Annotated[str, _RESPONSE_FORMAT]

@@ -43,6 +43,7 @@ def run_cmd(
     prompt_name: o.PromptName = "extraction",
     temperature: o.Temperature = 0.0,
     concurrency: o.Concurrency = 8,
+    workers: o.Workers = 1,
     limit: o.Limit = None,
     pipeline: Annotated[
         str | None, typer.Option(help="Your own pipeline: package.module:function.")
@@ -160,6 +161,7 @@ def run_cmd(
         ),
         scoring=scoring,
         concurrency=concurrency,
+        workers=workers,
         limit=limit,
         resume=resume,
         retry_errors=retry_errors,

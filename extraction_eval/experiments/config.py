@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from extraction_eval.errors import InvalidValue
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.experiments.partition import Shard
-from extraction_eval.limits import MAX_CONCURRENCY
+from extraction_eval.limits import MAX_CONCURRENCY, MAX_WORKERS
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.redact import safe_url
@@ -60,6 +60,9 @@ class RunConfig:
     shard: Shard | None = None  # run only this shard's items (see experiments/partition.py)
     # the run's schema: replaces every item's own and the dataset's (recorded with the run)
     schema: Schema | None = None
+    # local mode: run the items in this many worker processes (the run's process stores);
+    # not recorded with the run: it changes no result
+    workers: int = 1
 
     def __post_init__(self) -> None:
         """Refuse values that cannot work before a run exists (a notebook gets this too)."""
@@ -67,6 +70,7 @@ class RunConfig:
         if self.name is not None:
             check_text("name", self.name)
         check_int("concurrency", self.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+        check_int("workers", self.workers, minimum=1, maximum=MAX_WORKERS)
         if self.limit is not None:
             check_int("limit", self.limit, minimum=1)
         check_choice("backend", self.backend, get_args(Backend))

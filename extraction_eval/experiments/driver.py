@@ -18,7 +18,7 @@ import gc
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
@@ -51,6 +51,9 @@ class NoProgress:
 
     def advance(self, result: ItemResult) -> None:
         return None
+
+
+RunScored = Callable[[DatasetItem], Awaitable[tuple[ItemResult, ItemScore]]]
 
 
 class Recorded(NamedTuple):
@@ -190,6 +193,8 @@ class Driver:
         group_commits: bool = False,
     ) -> None:
         self.prep = prep
+        # one item run and scored: here, or in a worker process (``use``)
+        self._run_scored: RunScored = prep.runner.run_scored
         self.store = store
         self.progress = progress or NoProgress()
         self.scores: ScoreSink = scores or MirrorOnly()
@@ -215,12 +220,17 @@ class Driver:
         self._uncommitted: list[str] = []  # item ids written into the open group
         self._commit_due = False  # a ``_commit`` is scheduled at the end of this turn
 
+    def use(self, run_scored: RunScored) -> None:
+        """Run and score each item with ``run_scored`` (``--workers``: in a worker process)
+        instead of the runner here; recording stays here."""
+        self._run_scored = run_scored
+
     # per item ---------------------------------------------------------------------------------
 
     async def run_item(self, item: DatasetItem) -> ItemResult:
         """The pipeline call, scored (never raises for the item's own failure)."""
         self._size_thread_pool()
-        result, scored = await self.prep.runner.run_scored(item)
+        result, scored = await self._run_scored(item)
         bound = self.scores.bind(result)  # may raise (LangFuse): then nothing is kept here
         self._scored[item.id] = scored
         return bound

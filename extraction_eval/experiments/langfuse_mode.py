@@ -191,6 +191,11 @@ def run_langfuse(
     """
     timeout_s = verify_timeout_s() if config.verify else 0.0
     lf, warnings = connect_for_run()  # keys, server and its version before anything is spent
+    if config.workers > 1:  # the SDK's run_experiment schedules: one process
+        warnings.append(
+            f"workers={config.workers} applies to local mode only; this LangFuse-mode run"
+            " runs its items in one process"
+        )
     try:
         return _run(lf, config, store, progress, timeout_s, warnings)
     finally:

@@ -157,6 +157,10 @@ class ItemRunner:
         )
         return result, scored
 
+    def failed(self, item: DatasetItem, exc: BaseException) -> tuple[ItemResult, ItemScore]:
+        """The error row of an item that could not be run here (its worker process exited)."""
+        return self._failed(self.view.item(item), exc, time.perf_counter())
+
     def _failed(
         self, item: DatasetItem, exc: BaseException, started: float
     ) -> tuple[ItemResult, ItemScore]:

@@ -199,6 +199,7 @@ class OpenAIProvider:
         self.http_transport: HttpTransport = http_transport
         self.format_choice: Any = None  # the detection's record (``llm/formats.py``), once made
         self._client = client or self._make_client(base_url, api_key, http_transport)
+        self._endpoint: str | None = None
 
     @property
     def official_api(self) -> bool:
@@ -278,8 +279,11 @@ class OpenAIProvider:
     @property
     def endpoint(self) -> str:
         """Where the answers come from: the client's base URL (``base_url``, else
-        ``OPENAI_BASE_URL``, else OpenAI's), as the SDK resolved it."""
-        return str(self._client.base_url).rstrip("/")
+        ``OPENAI_BASE_URL``, else OpenAI's), as the SDK resolved it (read once: the SDK
+        builds the URL's text anew on every read, part of every item's cache key)."""
+        if self._endpoint is None:
+            self._endpoint = str(self._client.base_url).rstrip("/")
+        return self._endpoint
 
     def request_body(self, request: CompletionRequest) -> dict[str, Any]:
         """The chat-completions body of ``request``: what ``complete`` sends, and what a

@@ -10,6 +10,7 @@ recorded as such, and ``strict_json`` refuses it, fresh or from the cache alike.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -179,13 +180,59 @@ class LLMPipeline:
                 return False
             return True
 
-        return resolve(
+        recalled = self._recalled_format()
+        if recalled is not None:  # this server answered the probe before: no call
+            self.provider.response_format = recalled.used  # type: ignore[assignment]
+            self.provider.format_choice = recalled
+            if meanwhile is not None:
+                with contextlib.suppress(Exception):  # only work the run would do later
+                    meanwhile()
+            return recalled
+        choice = resolve(
             self.provider,
             self.request_for(probe),
             self._retry,
             conforms=conforms,
             meanwhile=meanwhile,
         )
+        if choice.how == "detected" and self.cache is not None:
+            answer = json.dumps(choice.to_json(), sort_keys=True)
+            self.cache.put(self._format_key(), Completion(text=answer, model=choice.used))
+        return choice
+
+    def _format_key(self) -> str:
+        """The response cache's key of a probe's answer: the server's identity (provider,
+        endpoint, model; never the key), so an unchanged re-run calls nothing."""
+        return cache_key(
+            kind="response-format-probe",
+            provider=self.provider.name,
+            model=self.config.model_name,
+            endpoint=getattr(self.provider, "endpoint", None),
+        )
+
+    def _recalled_format(self) -> FormatChoice | None:
+        """The format a probe of this server detected before, from the response cache (None:
+        nothing to recall, a format that is pinned or known, or the cache off / refreshed)."""
+        from extraction_eval.llm.formats import FormatChoice
+        from extraction_eval.llm.openai_provider import AUTO, OpenAIProvider
+
+        provider = self.provider
+        if (
+            self.cache is None
+            or not isinstance(provider, OpenAIProvider)
+            or provider.response_format != AUTO
+            or provider.format_choice is not None
+            or provider.official_api
+        ):
+            return None
+        found = self.cache.get(self._format_key())
+        if found is None:
+            return None
+        try:
+            choice = FormatChoice.from_json(json.loads(found.text))
+        except ValueError:
+            return None  # an entry that does not read: probe again
+        return choice if choice is not None and choice.how == "detected" else None
 
     async def extract(self, item: DatasetItem) -> PipelineOutput:
         request = self.request_for(item)

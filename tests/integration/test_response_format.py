@@ -197,10 +197,32 @@ def test_the_cache_key_follows_the_format(llama_like: LoopbackServer, store: Loc
     calls = len(llama_like.chat_requests)
     again = run(config(llama_like, "cache-2"), store)
     assert again.summary.cache_hits == N and first.summary.cache_hits == 0
-    assert len(llama_like.chat_requests) == calls + 2  # the probes only
+    assert len(llama_like.chat_requests) == calls  # the probe's answer is cached too
     other = run(config(llama_like, "cache-3", response_format="json_object"), store)
     assert other.summary.cache_hits == 0
+    assert len(llama_like.chat_requests) == calls + N
+
+
+def test_an_unchanged_rerun_makes_no_model_call(
+    llama_like: LoopbackServer, store: LocalStore
+) -> None:
+    """The probe's answer is cached under the server's identity (provider, endpoint, model):
+    a re-run calls nothing and records the same choice; another model, or a refreshed
+    cache, probes again."""
+    first = run(config(llama_like, "rerun-1"), store)
+    calls = len(llama_like.chat_requests)
+    assert calls == 2 + N  # json_schema refused, json_object_schema taken, the items
+    again = run(config(llama_like, "rerun-2"), store)
+    assert len(llama_like.chat_requests) == calls
+    assert again.summary.cache_hits == N
+    assert again.run.config["response_format_choice"] == first.run.config["response_format_choice"]
+    refreshed = run(config(llama_like, "rerun-3", cache="refresh"), store)
     assert len(llama_like.chat_requests) == calls + 2 + N
+    assert refreshed.run.config["response_format"] == "json_object_schema"
+    other = RunConfig(**{**config(llama_like, "rerun-4").__dict__, "pipeline": PipelineConfig(
+        model="openai:another", base_url=llama_like.url)})  # fmt: skip
+    run(other, store)
+    assert len(llama_like.chat_requests) == calls + 2 + N + 2 + N
 
 
 def test_vllm_gets_the_schema_in_structured_outputs(store: LocalStore) -> None:

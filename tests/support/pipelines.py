@@ -118,3 +118,16 @@ def by_mention(*, item: Any, **_: Any) -> dict[str, Any]:
 def echo_gold(*, item: Any, **_: Any) -> dict[str, Any]:
     """The item's whole gold (offsets, mentions, head/tail): every score is perfect."""
     return item.expected.model_dump(mode="json")
+
+
+def fails_two_ways(*, item: Any, **_: Any) -> dict[str, Any]:
+    """``first_entity``, except: the ids in ``E2E_FAIL`` raise, those in ``E2E_BAD`` answer
+    something that is not an extraction; ``E2E_PID_LOG`` gets "item id, process id" per call
+    (which worker process ran it)."""
+    path = os.environ.get("E2E_PID_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as fp:
+            fp.write(f"{item.id} {os.getpid()}\n")
+    if item.id in os.environ.get("E2E_BAD", "").split(","):
+        return {"entities": "not a list", "relationships": []}
+    return first_entity(text=item.text, item=item)

@@ -3,10 +3,13 @@ every error message and one-line error text."""
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import pytest
 
 from extraction_eval.errors import BackendError, ProviderError, SchemaFailure, one_line
-from extraction_eval.redact import redact, register_secret, safe_url
+from extraction_eval.redact import configured_secrets, redact, register_secret, safe_url
 
 
 def test_configured_keys_and_url_passwords_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,3 +85,29 @@ def test_a_parsed_answer_is_masked_string_by_string(monkeypatch: pytest.MonkeyPa
     masked = {"entities": [{"name": "got ***", "n": 1}], "x": ["ok"]}
     assert redact_value(answer) == (masked, True)
     assert redact_value(masked) == (masked, False)
+
+
+def test_an_unchanged_environment_is_read_once_and_a_change_is_seen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every item asks for the configured secrets several times: the environment is read
+    (every variable decoded) again only when it changed, or a secret was registered."""
+    reads = []
+    environ_type = type(os.environ)
+    real_iter = environ_type.__iter__
+
+    def counted(self: Any) -> Any:
+        reads.append(1)
+        return real_iter(self)
+
+    monkeypatch.setenv("MY_PROXY_API_KEY", "first-secret-value")
+    monkeypatch.setattr(environ_type, "__iter__", counted)
+    for _ in range(5):
+        assert "first-secret-value" in configured_secrets()
+    assert len(reads) <= 1
+    monkeypatch.setenv("MY_PROXY_API_KEY", "second-secret-value")
+    assert "second-secret-value" in configured_secrets()
+    assert "first-secret-value" not in configured_secrets()
+    register_secret("a-registered-one")
+    assert "a-registered-one" in configured_secrets()
+    assert redact("x second-secret-value y") == "x *** y"

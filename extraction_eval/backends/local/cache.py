@@ -145,6 +145,11 @@ class SQLiteResponseCache:
         else:
             self._pending.setdefault(item_id, []).append((key, completion))
 
+    def hold(self, item_id: str, rows: list[CacheRow]) -> None:
+        """Defer ``rows`` for the item as if its own ``put`` had made them (a worker process
+        answered it: its writes go with its result here)."""
+        self._pending.setdefault(item_id, []).extend(rows)
+
     def take(self, item_id: str) -> list[CacheRow]:
         """The item's deferred writes, for its result's transaction (none: ``[]``)."""
         return self._pending.pop(item_id, [])

@@ -1,0 +1,251 @@
+"""The run's side of ``--workers N``: N item worker processes (``workers/item_worker.py``),
+started before the run's setup so their imports overlap it, then fed the run's items.
+
+The run's process keeps everything a run has one of: the scheduler (``run_bounded``, at most
+``concurrency`` items in flight over all workers, the next item going to the worker with the
+fewest), the budget (asked before each item, as with one process), the store writer (each
+result with its cache writes, in the loop turn's group), the summary, the progress bar, the
+lock and Ctrl-C. A worker runs and scores an item and sends it back; so the results are the
+ones one process makes. Fresh interpreters (``python -I -c``), never a fork: the run's
+process has threads. A worker that exits turns each item it held into an error row; with no
+worker left the run stops (``--resume`` runs the rest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pickle
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from extraction_eval.backends.local import SQLiteResponseCache
+from extraction_eval.backends.local.cache import CacheRow
+from extraction_eval.errors import BackendError
+from extraction_eval.evaluators import ItemScore
+from extraction_eval.experiments.runner import ItemRunner
+from extraction_eval.types import DatasetItem, ItemResult
+from extraction_eval.workers.item_worker import DONE, FAILED, LOST, READY, Job
+
+Answer = tuple[ItemResult, ItemScore, list[CacheRow]]
+_CODE = (
+    "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer);"
+    " from extraction_eval.workers.item_worker import work; work()"
+)
+_NOTHING = object()  # no message held back by the writer
+# how long a worker told to stop may take to exit before it is killed
+_STOP_WAIT_S = 5.0
+
+
+class WorkerDied(Exception):
+    """An item's error when the worker process running it exited, or could not send it."""
+
+
+class _Worker:
+    """One worker process: its pipes, a thread writing to it, one reading from it."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _CODE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+        )
+        self.pending: dict[str, asyncio.Future[Answer]] = {}
+        self.ready: asyncio.Future[bool] | None = None
+        self.dead: str | None = None  # why it is not running items
+        self.set_up = False  # it said it is ready (and did not fail since)
+        self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._outbox.put(list(sys.path))  # first: the child imports nothing before it
+        self._writer = threading.Thread(target=self._write, daemon=True, name="pool-writer")
+        self._writer.start()
+
+    def send(self, message: Any) -> None:
+        self._outbox.put(message)
+
+    def _write(self) -> None:
+        """Pickles to the child in the order sent; queued items go as one list (one write)."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        held: Any = _NOTHING
+        while True:
+            message = self._outbox.get() if held is _NOTHING else held
+            held = _NOTHING
+            if isinstance(message, DatasetItem):
+                batch = [message]
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        held = self._outbox.get_nowait()
+                        if not isinstance(held, DatasetItem):
+                            break  # a stop (or the job) goes after these items
+                        batch.append(held)
+                        held = _NOTHING
+                message = batch
+            try:
+                pickle.dump(message, stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                stdin.flush()
+            except (OSError, ValueError):  # it exited: the reader says so
+                return
+            if message is None:
+                with contextlib.suppress(OSError):
+                    stdin.close()
+                return
+
+    @property
+    def is_ready(self) -> bool:
+        return self.set_up and self.dead is None
+
+    def why(self) -> str:
+        """Why it exited, in one line: the last line it wrote to stderr, else its status."""
+        try:
+            self.errors.seek(0)
+            tail = self.errors.read()[-4096:].decode("utf-8", "replace")
+        except (OSError, ValueError):
+            tail = ""
+        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+        status = self.proc.poll()
+        said = f"exit status {status}" if status is not None else "its output ended"
+        return f"{said}: {lines[-1][:300]}" if lines else said
+
+    def close(self) -> None:
+        self.errors.close()
+
+
+class ItemPool:
+    """``count`` worker processes; :meth:`start` gives them the run, :meth:`run` an item."""
+
+    def __init__(self, count: int) -> None:
+        self.workers: list[_Worker] = []
+        self.warnings: list[str] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        try:
+            for i in range(count):
+                self.workers.append(_Worker(i))
+        except BaseException:
+            self.stop()
+            raise
+
+    async def start(self, job: Job) -> None:
+        """Send the run's job; wait until every worker is set up or failed (they start at
+        once, so the last is ready soon after the first; the items are then spread over all
+        from the start). A worker whose setup failed is left out (a warning); none set up is
+        the run's error, before any item ran."""
+        loop = self._loop = asyncio.get_running_loop()
+        for worker in self.workers:
+            worker.ready = loop.create_future()
+            threading.Thread(
+                target=self._read, args=(worker, loop), daemon=True, name="pool-reader"
+            ).start()
+            worker.send(job)
+        await asyncio.gather(*(w.ready for w in self.workers if w.ready is not None))
+        if not any(w.is_ready for w in self.workers):
+            raise BackendError(f"no worker process could start ({self.workers[0].dead})")
+
+    async def run(self, item: DatasetItem) -> Answer:
+        """``item`` run in the ready worker with the fewest items in flight."""
+        alive = [w for w in self.workers if w.is_ready and w.dead is None]
+        if not alive:
+            reasons = "; ".join(sorted({w.dead or "" for w in self.workers}))
+            raise BackendError(f"every worker process has exited ({reasons})")
+        worker = min(alive, key=lambda w: len(w.pending))
+        assert self._loop is not None
+        future: asyncio.Future[Answer] = self._loop.create_future()
+        worker.pending[item.id] = future
+        worker.send(item)
+        try:
+            return await future
+        finally:
+            worker.pending.pop(item.id, None)
+
+    def _read(self, worker: _Worker, loop: asyncio.AbstractEventLoop) -> None:
+        stdout = worker.proc.stdout
+        assert stdout is not None
+        while True:
+            try:
+                batch = pickle.load(stdout)
+            except Exception:  # its output ended: it exited (or was stopped)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    worker.proc.wait(timeout=_STOP_WAIT_S)
+                with contextlib.suppress(RuntimeError):  # the run's loop is closed
+                    loop.call_soon_threadsafe(self._died, worker, worker.why())
+                return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._deliver, worker, batch)
+
+    def _deliver(self, worker: _Worker, batch: list[Any]) -> None:
+        for message in batch:
+            kind = message[0]
+            if kind == DONE:
+                _, item_id, result, scored, rows = message
+                _settle(worker.pending.get(item_id), result=(result, scored, rows))
+            elif kind == LOST:
+                _, item_id, why = message
+                _settle(worker.pending.get(item_id), error=WorkerDied(why))
+            elif kind == READY and worker.ready is not None:
+                worker.set_up = True
+                _settle(worker.ready, result=True)
+            elif kind == FAILED:
+                worker.dead = str(message[1])
+                _settle(worker.ready, result=False)
+
+    def _died(self, worker: _Worker, why: str) -> None:
+        worker.dead = worker.dead or why
+        _settle(worker.ready, result=False)
+        for future in list(worker.pending.values()):
+            _settle(future, error=WorkerDied(f"its worker process exited ({worker.dead})"))
+
+    def stop(self) -> None:
+        """Tell every worker to stop, wait a little, kill what is left; no orphan stays.
+        ``warnings`` then says which could not start."""
+        for worker in self.workers:
+            if worker.dead is not None:
+                what = "exited during the run" if worker.set_up else "could not start"
+                self.warnings.append(f"worker process {worker.index + 1} {what} ({worker.dead})")
+            worker.send(None)
+        for worker in self.workers:
+            try:
+                worker.proc.wait(timeout=_STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                worker.proc.kill()
+                worker.proc.wait()
+            for stream in (worker.proc.stdout,):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            worker.close()
+
+
+def _settle(
+    future: asyncio.Future[Any] | None, *, result: Any = None, error: BaseException | None = None
+) -> None:
+    if future is None or future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def remote_scorer(
+    pool: ItemPool, runner: ItemRunner, cache: SQLiteResponseCache | None
+) -> Callable[[DatasetItem], Awaitable[tuple[ItemResult, ItemScore]]]:
+    """``runner.run_scored`` through the pool: the worker's result and score, its cache
+    writes held for the result's transaction; an item whose worker died is an error row."""
+
+    async def run_scored(item: DatasetItem) -> tuple[ItemResult, ItemScore]:
+        try:
+            result, scored, rows = await pool.run(item)
+        except WorkerDied as exc:
+            return runner.failed(item, exc)
+        if rows and cache is not None:
+            cache.hold(item.id, rows)
+        return result, scored
+
+    return run_scored
