@@ -11,6 +11,7 @@ linked) and, beside it, ``../shared`` when the shared gold data exists.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ BIN = Path(sys.executable).parent
 SHARED = Path(os.environ.get("EXTRACTION_EVAL_SHARED_DATA") or ROOT.parent / "shared" / "data")
 KEYS = ("LANGFUSE_", "OPENAI_", "GEMINI_", "GOOGLE_", "ANTHROPIC_", "EXTRACTION_EVAL_")
 TIMEOUT = 300
+STEP = "@@docs-test-step"  # printed after each command of a session: its number, its exit code
 
 
 RUN_PAGES = [
@@ -96,19 +98,26 @@ def _check_output(block: Block, shown: str, out: str, what: str) -> None:
 
 
 def _run_console(block: Block, work: Path, env: dict[str, str]) -> str:
-    """Each ``$ command`` of a session, its exit code and its quoted output checked."""
-    out = ""
-    for step in console_steps(block.code):
-        done = _run(_shell(step.command), work, env)
-        out = done.stdout
+    """A session in one shell, as typed (an ``export`` or ``cd`` holds for the next command):
+    each command's exit code and its quoted output checked."""
+    steps = console_steps(block.code)
+    script = ["exec 2>&1"]
+    for n, step in enumerate(steps):
+        script += [step.command, f"printf '\\n{STEP} {n} %s\\n' $?"]
+    done = _run(["bash", "-o", "pipefail", "-c", "\n".join(script)], work, env)
+    parts = re.split(rf"\n{STEP} (\d+) (\d+)\n", done.stdout)
+    ended = {int(n): (int(code), out) for out, n, code in zip(parts[::3], parts[1::3], parts[2::3])}
+    for n, step in enumerate(steps):
+        assert n in ended, f"{block.where}: the session stopped before `{step.command}`"
+        code, out = ended[n]
         expected = step.expected_exit
-        ok = done.returncode != 0 if expected is None else done.returncode == expected
+        ok = code != 0 if expected is None else code == expected
         assert ok, (
-            f"{block.where}: `{step.command}` exited {done.returncode}"
+            f"{block.where}: `{step.command}` exited {code}"
             f" (expected {'non-zero' if expected is None else expected})\n{out[-4000:]}"
         )
         _check_output(block, "\n".join(step.quoted), out, f"{block.where}: `{step.command}`")
-    return out
+    return ended[len(steps) - 1][1] if steps else ""
 
 
 @pytest.mark.parametrize("page", RUN_PAGES)
