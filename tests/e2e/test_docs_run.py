@@ -131,7 +131,9 @@ def test_page_runs_as_written(page: Path, tmp_path: Path) -> None:
     for block in blocks(page):
         if block.kind == "output":
             if last is not None:
-                shown, what = block.code, f"{block.where} (output of {last[0].where})"
+                # a ``$ command`` line names the command whose output follows: not printed
+                shown = "\n".join(x for x in block.code.splitlines() if not x.startswith("$ "))
+                what = f"{block.where} (output of {last[0].where})"
                 _check_output(last[0], shown, last[1], what)
             continue
         if block.kind not in ("shell", "console", "python"):
@@ -140,6 +142,7 @@ def test_page_runs_as_written(page: Path, tmp_path: Path) -> None:
             last = None if "shared-data" in block.marks else last
             continue
         ran += 1
+        env["COLUMNS"] = str(block.columns or 100)
         if block.kind == "console":
             last = (block, _run_console(block, work, env))
             continue

@@ -12,6 +12,8 @@ in the docs test unless an HTML comment on the line before the fence marks it
   compiled and its ``extraction_eval`` imports are resolved;
 - ``shared-data``: runs only when ``../shared/data`` exists (skipped otherwise);
 - ``exit=N``: the block ends with exit code N (0 by default);
+- ``columns=N``: the block runs in a terminal N columns wide (100 by default), for output whose
+  layout depends on the width;
 - ``output`` (on a ``text`` / unlabelled block): the output of the code block before it,
   compared with what that block prints.
 
@@ -50,6 +52,7 @@ class Block:
     code: str
     marks: frozenset[str] = frozenset()
     exit: int = 0
+    columns: int | None = None  # ``columns=N``: the terminal width the output was taken at
     bad_marks: tuple[str, ...] = field(default=())
 
     @property
@@ -93,7 +96,8 @@ def blocks(page: Path) -> list[Block]:
             body.append(lines[i][len(fence.group(1)) :])
             i += 1
         exits = [int(w[5:]) for w in words if re.fullmatch(r"exit=\d+", w)]
-        names = [w for w in words if not w.startswith("exit=")]
+        widths = [int(w[8:]) for w in words if re.fullmatch(r"columns=\d+", w)]
+        names = [w for w in words if not re.fullmatch(r"(exit|columns)=\d+", w)]
         out.append(
             Block(
                 page=page,
@@ -102,6 +106,7 @@ def blocks(page: Path) -> list[Block]:
                 code="\n".join(body),
                 marks=frozenset(names),
                 exit=exits[0] if exits else 0,
+                columns=widths[0] if widths else None,
                 bad_marks=tuple(w for w in names if w not in MARKS),
             )
         )
@@ -187,7 +192,7 @@ def commands(code: str) -> list[list[str]]:
 
 # figures that differ between two runs of the same command: masked on both sides
 VOLATILE = [
-    (re.compile(r"(latency p50 / p95 ms) [\d.]+ / [\d.]+"), r"\1 # / #"),
+    (re.compile(r"(latency p50 / p95 ms)\s+[\d.]+ / [\d.]+"), r"\1 # / #"),
     (re.compile(r"\(\d+(\.\d+)? MB\)"), "(# MB)"),
     (re.compile(r"\b\d+(\.\d+)?s\)"), "#s)"),
     (re.compile(r"\b[0-9a-f]{16,}\b"), "<id>"),
@@ -195,6 +200,7 @@ VOLATILE = [
     (re.compile(r"\d{8}T\d{6}Z"), "<time>"),
     (re.compile(r"pid \d+"), "pid #"),
     (re.compile(r"/tmp/\S+"), "<tmp>"),
+    (re.compile(r"(genai-prices) \d+\.\d+\.\d+"), r"\1 #"),
 ]
 RULES = re.compile(r"([─━═┈-])\1+")
 
