@@ -35,7 +35,7 @@ def run(*, text: str, **_: Any) -> dict[str, Any]:
         entities.setdefault(found.group(), {"type": "date"})
     for found in NAME.finditer(text):
         name = found.group()
-        if found.start() == 0 and " " not in name or DATE.fullmatch(name):
+        if (found.start() == 0 and " " not in name) or DATE.fullmatch(name):
             continue  # a sentence's first word alone: most often not a name
         entities.setdefault(name, {"type": _type(name, text, found.start())})
     return {

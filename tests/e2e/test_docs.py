@@ -16,10 +16,10 @@ import pytest
 
 from tests.support.docs_blocks import (
     ENTRY,
-    Block,
     GENERATED,
     PAGES,
     ROOT,
+    Block,
     blocks,
     commands,
     shell_text,

@@ -106,7 +106,10 @@ def _run_console(block: Block, work: Path, env: dict[str, str]) -> str:
         script += [step.command, f"printf '\\n{STEP} {n} %s\\n' $?"]
     done = _run(["bash", "-o", "pipefail", "-c", "\n".join(script)], work, env)
     parts = re.split(rf"\n{STEP} (\d+) (\d+)\n", done.stdout)
-    ended = {int(n): (int(code), out) for out, n, code in zip(parts[::3], parts[1::3], parts[2::3])}
+    ended = {
+        int(n): (int(code), out)
+        for out, n, code in zip(parts[:-1:3], parts[1::3], parts[2::3], strict=True)
+    }
     for n, step in enumerate(steps):
         assert n in ended, f"{block.where}: the session stopped before `{step.command}`"
         code, out = ended[n]
