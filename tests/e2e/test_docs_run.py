@@ -89,7 +89,7 @@ def _shell(code: str) -> list[str]:
     return ["bash", "-e", "-o", "pipefail", "-c", "\n".join(lines)]
 
 
-def _check_output(block: Block, shown: str, out: str, what: str) -> None:
+def _check_output(shown: str, out: str, what: str) -> None:
     missing = missing_lines(shown.splitlines(), out)
     assert not missing, (
         f"{what}: {len(missing)} quoted line(s) not printed, first: {missing[0]!r}\n"
@@ -119,15 +119,15 @@ def _run_console(block: Block, work: Path, env: dict[str, str]) -> str:
             f"{block.where}: `{step.command}` exited {code}"
             f" (expected {'non-zero' if expected is None else expected})\n{out[-4000:]}"
         )
-        _check_output(block, "\n".join(step.quoted), out, f"{block.where}: `{step.command}`")
+        _check_output("\n".join(step.quoted), out, f"{block.where}: `{step.command}`")
     return ended[len(steps) - 1][1] if steps else ""
 
 
 @pytest.mark.parametrize("page", RUN_PAGES)
 def test_page_runs_as_written(page: Path, tmp_path: Path) -> None:
     """Every runnable block of the page, in order; quoted output compared with what the last
-    block that ran printed. A block marked ``shared-data`` is left out when the data is absent
-    (and the output quoted after it: the output of a block that did not run is not checked)."""
+    block that ran printed (a block that is not run is passed over). A block marked
+    ``shared-data`` is left out when the data is absent, and so is the output quoted after it."""
     work, env = _folder(tmp_path), _env(tmp_path)
     last: tuple[Block, str] | None = None
     ran = 0
@@ -137,7 +137,7 @@ def test_page_runs_as_written(page: Path, tmp_path: Path) -> None:
                 # a ``$ command`` line names the command whose output follows: not printed
                 shown = "\n".join(x for x in block.code.splitlines() if not x.startswith("$ "))
                 what = f"{block.where} (output of {last[0].where})"
-                _check_output(last[0], shown, last[1], what)
+                _check_output(shown, last[1], what)
             continue
         if block.kind not in ("shell", "console", "python"):
             continue
