@@ -1,78 +1,38 @@
 """The front door stays true: the CLI reference matches --help, every documented command line
-parses against the real CLI, and the blocks marked ``<!-- docs-test -->`` run (no keys needed).
+parses against the real CLI, and every Python block compiles and imports names that exist.
 
-A marked block's commands run in order, per page, in one temp folder with a fresh store; install
-steps (``python3 -m venv``, ``pip install``) are skipped because the test runs in the installed
-venv. ``<!-- docs-test: exit=N -->`` expects exit code N from the block.
+Which blocks run (and how their output is compared) is ``test_docs_run.py``; the rules and the
+marks are in ``tests/support/docs_blocks.py`` (documented in docs/testing.md).
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shlex
+import ast
+import importlib
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-BIN = Path(sys.executable).parent
-ENTRY = {"extraction-eval": (), "run-experiment": ("run",), "seed-from-trace": ("seed",)}
-MARK = re.compile(r"<!-- docs-test(?::\s*exit=(\d+))? -->")
+from tests.support.docs_blocks import (
+    ENTRY,
+    GENERATED,
+    PAGES,
+    ROOT,
+    Block,
+    blocks,
+    commands,
+    shell_text,
+)
 
-
-def _blocks(page: Path) -> list[tuple[int, str, int | None]]:
-    """(line number, code, expected exit or None when unmarked) of every ```bash block."""
-    lines = page.read_text(encoding="utf-8").splitlines()
-    out: list[tuple[int, str, int | None]] = []
-    i = 0
-    while i < len(lines):
-        if lines[i].strip() == "```bash":
-            start, body = i + 1, []
-            mark = MARK.fullmatch(lines[i - 1].strip()) if i else None
-            i += 1
-            while i < len(lines) and lines[i].strip() != "```":
-                body.append(lines[i])
-                i += 1
-            expected = int(mark.group(1) or 0) if mark else None
-            out.append((start + 1, "\n".join(body), expected))
-        i += 1
-    return out
-
-
-def _commands(code: str) -> list[list[str]]:
-    """Our CLI's invocations in a block: continuations joined, comments, env prefixes and
-    optional ``[...]`` parts dropped, ``&&`` chains split."""
-    out = []
-    joined = re.sub(r"\\\n\s*", " ", code)
-    for raw in joined.splitlines():
-        line = re.sub(r"\s\[[^\]]*\]", "", raw)
-        for part in line.split("&&"):
-            try:
-                words = shlex.split(part, comments=True)
-            except ValueError:
-                continue
-            while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
-                words = words[1:]
-            if words and Path(words[0]).name in ENTRY:
-                out.append([Path(words[0]).name, *words[1:]])
-    return out
-
-
+CODE = [b for page in PAGES if page not in GENERATED for b in blocks(page)]
 DOCUMENTED = [
-    pytest.param(cmd, id=f"{page.name}:{lineno}:{' '.join(cmd)[:60]}")
-    for page in PAGES
-    for lineno, code, _ in _blocks(page)
-    for cmd in _commands(code)
+    pytest.param(cmd, id=f"{b.where}:{' '.join(cmd)[:60]}")
+    for b in CODE
+    if b.kind in ("shell", "console")
+    for cmd in commands(shell_text(b))
 ]
-MARKED = [
-    pytest.param(page, id=page.name)
-    for page in PAGES
-    if any(expected is not None for _, _, expected in _blocks(page))
-]
+PYTHON = [pytest.param(b, id=b.where) for b in CODE if b.kind == "python"]
 
 
 def test_generated_pages_are_current() -> None:
@@ -84,10 +44,20 @@ def test_generated_pages_are_current() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_docs_have_commands_and_marked_blocks() -> None:
+def test_docs_have_commands_and_blocks_that_run() -> None:
     """Guards the extraction itself: a parser that found nothing would pass every test below."""
-    assert len(DOCUMENTED) > 50
-    assert "README.md" in {p.values[0].name for p in MARKED}
+    assert len(DOCUMENTED) > 50 and len(PYTHON) > 5
+    assert {"README.md", "python-api.md"} <= {b.page.name for b in CODE if b.runs}
+    assert any(b.kind == "console" and b.runs for b in CODE)
+    assert any(b.kind == "output" for b in CODE)
+
+
+def test_docs_test_marks_are_known() -> None:
+    """A misspelt mark (``needs-key``) would silently run, or silently not compare, a block."""
+    bad = [f"{b.where}: {', '.join(b.bad_marks)}" for b in CODE if b.bad_marks]
+    assert not bad, bad
+    lost = [b.where for b in CODE if "output" in b.marks and b.lang not in ("", "text")]
+    assert not lost, f"output marks on code blocks: {lost}"
 
 
 @pytest.mark.parametrize("argv", DOCUMENTED)
@@ -110,34 +80,17 @@ def test_documented_command_parses(argv: list[str]) -> None:
     cmd.make_context(" ".join(["extraction-eval", *path]), args)
 
 
-@pytest.mark.parametrize("page", MARKED)
-def test_marked_blocks_run(page: Path, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "OPENAI_"))}
-    env.update(
-        EXTRACTION_EVAL_HOME=str(tmp_path / "home"),
-        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-        COLUMNS="100",
-    )
-    for f in ("examples",):
-        (tmp_path / f).symlink_to(ROOT / f)
-    for lineno, code, expected in _blocks(page):
-        if expected is None:
-            continue
-        script = "\n".join(
-            " && ".join(
-                p for p in line.split("&&") if not re.search(r"python3 -m venv|pip install", p)
-            ).replace(".venv/bin/", "")
-            for line in code.splitlines()
-        )
-        done = subprocess.run(
-            ["bash", "-o", "pipefail", "-c", script],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == expected, (
-            f"{page.name}:{lineno} exited {done.returncode}, expected {expected}\n"
-            f"{script}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
+@pytest.mark.parametrize("block", PYTHON)
+def test_documented_python_compiles_and_its_imports_exist(block: Block) -> None:
+    """Each Python block is valid Python and every ``extraction_eval`` name it imports exists
+    (a block marked as needing keys is not run, so this is what keeps it current)."""
+    tree = ast.parse(block.code, filename=block.where)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("extraction_eval"):
+            module = importlib.import_module(node.module or "")
+            for alias in node.names:
+                assert hasattr(module, alias.name), f"{block.where}: {node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("extraction_eval"):
+                    importlib.import_module(alias.name)

@@ -58,3 +58,20 @@ def test_compare_reports_ppi_for_both_runs(tmp_path: Path) -> None:
     run = runner.invoke(_run_app, ["--name", "c", "--ppi", "--human", str(human)])
     assert run.exit_code == 0, run.stderr
     assert "run 'c': PPI-corrected scores" in run.stdout
+
+
+def test_a_verified_file_needs_no_text(tmp_path: Path) -> None:
+    """The keys docs/statistics.md lists (id, entities, relationships) are enough: the text is
+    the dataset item's (a file with ``text`` still reads; it was required and every line of
+    a file without it was skipped, so ``--human`` refused the file)."""
+    from extraction_eval.analysis.compare.ppi import read_human_gold
+
+    path = tmp_path / "verified.jsonl"
+    path.write_text(
+        '{"id": "sample-001", "entities": [{"name": "Mara Velloso", "type": "person"}],'
+        ' "relationships": []}\n{"id": "sample-002", "text": "x", "entities": []}\n',
+        encoding="utf-8",
+    )
+    verified, warnings = read_human_gold(path)
+    assert sorted(verified) == ["sample-001", "sample-002"] and warnings == []
+    assert [e.name for e in verified["sample-001"].entities] == ["Mara Velloso"]

@@ -69,3 +69,19 @@ def test_a_langfuse_url_with_a_password_is_refused_without_showing_it(
     monkeypatch.setenv("LANGFUSE_BASE_URL", url.format(s=SECRET))
     out = _refused([], caplog)
     assert "LangFuse base URL" in out
+
+
+@pytest.mark.parametrize("name", ["LANGFUSE_BASE_URL", "LANGFUSE_HOST"])
+@pytest.mark.parametrize(
+    "url", ["https://u:{s}@lf.example", "https://lf.example/?key={s}"], ids=["userinfo", "query"]
+)
+def test_a_langfuse_url_with_credentials_is_refused_without_keys_too(
+    name: str, url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without keys the URL would otherwise be ignored (a local run) and its secret with it:
+    it is refused wherever it is read, as docs/security.md shows, and no run is made."""
+    for key in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv(name, url.format(s=SECRET))
+    out = _refused([], caplog)
+    assert "LangFuse base URL must not carry" in out and "***" in out

@@ -1,7 +1,7 @@
 """PPI-corrected P/R/F1 of a stored run (:mod:`extraction_eval.evaluators.stats.ppi`): the run's
 outputs scored against its dataset's model-voted gold on every item, and against a person's
-gold on the verified items (a ``--human`` JSONL file in the gold format: id, entities,
-relationships), with the run's own scoring settings."""
+gold on the verified items (a ``--human`` JSONL file: id, entities, relationships; text
+optional), with the run's own scoring settings."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from extraction_eval.analysis.stored import run_gold, run_scoring
 from extraction_eval.backends.local import LocalStore, RunRecord
-from extraction_eval.datasets.jsonl import read_gold
+from extraction_eval.datasets.predictions import read_predictions
 from extraction_eval.errors import UsageError
 from extraction_eval.evaluators import score_dataset_item
 from extraction_eval.evaluators.stats.ppi import PPIResult, ppi_prf
@@ -39,12 +39,14 @@ class RunPPI:
 
 
 def read_human_gold(path: str | Path) -> tuple[dict[str, Extraction], list[str]]:
-    """Verified items (id -> a person's gold) from a gold JSONL file, and its warnings."""
-    records, warnings = read_gold(Path(path))
+    """Verified items (id -> a person's gold) from a JSONL file, and its warnings. A line is
+    ``{"id", "entities", "relationships"}``; ``text`` may be there and is not needed (the
+    dataset's item holds it), so it is read like a predictions file."""
+    records, warnings, _ = read_predictions(Path(path))
     if not records:
         first = f" (first problem: {warnings[0]})" if warnings else ""
         raise UsageError(f"{path}: no usable verified items{first}")
-    return {r.id: r.extraction for r in records}, warnings
+    return records, warnings
 
 
 def run_ppi(store: LocalStore, run: RunRecord, human: Mapping[str, Extraction]) -> RunPPI:

@@ -28,13 +28,34 @@ DEFAULT_BASE_URL = "https://cloud.langfuse.com"
 
 def langfuse_configured(env: Mapping[str, str] | None = None) -> bool:
     """True when keys and a server are set: LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and
-    LANGFUSE_BASE_URL (or the deprecated LANGFUSE_HOST)."""
+    LANGFUSE_BASE_URL (or the deprecated LANGFUSE_HOST).
+
+    A server URL that carries credentials is refused here, keys or not: this is where every
+    command first reads it, and a password in it is a secret in the environment that the
+    run would otherwise ignore silently (it did: no keys meant local mode, and no word)."""
     env = os.environ if env is None else env
+    for name in (ENV_BASE_URL, ENV_HOST):
+        _refuse_credentials(env.get(name, "").strip())
     return bool(
         env.get(ENV_PUBLIC_KEY, "").strip()
         and env.get(ENV_SECRET_KEY, "").strip()
         and (env.get(ENV_BASE_URL, "").strip() or env.get(ENV_HOST, "").strip())
     )
+
+
+def _refuse_credentials(url: str) -> None:
+    """A ``user:password@`` or a query string in a LangFuse URL: one ``ConfigError`` line."""
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return  # not a URL at all: check_base_url says so when the URL is used
+    if "@" in parts.netloc or parts.query:
+        raise ConfigError(
+            f"LangFuse base URL must not carry a user name, password or query string,"
+            f" got {safe_url(url)!r}: the keys go in {ENV_PUBLIC_KEY} and {ENV_SECRET_KEY}"
+        )
 
 
 def resolve_base_url(base_url: str | None = None) -> str:
@@ -90,11 +111,7 @@ def check_base_url(url: str) -> None:
         raise ConfigError(f"LangFuse base URL is not a valid URL: {shown!r}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(f"LangFuse base URL must start with http:// or https://, got {shown!r}")
-    if "@" in parts.netloc or parts.query:
-        raise ConfigError(
-            f"LangFuse base URL must not carry a user name, password or query string,"
-            f" got {shown!r}: the keys go in {ENV_PUBLIC_KEY} and {ENV_SECRET_KEY}"
-        )
+    _refuse_credentials(url)
 
 
 def connect(
