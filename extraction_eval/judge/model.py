@@ -1,5 +1,5 @@
-"""A judge backed by any provider the runner has (``openai:``, ``gemini:``, a compatible base
-URL, the test ``fake``), through the runner's retry policy, timeouts and pricing.
+"""A judge backed by any provider the runner has (``openai:``, ``anthropic:``, ``gemini:``, a
+compatible base URL, the test ``fake``), through the runner's retry policy, timeouts and pricing.
 
 The pairs of one context go to the model together (at most ``BATCH`` a call); each verdict is
 cached on its own under a key of the judge model, the endpoint, the judge prompt's version and
@@ -209,15 +209,17 @@ class ModelJudge:
         return [v if v is not None else Verdict(None, "", "error", "no verdict") for v in out]
 
     async def _settle_format(self, context: str, batch: Sequence[JudgePair]) -> None:
-        """How an OpenAI-compatible server is asked for JSON, detected once before the first
-        call (``llm/formats.py``: llama.cpp's server refuses ``json_schema`` but follows the
-        schema as ``json_object``); never when every verdict came from the cache. A server
-        that refuses every format leaves the strongest one: its calls then fail as counted
-        errors."""
+        """How the server is asked for JSON, detected once before the first call, as a run
+        does (``llm/formats.py``): llama.cpp's server refuses ``json_schema`` but follows the
+        schema as ``json_object``; an Anthropic gateway without tool use is asked for text.
+        Never when every verdict came from the cache. A server that refuses every format
+        leaves the strongest one: its calls then fail as counted errors."""
+        from extraction_eval.llm.anthropic_provider import AnthropicProvider
         from extraction_eval.llm.openai_provider import OpenAIProvider
 
         async with self._format_lock:
-            if self._format_settled or not isinstance(self.provider, OpenAIProvider):
+            probed = isinstance(self.provider, (OpenAIProvider, AnthropicProvider))
+            if self._format_settled or not probed:
                 self._format_settled = True
                 return
             from extraction_eval.errors import ConfigError
