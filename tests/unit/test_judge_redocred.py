@@ -55,3 +55,30 @@ def test_rules_raise_entity_f1_and_leave_string_figures(shared_data: Path, tmp_p
     assert judged["matches"]["entities"] > 0 and judged["stats"]["calls"] == 0
     # a judged match never exceeds what string matching missed
     assert judged["entities"]["tp"] <= plain["entities"]["tp"] + plain["entities"]["fn"]
+
+
+def test_the_cli_credits_only_the_renamed_entity_and_prints_identical_string_figures(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """``score --judge offline:rules`` through the CLI: its string figures byte for byte those
+    of ``score`` without a judge, and every judged entity match pairs a prediction with the
+    very gold entity it renamed (predictions keep gold's order), never another one."""
+    from typer.testing import CliRunner
+
+    from extraction_eval.cli import app
+
+    gold, pred, _ = renamed(shared_data / "redocred_dev_first100.jsonl", tmp_path)
+    per_item = tmp_path / "items.jsonl"
+    args = ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
+    plain = CliRunner().invoke(app, args)
+    judged = CliRunner().invoke(app, [*args, "--judge", "offline:rules", "--per-item", str(per_item)])
+    assert plain.exit_code == 0 and judged.exit_code == 0, judged.output
+    report = json.loads(judged.stdout)
+    block = report.pop("judged")
+    assert json.dumps(report, indent=2, ensure_ascii=False) + "\n" == plain.stdout
+    assert block["entities"]["f1"] > report["entities"]["f1"]
+    lines = [json.loads(x) for x in per_item.read_text(encoding="utf-8").splitlines()]
+    matches = [m for x in lines for m in x["judged"]["matches"] if m["kind"] == "entities"]
+    assert len(matches) == block["matches"]["entities"] > 0
+    wrong = [(m["pred_name"], m["gold_name"]) for m in matches if m["pred"] != m["gold"]]
+    assert wrong == []
