@@ -27,6 +27,7 @@ from extraction_eval.judge.prompt import (
     messages,
 )
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
+from extraction_eval.llm.context import current_item_id
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.llm import cache_key
@@ -44,6 +45,13 @@ class BadAnswer(Exception):
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _on_item(line: str) -> str:
+    """``line`` naming the item whose pairs it concerns (set by the caller's
+    ``item_context``), so a person can find the answer that failed; as is without one."""
+    item = current_item_id.get()
+    return f"item {item}: {line}" if item else line
 
 
 def parse_verdicts(text: str, n: int) -> dict[int, tuple[bool, str] | str]:
@@ -268,16 +276,18 @@ class ModelJudge:
                 lambda: self.provider.complete(request), self.retry
             )
         except Exception as exc:  # a failed judge never costs a row: its pairs are unjudged
-            return self._failed(f"judge call failed: {one_line(exc, with_type=True)}", batch)
+            line = f"judge call failed: {one_line(exc, with_type=True)}"
+            return self._failed(_on_item(line), batch)
         self._charge(completion.usage, completion.model)
         try:
             found = parse_verdicts(completion.text, len(batch))
         except BadAnswer as exc:
-            return self._failed(str(exc), batch)
+            return self._failed(_on_item(str(exc)), batch)
         out: list[Verdict] = []
         for number in range(1, len(batch) + 1):
             got: Any = found.get(number, f"pair {number}: the judge's answer has no verdict")
             if isinstance(got, str):
+                got = _on_item(got)
                 self._stats.failed(got, 1)
                 out.append(Verdict(None, "", "error", got))
             else:
