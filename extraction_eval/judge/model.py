@@ -226,8 +226,10 @@ class ModelJudge:
         from extraction_eval.llm.openai_provider import OpenAIProvider
 
         async with self._format_lock:
-            probed = isinstance(self.provider, (OpenAIProvider, AnthropicProvider))
-            if self._format_settled or not probed:
+            provider = self.provider
+            if self._format_settled or not isinstance(
+                provider, (OpenAIProvider, AnthropicProvider)
+            ):
                 self._format_settled = True
                 return
             from extraction_eval.errors import ConfigError
@@ -242,9 +244,7 @@ class ModelJudge:
 
             request = self._request(context, batch)
             try:
-                await asyncio.to_thread(
-                    resolve, self.provider, request, self.retry, conforms=conforms
-                )
+                await asyncio.to_thread(resolve, provider, request, self.retry, conforms=conforms)
             except ConfigError as exc:
                 self._stats.failed(f"judge response format: {one_line(exc)}", 0)
             self._format_settled = True

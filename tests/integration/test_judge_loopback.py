@@ -183,9 +183,7 @@ def test_the_judges_own_timeout_is_honoured_and_no_item_is_lost(tmp_path: Path) 
     answer: one item's pairs become counted errors after about ``attempts x timeout``, never
     the server's delay; every other item is still judged, every item keeps its row, and the
     string figures are the plain run's."""
-    docs = [
-        {**GOLD, "id": f"d{n}", "text": f"{GOLD['text']} Item {n}."} for n in range(1, 4)
-    ]
+    docs = [{**GOLD, "id": f"d{n}", "text": f"{GOLD['text']} Item {n}."} for n in range(1, 4)]
     gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
     gold.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     pred.write_text("".join(json.dumps({**PRED, "id": d["id"]}) + "\n" for d in docs))

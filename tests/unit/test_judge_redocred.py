@@ -71,7 +71,9 @@ def test_the_cli_credits_only_the_renamed_entity_and_prints_identical_string_fig
     per_item = tmp_path / "items.jsonl"
     args = ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
     plain = CliRunner().invoke(app, args)
-    judged = CliRunner().invoke(app, [*args, "--judge", "offline:rules", "--per-item", str(per_item)])
+    judged = CliRunner().invoke(
+        app, [*args, "--judge", "offline:rules", "--per-item", str(per_item)]
+    )
     assert plain.exit_code == 0 and judged.exit_code == 0, judged.output
     report = json.loads(judged.stdout)
     block = report.pop("judged")

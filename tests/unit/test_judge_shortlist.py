@@ -47,9 +47,11 @@ def _files(tmp: Path, gold: dict[str, object], pred: dict[str, object]) -> tuple
 def test_at_most_k_most_similar_candidates_per_prediction(tmp_path: Path) -> None:
     people = ["Barack Obama", "Michelle Obama", "Obadiah Stane", "Bob Oman", "Jane Doe"]
     people += ["John Smith", "Mary Major", "Ann Lee"]
-    gold = {"id": "a", "text": " ".join(people), "entities": [
-        {"name": n, "type": "PER"} for n in people
-    ]}
+    gold = {
+        "id": "a",
+        "text": " ".join(people),
+        "entities": [{"name": n, "type": "PER"} for n in people],
+    }
     pred = {"id": "a", "entities": [{"name": "Obama", "type": "PER"}]}
     judge = Recorder()
     report = score_files(*_files(tmp_path, gold, pred), CONFIG, judge=judge).report
