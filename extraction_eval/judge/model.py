@@ -1,5 +1,5 @@
-"""A judge backed by any provider the runner has (``openai:``, ``gemini:``, a compatible base
-URL, the test ``fake``), through the runner's retry policy, timeouts and pricing.
+"""A judge backed by any provider the runner has (``openai:``, ``anthropic:``, ``gemini:``, a
+compatible base URL, the test ``fake``), through the runner's retry policy, timeouts and pricing.
 
 The pairs of one context go to the model together (at most ``BATCH`` a call); each verdict is
 cached on its own under a key of the judge model, the endpoint, the judge prompt's version and
@@ -27,6 +27,7 @@ from extraction_eval.judge.prompt import (
     messages,
 )
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
+from extraction_eval.llm.context import current_item_id
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.llm import cache_key
@@ -44,6 +45,13 @@ class BadAnswer(Exception):
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _on_item(line: str) -> str:
+    """``line`` naming the item whose pairs it concerns (set by the caller's
+    ``item_context``), so a person can find the answer that failed; as is without one."""
+    item = current_item_id.get()
+    return f"item {item}: {line}" if item else line
 
 
 def parse_verdicts(text: str, n: int) -> dict[int, tuple[bool, str] | str]:
@@ -209,15 +217,19 @@ class ModelJudge:
         return [v if v is not None else Verdict(None, "", "error", "no verdict") for v in out]
 
     async def _settle_format(self, context: str, batch: Sequence[JudgePair]) -> None:
-        """How an OpenAI-compatible server is asked for JSON, detected once before the first
-        call (``llm/formats.py``: llama.cpp's server refuses ``json_schema`` but follows the
-        schema as ``json_object``); never when every verdict came from the cache. A server
-        that refuses every format leaves the strongest one: its calls then fail as counted
-        errors."""
+        """How the server is asked for JSON, detected once before the first call, as a run
+        does (``llm/formats.py``): llama.cpp's server refuses ``json_schema`` but follows the
+        schema as ``json_object``; an Anthropic gateway without tool use is asked for text.
+        Never when every verdict came from the cache. A server that refuses every format
+        leaves the strongest one: its calls then fail as counted errors."""
+        from extraction_eval.llm.anthropic_provider import AnthropicProvider
         from extraction_eval.llm.openai_provider import OpenAIProvider
 
         async with self._format_lock:
-            if self._format_settled or not isinstance(self.provider, OpenAIProvider):
+            provider = self.provider
+            if self._format_settled or not isinstance(
+                provider, (OpenAIProvider, AnthropicProvider)
+            ):
                 self._format_settled = True
                 return
             from extraction_eval.errors import ConfigError
@@ -232,9 +244,7 @@ class ModelJudge:
 
             request = self._request(context, batch)
             try:
-                await asyncio.to_thread(
-                    resolve, self.provider, request, self.retry, conforms=conforms
-                )
+                await asyncio.to_thread(resolve, provider, request, self.retry, conforms=conforms)
             except ConfigError as exc:
                 self._stats.failed(f"judge response format: {one_line(exc)}", 0)
             self._format_settled = True
@@ -266,16 +276,18 @@ class ModelJudge:
                 lambda: self.provider.complete(request), self.retry
             )
         except Exception as exc:  # a failed judge never costs a row: its pairs are unjudged
-            return self._failed(f"judge call failed: {one_line(exc, with_type=True)}", batch)
+            line = f"judge call failed: {one_line(exc, with_type=True)}"
+            return self._failed(_on_item(line), batch)
         self._charge(completion.usage, completion.model)
         try:
             found = parse_verdicts(completion.text, len(batch))
         except BadAnswer as exc:
-            return self._failed(str(exc), batch)
+            return self._failed(_on_item(str(exc)), batch)
         out: list[Verdict] = []
         for number in range(1, len(batch) + 1):
             got: Any = found.get(number, f"pair {number}: the judge's answer has no verdict")
             if isinstance(got, str):
+                got = _on_item(got)
                 self._stats.failed(got, 1)
                 out.append(Verdict(None, "", "error", got))
             else:

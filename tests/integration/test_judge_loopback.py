@@ -6,6 +6,7 @@ leaves 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,37 @@ def test_an_echoed_key_never_reaches_the_report(
     report = score_files(gold, pred, CONFIG, judge=_judge(server)).report
     assert KEY not in json.dumps(report)
     assert report["judged"]["matches"]["entities"] == 0
+
+
+def test_the_judges_own_timeout_is_honoured_and_no_item_is_lost(tmp_path: Path) -> None:
+    """The judge's ``timeout_s`` (no retry policy given: the judge builds its own) cuts a slow
+    answer: one item's pairs become counted errors after about ``attempts x timeout``, never
+    the server's delay; every other item is still judged, every item keeps its row, and the
+    string figures are the plain run's."""
+    docs = [{**GOLD, "id": f"d{n}", "text": f"{GOLD['text']} Item {n}."} for n in range(1, 4)]
+    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    pred.write_text("".join(json.dumps({**PRED, "id": d["id"]}) + "\n" for d in docs))
+    plain = score_files(gold, pred, CONFIG)
+    timeout_s, attempts, delay_s = 0.4, 2, 5.0
+    with LoopbackServer(answer=answer) as server:
+        server.inject(slow(delay_s, times=attempts, match="Item 2."))
+        judge = ModelJudge(
+            "openai:judge-model",
+            base_url=server.url,
+            timeout_s=timeout_s,
+            max_attempts=attempts,
+            response_format="json_schema",
+        )
+        started = time.monotonic()
+        scored = score_files(gold, pred, CONFIG, judge=judge)
+        took = time.monotonic() - started
+    report = dict(scored.report)
+    judged = report.pop("judged")
+    assert report == plain.report
+    assert took < delay_s  # the server's delay was never waited out
+    stats = judged["stats"]
+    assert stats["errors"] == 2 and stats["calls"] == len(docs)
+    assert any(f"timed out after {timeout_s:g}s" in x for x in stats["error_examples"]), stats
+    assert [j.item_id for j in scored.judged or []] == [d["id"] for d in docs]
+    assert judged["matches"]["entities"] == len(docs) - 1  # the two answered items: IBM each

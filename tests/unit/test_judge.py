@@ -209,3 +209,32 @@ def test_the_judge_stops_calling_at_its_budget() -> None:
     assert judge.stats.cost_usd > 0.5
     assert sum(v.same is None for v in verdicts) == 2 and judge.stats.errors == 2
     assert any("budget" in line for line in judge.stats.error_examples)
+
+
+@pytest.mark.parametrize(
+    ("step", "problem"),
+    [
+        ({"text": "Yes, they are the same company."}, "not JSON"),
+        ({"json": {"answer": True}}, "wrong schema"),
+        ({"json": {"verdicts": [{"id": 1, "same": "yes", "reason": "x"}]}}, "not true or false"),
+        ({"error": 500}, "judge call failed"),
+    ],
+)
+def test_a_failure_line_names_the_item_it_happened_on(step: dict[str, Any], problem: str) -> None:
+    """Judged items run side by side: each failure line says which item's answer failed, so
+    the few lines shown lead a person to it."""
+    from extraction_eval.llm.context import item_context
+
+    judge, _ = _judge({"default": step})
+
+    async def both() -> None:
+        async def one(item: str, text: str) -> None:
+            with item_context(item):
+                await judge.judge([JudgePair(p.a, p.b, p.type, text) for p in PAIRS])
+
+        await asyncio.gather(one("doc-7", TEXT), one("doc-9", TEXT + " Again."))
+
+    asyncio.run(both())
+    lines = judge.stats.error_examples
+    for item in ("doc-7", "doc-9"):
+        assert any(x.startswith(f"item {item}: ") and problem in x for x in lines), lines

@@ -55,3 +55,61 @@ def test_rules_raise_entity_f1_and_leave_string_figures(shared_data: Path, tmp_p
     assert judged["matches"]["entities"] > 0 and judged["stats"]["calls"] == 0
     # a judged match never exceeds what string matching missed
     assert judged["entities"]["tp"] <= plain["entities"]["tp"] + plain["entities"]["fn"]
+
+
+def test_the_cli_credits_only_the_renamed_entity_and_prints_identical_string_figures(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """``score --judge offline:rules`` through the CLI: its string figures byte for byte those
+    of ``score`` without a judge, and every judged entity match pairs a prediction with the
+    very gold entity it renamed (predictions keep gold's order), never another one."""
+    from typer.testing import CliRunner
+
+    from extraction_eval.cli import app
+
+    gold, pred, _ = renamed(shared_data / "redocred_dev_first100.jsonl", tmp_path)
+    per_item = tmp_path / "items.jsonl"
+    args = ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
+    plain = CliRunner().invoke(app, args)
+    judged = CliRunner().invoke(
+        app, [*args, "--judge", "offline:rules", "--per-item", str(per_item)]
+    )
+    assert plain.exit_code == 0 and judged.exit_code == 0, judged.output
+    report = json.loads(judged.stdout)
+    block = report.pop("judged")
+    assert json.dumps(report, indent=2, ensure_ascii=False) + "\n" == plain.stdout
+    assert block["entities"]["f1"] > report["entities"]["f1"]
+    lines = [json.loads(x) for x in per_item.read_text(encoding="utf-8").splitlines()]
+    matches = [m for x in lines for m in x["judged"]["matches"] if m["kind"] == "entities"]
+    assert len(matches) == block["matches"]["entities"] > 0
+    wrong = [(m["pred_name"], m["gold_name"]) for m in matches if m["pred"] != m["gold"]]
+    assert wrong == []
+
+
+def test_the_shortlist_keeps_a_model_judge_within_two_calls_per_item(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """The issue's cost target, measured on the model path (the scripted fake, verdict cache
+    off, so every call counts): at most 2 judge calls per item on average on Re-DocRED."""
+    from extraction_eval.analysis.judged import SHORTLIST_K
+    from extraction_eval.judge.model import ModelJudge
+    from extraction_eval.llm.fake import FakeProvider
+    from extraction_eval.llm.retry import RetryPolicy
+
+    def never_same(request: Any) -> dict[str, Any]:
+        lines = [x for x in request.messages[-1].content.splitlines() if " vs " in x]
+        verdicts = [{"id": i, "same": False, "reason": "no"} for i in range(1, len(lines) + 1)]
+        return {"json": {"verdicts": verdicts}}
+
+    gold, pred, _ = renamed(shared_data / "redocred_dev_first100.jsonl", tmp_path)
+    fake = FakeProvider.from_script({"default": never_same}, model="bench")
+    judge = ModelJudge("fake:bench", provider=fake, retry=RetryPolicy.immediate(max_attempts=1))
+    scored = score_files(gold, pred, ScoringConfig(resamples=0), judge=judge)
+    items = len(scored.judged or [])
+    stats = scored.report["judged"]["stats"]
+    assert items > 0 and stats["errors"] == 0 and stats["calls"] == len(fake.calls) > 0
+    assert stats["calls"] / items <= 2
+    r = scored.report  # K per unmatched prediction of each figure; a fact asks both ends
+    bound = SHORTLIST_K * (r["entities"]["fp"] + r["entities_typed"]["fp"])
+    bound += SHORTLIST_K * 2 * r["relationships"]["fp"]
+    assert stats["pairs"] <= bound
