@@ -18,6 +18,9 @@ from extraction_eval.evaluators.taxonomy import CATEGORIES
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "examples" / "matrix_fake.json"
 WIDTH = 80
+# The module's fixture runs eleven commands before the first test: its setup, not one test,
+# is what the per-test timeout would cut on a loaded machine.
+pytestmark = pytest.mark.timeout(600)
 
 
 def _env(home: Path) -> dict[str, str]:
