@@ -25,7 +25,7 @@ from extraction_eval.commands.common import (
     PpiOpt,
     alias_settings,
     check_ppi,
-    check_readable,
+    check_protocol_options,
     console,
     err_console,
     fail,
@@ -195,21 +195,6 @@ def protocol_gate_failed(protocols: dict[str, Any], tolerances: dict[str, float]
     style = "red" if failures else "green"
     err_console.print(f"[{style}]protocol gate: {line}[/]", highlight=False, soft_wrap=True)
     return bool(failures)
-
-
-def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
-    """``--protocol`` names and ``--train`` (docred only, readable), before any work."""
-    if names:
-        from extraction_eval.evaluators.protocols import check_protocols
-
-        try:
-            check_protocols(names)
-        except ValueError as exc:
-            fail(f"--protocol: {exc}")
-    if train is not None:
-        if "docred" not in (names or []):
-            fail("--train is used by --protocol docred (Ign F1); give both")
-        check_readable("--train", train)
 
 
 def protocols_of_run(store: Any, run: Any, names: list[str], train: Path | None) -> Any:
