@@ -37,7 +37,7 @@ from extraction_eval.commands.common import (
 if TYPE_CHECKING:  # annotations only: --help loads no analysis
     from extraction_eval.analysis.compare.extras import CompareExtras
 
-DatasetOpt = Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")]
+DatasetOpt = o.RunDataset
 
 
 @handle_errors

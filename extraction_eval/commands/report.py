@@ -19,7 +19,7 @@ from extraction_eval.commands.common import check_writable, console, handle_erro
 def report_cmd(
     runs: Annotated[list[str], typer.Argument(help="Run names (two: with the paired comparison).")],
     out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("report.html"),
-    dataset: Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")] = None,
+    dataset: o.RunDataset = None,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
 ) -> None:

@@ -57,16 +57,8 @@ def run_cmd(
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
     ] = False,
     take_over_lock: o.TakeOverLock = False,
-    fail_under: Annotated[
-        list[str] | None,
-        typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (repeatable)."),
-    ] = None,
-    fail_over: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="NAME=VALUE: exit 1 when a lower-is-better value (error_rate, ...) is above."
-        ),
-    ] = None,
+    fail_under: o.FailUnder = None,
+    fail_over: o.FailOver = None,
     match: o.Match = "fuzzy",
     threshold: o.Threshold = 0.85,
     timeout: o.Timeout = 60.0,
@@ -96,13 +88,7 @@ def run_cmd(
         str | None,
         typer.Option(help="A stored run to compare this run with when it ends (paired)."),
     ] = None,
-    fail_on_regression: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="METRIC=TOLERANCE (with --baseline): exit 1 when the paired 95% CI of Δ vs"
-            " the baseline reaches a drop larger than TOLERANCE. Repeatable."
-        ),
-    ] = None,
+    fail_on_regression: o.FailOnRegression = None,
     ci: o.Ci = "expanded",
     ppi: PpiOpt = False,
     human: HumanOpt = None,

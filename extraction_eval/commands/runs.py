@@ -26,7 +26,7 @@ from extraction_eval.commands.common import (
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
 
-DatasetOpt = Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")]
+DatasetOpt = o.RunDataset
 
 
 @runs_app.command("list")
@@ -306,14 +306,8 @@ def finalize_cmd(
     verify: Annotated[
         bool, typer.Option(help="LangFuse mode: read back that the run scores arrived.")
     ] = True,
-    fail_under: Annotated[
-        list[str] | None,
-        typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (as run)."),
-    ] = None,
-    fail_over: Annotated[
-        list[str] | None,
-        typer.Option(help="NAME=VALUE: exit 1 when a lower-is-better value is above."),
-    ] = None,
+    fail_under: o.FailUnder = None,
+    fail_over: o.FailOver = None,
     take_over_lock: o.TakeOverLock = False,
 ) -> None:
     """Compute run NAME's run-level scores from all its items (after runs merge); for a

@@ -236,12 +236,8 @@ def score(
         Path | None,
         typer.Option("--predictions", help="Predictions JSONL: id, entities, relationships."),
     ] = None,
-    match: Annotated[
-        str, typer.Option("--match", help="Name matching: exact | casefold | fuzzy | span.")
-    ] = "fuzzy",
-    threshold: Annotated[
-        float, typer.Option("--threshold", help="Fuzzy: minimum normalized Levenshtein.")
-    ] = 0.85,
+    match: o.Match = "fuzzy",
+    threshold: o.Threshold = 0.85,
     span_threshold: Annotated[
         float, typer.Option("--span-threshold", help="Span: minimum Jaccard of evidence words.")
     ] = 0.5,
@@ -261,12 +257,7 @@ def score(
         int, typer.Option("--resamples", help="Bootstrap resamples for the CIs (0 = none).")
     ] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
-    max_objects: Annotated[
-        int,
-        typer.Option(
-            "--max-objects", help="Entities or relationships per item and side; more: skipped."
-        ),
-    ] = DEFAULT_MAX_OBJECTS,
+    max_objects: o.MaxObjects = DEFAULT_MAX_OBJECTS,
     min_gold_confidence: o.MinGoldConfidence = None,
     schema: Annotated[
         Path | None,
