@@ -155,12 +155,17 @@ def run_cmd(
     the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
     check_protocol_options(protocol, train)
     if dry_run:
-        from extraction_eval.experiments.run import estimate_run
-        from extraction_eval.views.runs import render_estimate
-
-        render_estimate(estimate_run(config), config, console)
+        _render_estimate(config)
         return
     _run_and_render(config, base, human, the_judge, protocol or [], train)
+
+
+def _render_estimate(config: RunConfig) -> None:
+    """``--dry-run``: the cost estimate, with no model call and nothing created."""
+    from extraction_eval.experiments.run import estimate_run
+    from extraction_eval.views.runs import render_estimate
+
+    render_estimate(estimate_run(config), config, console)
 
 
 def _read_schema(schema: Path | None) -> Schema | None:
