@@ -50,6 +50,14 @@ class ScoredFiles:
     warnings: list[str] = field(default_factory=list)
     judged: list[JudgedItem] | None = None  # per item, in ``items``' order, with ``judge``
 
+    def per_item_lines(self) -> list[dict[str, Any]]:
+        """One JSON object per item (``score --per-item``), its judged counts beside its
+        scores when a judge ran."""
+        lines = [s.to_json() for s in self.items]
+        for line, j in zip(lines, self.judged or [], strict=False):
+            line["judged"] = j.to_json()
+        return lines
+
 
 def gold_ignored_warning(ignored: int, min_confidence: float) -> str:
     """Said whenever the option is given, so a run that ignored nothing says so too."""

@@ -87,6 +87,21 @@ def check_ppi(ppi: bool, human: Path | None) -> None:
         check_readable("--human", human)
 
 
+def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
+    """``--protocol`` names and ``--train`` (docred only, readable), before any work."""
+    if names:
+        from extraction_eval.evaluators.protocols import check_protocols
+
+        try:
+            check_protocols(names)
+        except ValueError as exc:
+            fail(f"--protocol: {exc}")
+    if train is not None:
+        if "docred" not in (names or []):
+            fail("--train is used by --protocol docred (Ign F1); give both")
+        check_readable("--train", train)
+
+
 def warn_line(message: str) -> None:
     """One ``warning:`` line on stderr (e.g. a LangFuse record skipped while pulling)."""
     err_console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)

@@ -7,10 +7,11 @@ loads none of them.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -24,7 +25,7 @@ from extraction_eval.commands.common import (
     PpiOpt,
     alias_settings,
     check_ppi,
-    check_readable,
+    check_protocol_options,
     console,
     err_console,
     fail,
@@ -33,7 +34,10 @@ from extraction_eval.commands.common import (
     warn_line,
 )
 
-DatasetOpt = Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")]
+if TYPE_CHECKING:  # annotations only: --help loads no analysis
+    from extraction_eval.analysis.compare.extras import CompareExtras
+
+DatasetOpt = o.RunDataset
 
 
 @handle_errors
@@ -85,7 +89,8 @@ def compare_cmd(
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.validation import check_int
-    from extraction_eval.views.diff import render_item_comparison, render_run_diff
+    from extraction_eval.views.compare import render_compare
+    from extraction_eval.views.diff import render_item_comparison
 
     # every option is checked before the store is opened
     check_int("top", top, minimum=0)
@@ -101,18 +106,10 @@ def compare_cmd(
     alias_fields = alias_settings(aliases, no_aliases, err_console)
     judges = judges_for(judge, judge_base_url)  # refused before the store is opened
     store = LocalStore()
-    a, b = (
-        get_or_pull(store, run_a, dataset, warn=warn_line),
-        get_or_pull(store, run_b, dataset, warn=warn_line),
-    )
+    a, b = (get_or_pull(store, name, dataset, warn=warn_line) for name in (run_a, run_b))
     if alias_fields:  # both re-scored with these names of one entity (in memory only)
-        from extraction_eval.analysis.stored import rescored_with
-
-        a, b = rescored_with(a, **alias_fields), rescored_with(b, **alias_fields)
         what = "--no-aliases" if no_aliases else f"--aliases {aliases}"
-        err_console.print(
-            f"note: both runs re-scored with {escape(what)}", highlight=False, soft_wrap=True
-        )
+        a, b = _rescored(a, b, alias_fields, what)
     if item is not None:
         render_item_comparison(compare_item(store, a, b, item), console)
         return
@@ -130,9 +127,36 @@ def compare_cmd(
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
-    corrected = ppi_of_runs(store, (a, b), human) if human is not None else []
+    extras = _extras(store, (a, b), human, judges, protocol, train, options, data)
+    if fmt == "json":
+        data["diff"] = diff.to_json()
+        data.update(extras.json_blocks())
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        render_compare(data, diff, (a, b), extras, console, alias_lines=not alias_fields)
+    protocol_failed = protocol_gate_failed(extras.protocols, protocol_tolerances)
+    report_gate(result.gate_line(), bool(result.gate))
+    if protocol_failed:
+        raise typer.Exit(1)
+
+
+def _extras(
+    store: Any,
+    runs: Sequence[Any],
+    human: Path | None,
+    judges: list[Any],
+    protocol: list[str] | None,
+    train: Path | None,
+    options: Any,
+    data: dict[str, Any],
+) -> CompareExtras:
+    """The blocks asked for beside the paired figures (``analysis.compare.extras``): PPI
+    with ``--human``, judged figures and their paired Δ with ``--judge``, protocols."""
+    from extraction_eval.analysis.compare.extras import CompareExtras
+
+    corrected = ppi_of_runs(store, runs, human) if human is not None else []
     judged_items: list[Any] = []
-    judged = judged_of_runs(store, (a, b), judges, judged_items)
+    judged = judged_of_runs(store, runs, judges, judged_items)
     judged_paired = None
     if judged:  # B against A on judged figures: the string Δ's paired bootstrap
         from extraction_eval.analysis.judged_runs import paired_judged
@@ -143,74 +167,34 @@ def compare_cmd(
             seed=options.seed,
             method=data["bootstrap"]["ci_method"],
         )
-    protocols = protocols_of_runs(store, (a, b), protocol, train, options) if protocol else {}
-    if fmt == "json":
-        import json
-
-        data["diff"] = diff.to_json()
-        if protocols:
-            data["protocols"] = protocols
-        if corrected:
-            data["ppi"] = {r.run: r.to_json() for r in corrected}
-        if judged:
-            data["judged"] = judged
-            data["judged_paired"] = judged_paired
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-    else:
-        from extraction_eval.views.paired import render_alias_lines, render_paired
-
-        render_paired(data, console)
-        if not alias_fields:
-            render_alias_lines((a, b), console)
-        render_run_diff(diff, console)
-        if corrected:
-            from extraction_eval.views.ppi import render_ppi
-
-            for r in corrected:
-                render_ppi(r, console)
-        if judged:
-            from extraction_eval.views.judge import render_judged
-
-            for name, block in judged.items():
-                render_judged(block, console, run=name)
-            if judged_paired is not None:
-                from extraction_eval.views.judge import render_judged_paired
-
-                render_judged_paired(judged_paired, data, console)
-        if protocols:
-            from extraction_eval.views.protocols import render_paired_protocols, render_protocols
-
-            for side, run in (("a", a), ("b", b)):
-                render_protocols(protocols[side], console, title=f"{side.upper()}: {run.name}")
-            render_paired_protocols(protocols["paired"], console)
-    protocol_failed = False
-    if protocol_tolerances:
-        from extraction_eval.evaluators.protocols.paired import protocol_gate
-
-        failures = protocol_gate(protocols["paired"], protocol_tolerances)
-        protocol_failed = bool(failures)
-        gated = ", ".join(sorted(protocol_tolerances))
-        line = "FAIL " + "; ".join(failures) if failures else f"pass ({gated})"
-        style = "red" if failures else "green"
-        err_console.print(f"[{style}]protocol gate: {line}[/]", highlight=False, soft_wrap=True)
-    report_gate(result.gate_line(), bool(result.gate))
-    if protocol_failed:
-        raise typer.Exit(1)
+    protocols = protocols_of_runs(store, runs, protocol, train, options) if protocol else {}
+    return CompareExtras(corrected, judged, judged_paired, protocols)
 
 
-def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
-    """``--protocol`` names and ``--train`` (docred only, readable), before any work."""
-    if names:
-        from extraction_eval.evaluators.protocols import check_protocols
+def _rescored(a: Any, b: Any, alias_fields: dict[str, Any], what: str) -> tuple[Any, Any]:
+    """Both runs re-scored (in memory) with the given names of one entity, and a note."""
+    from extraction_eval.analysis.stored import rescored_with
 
-        try:
-            check_protocols(names)
-        except ValueError as exc:
-            fail(f"--protocol: {exc}")
-    if train is not None:
-        if "docred" not in (names or []):
-            fail("--train is used by --protocol docred (Ign F1); give both")
-        check_readable("--train", train)
+    a, b = rescored_with(a, **alias_fields), rescored_with(b, **alias_fields)
+    err_console.print(
+        f"note: both runs re-scored with {escape(what)}", highlight=False, soft_wrap=True
+    )
+    return a, b
+
+
+def protocol_gate_failed(protocols: dict[str, Any], tolerances: dict[str, float]) -> bool:
+    """The protocol metrics' gate (none without tolerances): its one line on stderr; whether
+    it failed."""
+    if not tolerances:
+        return False
+    from extraction_eval.evaluators.protocols.paired import protocol_gate
+
+    failures = protocol_gate(protocols["paired"], tolerances)
+    gated = ", ".join(sorted(tolerances))
+    line = "FAIL " + "; ".join(failures) if failures else f"pass ({gated})"
+    style = "red" if failures else "green"
+    err_console.print(f"[{style}]protocol gate: {line}[/]", highlight=False, soft_wrap=True)
+    return bool(failures)
 
 
 def protocols_of_run(store: Any, run: Any, names: list[str], train: Path | None) -> Any:

@@ -214,6 +214,32 @@ def override_cmd(
     if reason is None:
         raise UsageError("--reason is required: say why (it is kept with the gold)")
     action, given_value = given[0]
+    target, field, value = _override_target(action, given_value)
+    override = GoldOverride(
+        dataset=dataset,
+        item_id=item,
+        action=action,  # type: ignore[arg-type]
+        kind=kind,
+        target=target,
+        field=field,
+        value=value,
+        reason=reason,
+        author=author,
+    )
+    number = add_override(store, override)
+    when = (
+        "next --judge on the dataset's runs"
+        if action in ("same", "not_same")
+        else "next gold build"
+    )
+    console.print(f"override #{number} stored; it applies from the {when}", highlight=False)
+
+
+def _override_target(action: str, given_value: str) -> tuple[str | None, str | None, str | None]:
+    """(target, field, value) of one ``--add`` / ``--remove`` / ``--set`` / ``--same`` /
+    ``--not-same`` value; a malformed one is refused naming its option."""
+    from extraction_eval.errors import UsageError
+
     value: str | None = given_value
     target: str | None = None
     field: str | None = None
@@ -234,24 +260,7 @@ def override_cmd(
             raise UsageError("--set takes TARGET.FIELD=VALUE, e.g. 'Port Ansel.type=city'")
         if target.endswith(".attributes"):  # 'Ada.attributes.role=ceo'
             target, field = target.removesuffix(".attributes"), f"attributes.{field}"
-    override = GoldOverride(
-        dataset=dataset,
-        item_id=item,
-        action=action,  # type: ignore[arg-type]
-        kind=kind,
-        target=target,
-        field=field,
-        value=value,
-        reason=reason,
-        author=author,
-    )
-    number = add_override(store, override)
-    when = (
-        "next --judge on the dataset's runs"
-        if action in ("same", "not_same")
-        else "next gold build"
-    )
-    console.print(f"override #{number} stored; it applies from the {when}", highlight=False)
+    return target, field, value
 
 
 @gold_app.command("triage")

@@ -120,7 +120,7 @@ def matrix_cmd(
         matrix = dataclasses.replace(matrix, base=dataclasses.replace(matrix.base, scoring=scoring))
     judged_cells = _judged_cells(judge, judge_base_url, matrix.base.max_cost)  # refused now
     if protocol or train is not None:
-        from extraction_eval.commands.compare import check_protocol_options
+        from extraction_eval.commands.common import check_protocol_options
 
         check_protocol_options(protocol, train)
     if dry_run:

@@ -167,11 +167,22 @@ _CI = typer.Option(
 FailOnRegression = Annotated[
     list[str] | None,
     _option(
-        help="METRIC=TOLERANCE: exit 1 when the paired 95% CI of Δ reaches a drop larger than"
-        " TOLERANCE (its low bound is below −TOLERANCE; mirrored for lower-is-better rates)."
-        " Repeatable.",
+        help="METRIC=TOLERANCE: exit 1 when the paired 95% CI of Δ (run: against --baseline)"
+        " reaches a drop larger than TOLERANCE (its low bound is below −TOLERANCE; mirrored for"
+        " lower-is-better rates). Repeatable.",
     ),
 ]
+# thresholds on a run's figures (run-experiment; runs finalize)
+FailUnder = Annotated[
+    list[str] | None,
+    _option(help="NAME=VALUE: exit 1 when a run-level value is below (repeatable)."),
+]
+FailOver = Annotated[
+    list[str] | None,
+    _option(help="NAME=VALUE: exit 1 when a lower-is-better value (error_rate, ...) is above."),
+]
+# a stored run by name (compare, runs ..., report, power)
+RunDataset = Annotated[str | None, _option(help="Dataset, when run names repeat.")]
 Ci = Annotated[str, _CI]
 CiOrFile = Annotated[str | None, _CI]
 Threshold = Annotated[float, _THRESHOLD]

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from extraction_eval.commands import options as o
 from extraction_eval.commands.common import FormatOpt, console, handle_errors, output_format
 
 
@@ -29,7 +30,7 @@ def power_cmd(
         typer.Option(help="Without --against: assumed between-run correlation of items."),
     ] = 0.5,
     power: Annotated[float, typer.Option(help="The power to plan for.")] = 0.8,
-    dataset: Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")] = None,
+    dataset: o.RunDataset = None,
     fmt: FormatOpt = "table",
 ) -> None:
     """How many items do I need? The smallest |Δ| a paired comparison with the baseline's N

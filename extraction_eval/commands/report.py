@@ -26,7 +26,7 @@ from extraction_eval.commands.common import (
 def report_cmd(
     runs: Annotated[list[str], typer.Argument(help="Run names (two: with the paired comparison).")],
     out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("report.html"),
-    dataset: Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")] = None,
+    dataset: o.RunDataset = None,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
     protocol: o.Protocol = None,
@@ -46,11 +46,8 @@ def report_cmd(
     from extraction_eval.reports.html import write_report
 
     check_writable("--out", out)
-    from extraction_eval.commands.compare import (
-        check_protocol_options,
-        judged_of_runs,
-        judges_for,
-    )
+    from extraction_eval.commands.common import check_protocol_options
+    from extraction_eval.commands.compare import judged_of_runs, judges_for
 
     check_protocol_options(protocol, train)
     alias_fields = alias_settings(aliases, no_aliases, err_console)

@@ -18,6 +18,7 @@ from extraction_eval.commands.common import (
     alias_settings,
     cache_mode,
     check_ppi,
+    check_protocol_options,
     check_readable,
     console,
     err_console,
@@ -27,8 +28,10 @@ from extraction_eval.commands.common import (
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 
 if TYPE_CHECKING:  # annotations only: --help loads no runner
+    from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.runner import RunOutcome
+    from extraction_eval.types import Schema
 
 
 @handle_errors
@@ -56,16 +59,8 @@ def run_cmd(
         bool, typer.Option(help="Re-run only the items of the named run that failed.")
     ] = False,
     take_over_lock: o.TakeOverLock = False,
-    fail_under: Annotated[
-        list[str] | None,
-        typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (repeatable)."),
-    ] = None,
-    fail_over: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="NAME=VALUE: exit 1 when a lower-is-better value (error_rate, ...) is above."
-        ),
-    ] = None,
+    fail_under: o.FailUnder = None,
+    fail_over: o.FailOver = None,
     match: o.Match = "fuzzy",
     threshold: o.Threshold = 0.85,
     timeout: o.Timeout = 60.0,
@@ -95,13 +90,7 @@ def run_cmd(
         str | None,
         typer.Option(help="A stored run to compare this run with when it ends (paired)."),
     ] = None,
-    fail_on_regression: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="METRIC=TOLERANCE (with --baseline): exit 1 when the paired 95% CI of Δ vs"
-            " the baseline reaches a drop larger than TOLERANCE. Repeatable."
-        ),
-    ] = None,
+    fail_on_regression: o.FailOnRegression = None,
     ci: o.Ci = "expanded",
     ppi: PpiOpt = False,
     human: HumanOpt = None,
@@ -114,31 +103,14 @@ def run_cmd(
 ) -> None:
     """Run the extraction pipeline on every item of a dataset and score it."""
     from extraction_eval.analysis.checks import find_baseline
-    from extraction_eval.datasets.schema import read_schema
-    from extraction_eval.evaluators.config import ScoringConfig
     from extraction_eval.experiments.config import RunConfig, parse_fail_over, parse_fail_under
-    from extraction_eval.experiments.langfuse_mode import VerificationError
     from extraction_eval.experiments.partition import resolve_shard
-    from extraction_eval.experiments.run import run_experiment
     from extraction_eval.pipeline.base import PipelineConfig
-    from extraction_eval.views.doubts import (
-        print_warnings_first,
-        print_warnings_recap,
-        run_warnings,
-    )
-    from extraction_eval.views.progress import RichProgress
-    from extraction_eval.views.runs import render_run_summary
 
     # The config objects refuse bad values (InvalidValue: one line naming the flag).
-    if schema is not None:
-        check_readable("--schema", schema)
-    run_schema = None if schema is None else read_schema(schema)
-    scoring = ScoringConfig(
-        match=match,  # type: ignore[arg-type]
-        threshold=threshold,
-        max_objects=max_objects,
-        ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
-        **alias_settings(aliases, no_aliases, err_console),  # type: ignore[arg-type]
+    run_schema = _read_schema(schema)
+    scoring = _scoring(
+        match, threshold, max_objects, ci, alias_settings(aliases, no_aliases, err_console)
     )
     config = RunConfig(
         dataset=dataset,
@@ -176,21 +148,71 @@ def run_cmd(
         shard=resolve_shard(shard, count=shard_count),
         schema=run_schema,
     )
-    if protocol or train is not None:
-        from extraction_eval.commands.compare import check_protocol_options
-
-        check_protocol_options(protocol, train)
+    check_protocol_options(protocol, train)
     base = find_baseline(
         baseline, fail_on_regression or [], config.dataset, protocols=protocol or []
     )
     check_ppi(ppi, human)
     the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
     if dry_run:
-        from extraction_eval.experiments.run import estimate_run
-        from extraction_eval.views.runs import render_estimate
-
-        render_estimate(estimate_run(config), config, console)
+        _render_estimate(config)
         return
+    _run_and_render(config, base, human, the_judge, protocol or [], train)
+
+
+def _scoring(
+    match: str, threshold: float, max_objects: int, ci: str, alias_fields: dict[str, Any]
+) -> ScoringConfig:
+    """The run's scoring settings; ScoringConfig refuses a bad value in one line."""
+    from extraction_eval.evaluators.config import ScoringConfig
+
+    return ScoringConfig(
+        match=match,  # type: ignore[arg-type]
+        threshold=threshold,
+        max_objects=max_objects,
+        ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
+        **alias_fields,
+    )
+
+
+def _render_estimate(config: RunConfig) -> None:
+    """``--dry-run``: the cost estimate, with no model call and nothing created."""
+    from extraction_eval.experiments.run import estimate_run
+    from extraction_eval.views.runs import render_estimate
+
+    render_estimate(estimate_run(config), config, console)
+
+
+def _read_schema(schema: Path | None) -> Schema | None:
+    """``--schema``: the file checked, then read (a bad one: one line naming it)."""
+    from extraction_eval.datasets.schema import read_schema
+
+    if schema is None:
+        return None
+    check_readable("--schema", schema)
+    return read_schema(schema)
+
+
+def _run_and_render(
+    config: RunConfig,
+    base: Any,
+    human: Path | None,
+    the_judge: Any,
+    protocol: list[str],
+    train: Path | None,
+) -> None:
+    """The run under a progress bar, its tables between its warnings and their recap, then
+    the checks after it (``_after_run``)."""
+    from extraction_eval.experiments.langfuse_mode import VerificationError
+    from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.views.doubts import (
+        print_warnings_first,
+        print_warnings_recap,
+        run_warnings,
+    )
+    from extraction_eval.views.progress import RichProgress
+    from extraction_eval.views.runs import render_run_summary
+
     try:
         with RichProgress(err_console) as progress:
             outcome = run_experiment(config, progress=progress)
@@ -206,7 +228,7 @@ def run_cmd(
     print_warnings_first(doubts, err_console)
     render_run_summary(outcome, console, warnings=False)
     try:
-        _after_run(outcome, config, base, human, the_judge, protocol or [], train)
+        _after_run(outcome, config, base, human, the_judge, protocol, train)
     finally:
         print_warnings_recap(doubts, err_console)
 

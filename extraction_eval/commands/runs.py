@@ -26,7 +26,7 @@ from extraction_eval.commands.common import (
 
 runs_app = typer.Typer(no_args_is_help=True, help="Runs recorded in the local store.")
 
-DatasetOpt = Annotated[str | None, typer.Option(help="Dataset, when run names repeat.")]
+DatasetOpt = o.RunDataset
 
 
 @runs_app.command("list")
@@ -96,26 +96,8 @@ def show_cmd(
     one item whole (its raw reply included)."""
     from extraction_eval.analysis.stored import get_run
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.evaluators.taxonomy import CATEGORIES
-    from extraction_eval.validation import check_int
 
-    if category is not None and category not in CATEGORIES:  # before the store is opened
-        fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
-    for option, value in (("limit", limit), ("page", page)):
-        if value is not None:
-            check_int(option, value, minimum=1)
-    if by_category and not worst:
-        fail("--by-category needs --worst")
-    if by_category and category is not None:
-        fail("--by-category lists every category: leave out --category")
-    if show_all and (worst or page is not None or limit is not None):
-        fail("--all prints every item: leave out --worst, --page and --limit")
-    if show_config and (worst or show_all or page or limit or category or by_category):
-        fail("--config prints the parameters, not items: leave out the item options")
-    if item is not None and (
-        show_config or worst or show_all or page or limit or category or by_category
-    ):
-        fail("--item prints one item: leave out the other item and --config options")
+    _check_show_options(category, worst, page, limit, show_all, by_category, show_config, item)
     store = LocalStore()
     run = get_run(store, name, dataset)
     if item is not None:
@@ -162,14 +144,51 @@ def show_cmd(
             render_judged(judged, console, stored=judged.get("created_at"))
             render_judged_page(judged, [r.item_id for r in shown.results], console)
     if category is not None:
-        unknown = store.count_untagged(run.id)
-        if unknown:
-            err_console.print(
-                f"[yellow]warning:[/] {unknown} items of this run were recorded before failure"
-                " categories were stored and cannot be filtered",
-                highlight=False,
-                soft_wrap=True,
-            )
+        _warn_untagged(store.count_untagged(run.id))
+
+
+def _check_show_options(
+    category: str | None,
+    worst: bool,
+    page: int | None,
+    limit: int | None,
+    show_all: bool,
+    by_category: bool,
+    show_config: bool,
+    item: str | None,
+) -> None:
+    """``runs show``'s options that exclude each other, refused before the store is opened."""
+    from extraction_eval.evaluators.taxonomy import CATEGORIES
+    from extraction_eval.validation import check_int
+
+    if category is not None and category not in CATEGORIES:  # before the store is opened
+        fail(f"unknown --category {category!r}; known: {', '.join(CATEGORIES)}")
+    for option, value in (("limit", limit), ("page", page)):
+        if value is not None:
+            check_int(option, value, minimum=1)
+    if by_category and not worst:
+        fail("--by-category needs --worst")
+    if by_category and category is not None:
+        fail("--by-category lists every category: leave out --category")
+    if show_all and (worst or page is not None or limit is not None):
+        fail("--all prints every item: leave out --worst, --page and --limit")
+    if show_config and (worst or show_all or page or limit or category or by_category):
+        fail("--config prints the parameters, not items: leave out the item options")
+    if item is not None and (
+        show_config or worst or show_all or page or limit or category or by_category
+    ):
+        fail("--item prints one item: leave out the other item and --config options")
+
+
+def _warn_untagged(unknown: int) -> None:
+    """``--category`` cannot see items stored before failure categories were."""
+    if unknown:
+        err_console.print(
+            f"[yellow]warning:[/] {unknown} items of this run were recorded before failure"
+            " categories were stored and cannot be filtered",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @runs_app.command("export")
@@ -287,14 +306,8 @@ def finalize_cmd(
     verify: Annotated[
         bool, typer.Option(help="LangFuse mode: read back that the run scores arrived.")
     ] = True,
-    fail_under: Annotated[
-        list[str] | None,
-        typer.Option(help="NAME=VALUE: exit 1 when a run-level value is below (as run)."),
-    ] = None,
-    fail_over: Annotated[
-        list[str] | None,
-        typer.Option(help="NAME=VALUE: exit 1 when a lower-is-better value is above."),
-    ] = None,
+    fail_under: o.FailUnder = None,
+    fail_over: o.FailOver = None,
     take_over_lock: o.TakeOverLock = False,
 ) -> None:
     """Compute run NAME's run-level scores from all its items (after runs merge); for a

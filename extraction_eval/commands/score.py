@@ -73,26 +73,9 @@ def _run(
     from extraction_eval.datasets.bundled import example_paths
     from extraction_eval.datasets.schema import read_schema
     from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
-    from extraction_eval.views.score_report import label_warning, print_warnings, render_report
 
-    _choice("--format", output_format, ("table", "json"))
-    for option, value in (("--threshold", threshold), ("--span-threshold", span_threshold)):
-        if not 0.0 <= value <= 1.0:
-            raise UsageError(f"{option} must be between 0 and 1, got {value}")
-    if resamples < 0:
-        raise UsageError(f"--resamples must be >= 0, got {resamples}")
-    if min_gold_confidence is not None and not 0.0 <= min_gold_confidence <= 1.0:
-        raise UsageError(
-            f"--min-gold-confidence must be between 0 and 1, got {min_gold_confidence}"
-        )
-    if (gold is None) != (predictions is None):
-        raise UsageError("give both --gold and --predictions, or neither (bundled example)")
-    for option, path in (("--gold", gold), ("--predictions", predictions)):
-        if path is not None:
-            check_readable(option, path)
-    for option, path in (("--out", out), ("--per-item", per_item)):
-        if path is not None:
-            check_writable(option, path)
+    _check_options(threshold, span_threshold, output_format, resamples, min_gold_confidence)
+    _check_files(gold, predictions, out, per_item)
     try:
         config = ScoringConfig(
             match=cast("MatchMode", _choice("--match", match, MATCH_MODES)),
@@ -112,17 +95,7 @@ def _run(
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
     if schema is not None:
         check_readable("--schema", schema)
-    if protocols:
-        from extraction_eval.evaluators.protocols import check_protocols
-
-        try:
-            check_protocols(protocols)
-        except ValueError as exc:
-            raise UsageError(f"--protocol: {exc}") from None
-    if train is not None:
-        if "docred" not in (protocols or []):
-            raise UsageError("--train is used by --protocol docred (Ign F1); give both")
-        check_readable("--train", train)
+    _check_protocols(protocols, train)
     opened: list[Any] = []  # the store the judge's cache lives in, closed after scoring
     try:
         judged = _judge_setup(judge, judge_base_url, judge_overrides, err, opened)
@@ -143,10 +116,15 @@ def _run(
     if out is not None:
         _write("--out", out, _dump(report) + "\n")
     if per_item is not None:
-        lines = [s.to_json() for s in scored.items]
-        for line, j in zip(lines, scored.judged or [], strict=False):
-            line["judged"] = j.to_json()
+        lines = scored.per_item_lines()
         _write("--per-item", per_item, "".join(_dump(x, indent=None) + "\n" for x in lines))
+    _render(report, output_format, err)
+
+
+def _render(report: dict[str, Any], output_format: str, err: Console) -> None:
+    """The report on stdout: JSON (its warnings on stderr) or the tables."""
+    from extraction_eval.views.score_report import label_warning, print_warnings, render_report
+
     if output_format == "json":
         sys.stdout.write(_dump(report) + "\n")
         sys.stdout.flush()
@@ -161,6 +139,55 @@ def _run(
             from extraction_eval.views.judge import render_judged
 
             render_judged(report["judged"], SafeConsole())
+
+
+def _check_options(
+    threshold: float,
+    span_threshold: float,
+    output_format: str,
+    resamples: int,
+    min_gold_confidence: float | None,
+) -> None:
+    """The numbers and choices, refused before any file is looked at."""
+    _choice("--format", output_format, ("table", "json"))
+    for option, value in (("--threshold", threshold), ("--span-threshold", span_threshold)):
+        if not 0.0 <= value <= 1.0:
+            raise UsageError(f"{option} must be between 0 and 1, got {value}")
+    if resamples < 0:
+        raise UsageError(f"--resamples must be >= 0, got {resamples}")
+    if min_gold_confidence is not None and not 0.0 <= min_gold_confidence <= 1.0:
+        raise UsageError(
+            f"--min-gold-confidence must be between 0 and 1, got {min_gold_confidence}"
+        )
+
+
+def _check_files(
+    gold: Path | None, predictions: Path | None, out: Path | None, per_item: Path | None
+) -> None:
+    """Both inputs or neither (the bundled example), readable; the outputs writable."""
+    if (gold is None) != (predictions is None):
+        raise UsageError("give both --gold and --predictions, or neither (bundled example)")
+    for option, path in (("--gold", gold), ("--predictions", predictions)):
+        if path is not None:
+            check_readable(option, path)
+    for option, path in (("--out", out), ("--per-item", per_item)):
+        if path is not None:
+            check_writable(option, path)
+
+
+def _check_protocols(protocols: list[str] | None, train: Path | None) -> None:
+    """``--protocol`` names and ``--train`` (docred only, readable)."""
+    if protocols:
+        from extraction_eval.evaluators.protocols import check_protocols
+
+        try:
+            check_protocols(protocols)
+        except ValueError as exc:
+            raise UsageError(f"--protocol: {exc}") from None
+    if train is not None:
+        if "docred" not in (protocols or []):
+            raise UsageError("--train is used by --protocol docred (Ign F1); give both")
+        check_readable("--train", train)
 
 
 def _judge_setup(
@@ -209,12 +236,8 @@ def score(
         Path | None,
         typer.Option("--predictions", help="Predictions JSONL: id, entities, relationships."),
     ] = None,
-    match: Annotated[
-        str, typer.Option("--match", help="Name matching: exact | casefold | fuzzy | span.")
-    ] = "fuzzy",
-    threshold: Annotated[
-        float, typer.Option("--threshold", help="Fuzzy: minimum normalized Levenshtein.")
-    ] = 0.85,
+    match: o.Match = "fuzzy",
+    threshold: o.Threshold = 0.85,
     span_threshold: Annotated[
         float, typer.Option("--span-threshold", help="Span: minimum Jaccard of evidence words.")
     ] = 0.5,
@@ -234,12 +257,7 @@ def score(
         int, typer.Option("--resamples", help="Bootstrap resamples for the CIs (0 = none).")
     ] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
-    max_objects: Annotated[
-        int,
-        typer.Option(
-            "--max-objects", help="Entities or relationships per item and side; more: skipped."
-        ),
-    ] = DEFAULT_MAX_OBJECTS,
+    max_objects: o.MaxObjects = DEFAULT_MAX_OBJECTS,
     min_gold_confidence: o.MinGoldConfidence = None,
     schema: Annotated[
         Path | None,

@@ -379,11 +379,3 @@ def get_fake(name: str) -> FakeProvider:
     """The registered fake for ``name``, else a fresh one scripted from the environment."""
     registered = _REGISTERED.get(name)
     return registered if registered is not None else FakeProvider.from_env(model=name)
-
-
-def read_fake_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The calls logged through ``EXTRACTION_EVAL_FAKE_LOG`` (for subprocess tests)."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line]

@@ -15,8 +15,8 @@ from extraction_eval.cli import _run_app, app
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import estimate_run
-from extraction_eval.llm.fake import read_fake_log
 from extraction_eval.pipeline.base import PipelineConfig
+from tests.support.fake_log import read_fake_log
 
 runner = CliRunner()
 PRICES = ["--price-in", "1", "--price-out", "1"]  # USD per 1M tokens

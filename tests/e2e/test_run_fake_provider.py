@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from extraction_eval.llm.fake import read_fake_log
+from tests.support.fake_log import read_fake_log
 
 runner = CliRunner()
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner, Result
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
-from extraction_eval.llm.fake import read_fake_log
+from tests.support.fake_log import read_fake_log
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()

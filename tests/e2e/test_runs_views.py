@@ -18,8 +18,8 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from extraction_eval.datasets.bundled import example_paths
 from extraction_eval.evaluators import CATEGORIES, ScoringConfig
-from extraction_eval.llm.fake import read_fake_log
 from extraction_eval.views.score_report import render_report
+from tests.support.fake_log import read_fake_log
 
 runner = CliRunner()
 LONG = "baseline-second-run-with-a-rather-long-name"

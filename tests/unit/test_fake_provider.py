@@ -16,7 +16,6 @@ from extraction_eval.llm.fake import (
     LOG_ENV,
     SCRIPT_ENV,
     FakeProvider,
-    read_fake_log,
     register_fake,
     unregister_fake,
 )
@@ -24,6 +23,7 @@ from extraction_eval.llm.registry import make_provider
 from extraction_eval.llm.retry import ProviderTimeout, RetryPolicy, call_with_retry
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.types import Entity, Extraction
+from tests.support.fake_log import read_fake_log
 
 ANSWER = {"entities": [{"name": "Ada", "type": "person"}], "relationships": []}
 
