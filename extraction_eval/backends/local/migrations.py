@@ -424,12 +424,6 @@ def m016_run_judged(conn: sqlite3.Connection) -> None:
     )
 
 
-def applied_migrations(conn: sqlite3.Connection) -> list[str]:
-    """Names already applied, in the order they were applied."""
-    _ensure_table(conn)
-    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
-
-
 def _ensure_table(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
