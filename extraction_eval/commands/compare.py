@@ -72,10 +72,20 @@ def compare_cmd(
     judge_base_url: o.JudgeBaseUrl = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
+    as_recorded: Annotated[
+        bool,
+        typer.Option(
+            "--as-recorded",
+            help="Score each run with its own recorded settings (to compare scoring choices,"
+            " e.g. --match); default: both with A's, so only the outputs differ.",
+        ),
+    ] = False,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
-    gate. With --item: one item's text with gold, A and B objects side by side."""
+    gate. The first line names the scoring settings both runs were scored with (A's, or each
+    its own with --as-recorded). With --item: one item's text with gold, A and B objects side
+    by side."""
     from extraction_eval.analysis.compare.run_diff import compare_item
     from extraction_eval.analysis.compare.runs import (
         CompareOptions,
@@ -125,6 +135,7 @@ def compare_cmd(
         ci=ci,  # type: ignore[arg-type]  # checked by CompareOptions
         correction=correction,  # type: ignore[arg-type]
         min_items=min_items,
+        as_recorded=as_recorded,
     )
     result, diff = compare_and_diff(a, b, store=store, options=options)
     for warning in result.warnings:
@@ -147,6 +158,10 @@ def compare_cmd(
     else:
         from extraction_eval.views.paired import render_alias_lines, render_paired
 
+        line = result.scored_with()
+        if not as_recorded and scored_differently(a, b):
+            line += " (--as-recorded: each with its own)"
+        console.print(line, highlight=False)
         render_paired(data, console)
         if not alias_fields:
             render_alias_lines((a, b), console)
@@ -180,6 +195,14 @@ def compare_cmd(
     report_gate(result.gate_line(), bool(result.gate))
     if protocol_failed:
         raise typer.Exit(1)
+
+
+def scored_differently(a: Any, b: Any) -> bool:
+    """Whether two stored runs were scored with different settings (then the first line
+    points to --as-recorded)."""
+    from extraction_eval.analysis.stored import run_scoring
+
+    return run_scoring(a).count_fields() != run_scoring(b).count_fields()
 
 
 def check_protocol_options(names: list[str] | None, train: Path | None) -> None:

@@ -118,3 +118,14 @@ def by_mention(*, item: Any, **_: Any) -> dict[str, Any]:
 def echo_gold(*, item: Any, **_: Any) -> dict[str, Any]:
     """The item's whole gold (offsets, mentions, head/tail): every score is perfect."""
     return item.expected.model_dump(mode="json")
+
+
+def upper_names(*, item: Any, **_: Any) -> dict[str, Any]:
+    """The item's gold with every name in capitals: right under ``casefold`` or ``fuzzy``
+    matching, wrong under ``exact`` (a scoring choice that shows)."""
+    gold = item.expected.model_dump(mode="json")
+    for entity in gold["entities"]:
+        entity["name"] = entity["name"].upper()
+    for rel in gold["relationships"]:
+        rel["source"], rel["target"] = rel["source"].upper(), rel["target"].upper()
+    return {"entities": gold["entities"], "relationships": gold["relationships"]}
