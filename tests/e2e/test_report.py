@@ -173,7 +173,7 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
         "broken": ["London"],
         "gone false positives": ["1833", "Paris"],
     }
-    assert diffs["r-002"] == {"broken": ["Bob"], "error": ["B failed"]}
+    assert diffs["r-002"] == {"broken": ["Bob"], "error": ["B errored"]}
     assert diffs["r-003"] == {"new false positives": ["Nothing"]}
     assert all(diffs[f"r-{n:03d}"] is None for n in range(4, 4 + FILLERS))
     # the diff's counts over every paired item, by type (as compare's)
@@ -182,7 +182,7 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
     totals = dict(zip(diff["columns"], diff["totals"], strict=True))
     assert totals == {
         "fixed": 2,  # Charles Babbage, the met relationship
-        "broken": 2,  # London, and Bob (B failed on r-002)
+        "broken": 2,  # London, and Bob (B errored on r-002)
         "retyped": 0,
         "flipped": 0,
         "evidence grounded": 0,

@@ -5,9 +5,10 @@ the gate). Two entry points: :func:`compare_runs` (the figures) and :func:`compa
 (the figures and the item diff, from one pass).
 
 Both runs count under one scoring config (A's), or each under its own with
-``CompareOptions.as_recorded`` (to compare scoring choices: a change of match mode shows). The runner stores each result's count row (and
-the diff's view of its alignment) tagged with what it was scored with; a local run's rows
-scored as this comparison scores are used as stored, the others (rows stored before
+``CompareOptions.as_recorded`` (to compare scoring choices: a change of match mode shows).
+The runner stores each result's count row (and the diff's view of its alignment) tagged
+with what it was scored with; a local run's rows scored as this comparison scores are used
+as stored, the others (rows stored before
 ``m008_result_counts``, other settings, another dataset version) are re-scored: the same
 figures either way, faster. It streams: the two runs are read in item-id order, a batch at a
 time, and only two integer rows per item are kept. Works the same for local and LangFuse-mode
@@ -83,9 +84,7 @@ class RunComparison:
     def scored_with(self) -> str:
         """Which settings the runs were scored with, in one line (``compare``'s first)."""
         if self.scoring_b is None:
-            return f"both runs scored with A's settings ({self.a.name}): " + _settings(
-                self.scoring
-            )
+            return f"both runs scored with A's settings ({self.a.name}): " + _settings(self.scoring)
         return (
             "each run scored with its own recorded settings: A "
             + _settings(self.scoring)
