@@ -53,3 +53,5 @@ def report_cmd(
         highlight=False,
         soft_wrap=True,
     )
+    if coverage := data.coverage():
+        console.print(coverage, highlight=False, soft_wrap=True)

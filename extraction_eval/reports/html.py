@@ -252,6 +252,7 @@ def _pieces(data: ReportData) -> Iterator[str]:
         latency=_chart(charts.latency_svg(labels, data.latency), "latency per item"),
         comparison=data.comparison,
         n_items=data.n_items,
+        coverage=data.coverage(),
         css=_static("report.css"),
         js=js,
         script_hash=script_hash(js),
