@@ -187,7 +187,7 @@ def _cost_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     return [
         ("items", [f"{_fmt(s(r, 'items'))} of {_fmt(s(r, 'expected_items'))}" for r in runs]),
         (
-            "errors",
+            "errored items",
             [f"{_fmt(s(r, 'errors'))} ({_fmt(s(r, 'schema_failures'))} schema)" for r in runs],
         ),
         (

@@ -243,6 +243,9 @@ def test_a_limited_run_reports_only_the_items_it_ran_and_says_so(tmp_path: Path)
     assert "6 items" in result.stdout and line in " ".join(result.stdout.split())
     html = out.read_text(encoding="utf-8")
     assert line in html
+    # the two names of docs/reference.md, as in every view: errored items, items with mistakes
+    assert "errored items" in html and "errored or with mistakes only" in html
+    assert "failing only" not in html
     embedded = _embedded(html)
     assert len(embedded["items"]) == 6 and embedded["dataset_items"] == total
 
