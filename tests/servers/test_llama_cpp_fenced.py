@@ -60,6 +60,8 @@ def test_fenced_replies_are_repaired_and_counted(llama_server: str, tmp_path: Pa
     run = store.get_run("fenced")
     assert run is not None, result.output
     rows = store.results(run.id)
+    for r in rows:  # each item's repairs or error (shown with -rA)
+        print(r.item_id, r.repairs, (r.error or "")[:200], repr((r.raw_output or "")[:120]))
     assert len(rows) == ITEMS  # every item a row, whatever the model made of it
     fenced = [r for r in rows if "fence" in (r.repairs or [])]
     for r in fenced:  # the raw reply kept as the model wrote it: a fence around the object
