@@ -154,7 +154,13 @@ class ItemsPage:
     page: int  # from 1
     limit: int  # items per page
     total: int  # items the filter keeps (the whole run without a category)
-    failing: int  # of ``total``, how many fail
+    failing: int  # of ``total``, how many errored or have a mistake
+    errored: int = 0  # of ``failing``, how many errored (no output to score)
+
+    @property
+    def with_mistakes(self) -> int:
+        """Items with an output scored below perfect (the failing ones that did not error)."""
+        return self.failing - self.errored
 
     @property
     def pages(self) -> int:
@@ -186,6 +192,7 @@ def run_items_page(
         limit=limit,
         total=store.count_page_results(run.id, category=category),
         failing=store.count_page_results(run.id, category=category, failing_only=True),
+        errored=store.count_page_results(run.id, category=category, errored_only=True),
     )
 
 

@@ -32,6 +32,37 @@ class DatasetInfo:
     schema: Schema | None = None
 
 
+@dataclass(frozen=True)
+class DatasetVersion:
+    """One version of a dataset: its number (locally) or timestamp (LangFuse), when it was
+    made, its active items then (None: not known) and what changed."""
+
+    version: str | int
+    created_at: str | None
+    items: int | None
+    note: str
+
+
+@dataclass(frozen=True)
+class DatasetVersions:
+    """A dataset's versions, oldest first, and what the backend can tell of them (``about``:
+    e.g. that LangFuse keeps no list of versions)."""
+
+    dataset: str
+    versions: list[DatasetVersion]
+    about: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "about": self.about,
+            "versions": [
+                {"version": v.version, "created_at": v.created_at, "items": v.items, "note": v.note}
+                for v in self.versions
+            ],
+        }
+
+
 # where a LangFuse dataset keeps its schema (the dataset's metadata; the local store: a column)
 DATASET_SCHEMA_KEY = "schema"
 
@@ -122,6 +153,8 @@ class DatasetBackend(Protocol):
     def get_dataset(self, name: str) -> DatasetInfo: ...
 
     def get_items(self, name: str, *, version: int | str | None = None) -> list[DatasetItem]: ...
+
+    def dataset_versions(self, name: str) -> DatasetVersions: ...
 
     def close(self) -> None: ...
 

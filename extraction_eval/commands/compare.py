@@ -76,10 +76,20 @@ def compare_cmd(
     judge_base_url: o.JudgeBaseUrl = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
+    as_recorded: Annotated[
+        bool,
+        typer.Option(
+            "--as-recorded",
+            help="Score each run with its own recorded settings (to compare scoring choices,"
+            " e.g. --match); default: both with A's, so only the outputs differ.",
+        ),
+    ] = False,
 ) -> None:
     """B against A on the items both have: Δ with a paired bootstrap CI and a verdict per
     metric, McNemar's test, F1 per type; the items with the most broken objects; optionally a
-    gate. With --item: one item's text with gold, A and B objects side by side."""
+    gate. The first line names the scoring settings both runs were scored with (A's, or each
+    its own with --as-recorded). With --item: one item's text with gold, A and B objects side
+    by side."""
     from extraction_eval.analysis.compare.run_diff import compare_item
     from extraction_eval.analysis.compare.runs import (
         CompareOptions,
@@ -122,6 +132,7 @@ def compare_cmd(
         ci=ci,  # type: ignore[arg-type]  # checked by CompareOptions
         correction=correction,  # type: ignore[arg-type]
         min_items=min_items,
+        as_recorded=as_recorded,
     )
     result, diff = compare_and_diff(a, b, store=store, options=options)
     for warning in result.warnings:
@@ -133,11 +144,23 @@ def compare_cmd(
         data.update(extras.json_blocks())
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
+        console.print(_scored_line(result, a, b, as_recorded), highlight=False)
         render_compare(data, diff, (a, b), extras, console, alias_lines=not alias_fields)
     protocol_failed = protocol_gate_failed(extras.protocols, protocol_tolerances)
     report_gate(result.gate_line(), bool(result.gate))
     if protocol_failed:
         raise typer.Exit(1)
+
+
+def _scored_line(result: Any, a: Any, b: Any, as_recorded: bool) -> str:
+    """The first line: which scoring settings both runs were scored with; where the two were
+    recorded with different ones, it points to ``--as-recorded``."""
+    from extraction_eval.analysis.stored import run_scoring
+
+    line: str = result.scored_with()
+    if not as_recorded and run_scoring(a).count_fields() != run_scoring(b).count_fields():
+        line += " (--as-recorded: each with its own)"
+    return line
 
 
 def _extras(

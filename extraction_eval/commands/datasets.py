@@ -1,4 +1,4 @@
-"""``datasets upload|list|show|export``: parse, call the dataset backend, render.
+"""``datasets upload|list|show|versions|export``: parse, call the dataset backend, render.
 
 Library modules are imported inside each command, so ``--help`` loads none of them.
 """
@@ -15,11 +15,13 @@ import typer
 from rich.markup import escape
 
 from extraction_eval.commands.common import (
+    FormatOpt,
     check_readable,
     check_writable,
     console,
     err_console,
     handle_errors,
+    output_format,
 )
 from extraction_eval.errors import UsageError
 
@@ -203,6 +205,24 @@ def show_cmd(
         info = backend.get_dataset(name)
         items = backend.get_items(name, version=version)
     render_dataset_items(info, items, console, version=version, limit=limit)
+
+
+@datasets_app.command("versions")
+@handle_errors
+def versions_cmd(name: str, fmt: FormatOpt = "table") -> None:
+    """A dataset's versions, oldest first: version, created, items, note (what changed). In
+    LangFuse mode: what LangFuse offers (it keeps no list; any timestamp is a version)."""
+    from extraction_eval.views.datasets import render_dataset_versions
+
+    fmt = output_format(fmt)
+    with _backend() as backend:
+        versions = backend.dataset_versions(name)
+    if fmt == "json":
+        import json
+
+        sys.stdout.write(json.dumps(versions.to_json(), ensure_ascii=False, indent=2) + "\n")
+        return
+    render_dataset_versions(versions, console)
 
 
 @datasets_app.command("export")

@@ -41,14 +41,13 @@ def report_cmd(
     from extraction_eval.analysis.html_report.data import build_report_data, run_items
     from extraction_eval.atomic import WriteFailed
     from extraction_eval.backends.local import LocalStore
+    from extraction_eval.commands.common import check_protocol_options
+    from extraction_eval.commands.compare import judged_of_runs, judges_for
     from extraction_eval.errors import UsageError
     from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.reports.html import write_report
 
     check_writable("--out", out)
-    from extraction_eval.commands.common import check_protocol_options
-    from extraction_eval.commands.compare import judged_of_runs, judges_for
-
     check_protocol_options(protocol, train)
     alias_fields = alias_settings(aliases, no_aliases, err_console)
     judges = judges_for(judge, judge_base_url, len(runs))  # refused before the store is opened
@@ -78,6 +77,8 @@ def report_cmd(
         highlight=False,
         soft_wrap=True,
     )
+    if coverage := data.coverage():
+        console.print(coverage, highlight=False, soft_wrap=True)
 
 
 def _protocols(

@@ -56,7 +56,7 @@ def run_cmd(
     strict_json: o.StrictJson = False,
     resume: o.Resume = False,
     retry_errors: Annotated[
-        bool, typer.Option(help="Re-run only the items of the named run that failed.")
+        bool, typer.Option(help="Re-run only the items of the named run that errored.")
     ] = False,
     take_over_lock: o.TakeOverLock = False,
     fail_under: o.FailUnder = None,

@@ -52,7 +52,8 @@ def show_cmd(
         bool,
         typer.Option(
             "--worst",
-            help="Only failing items, most severe first: errored, then lowest mean of entity"
+            help="Only errored items and items with mistakes, most severe first: errored, then"
+            " lowest mean of entity"
             " and relationship F1, then most wrong objects, then item id.",
         ),
     ] = False,
@@ -244,7 +245,7 @@ def pull_cmd(name: str, dataset: DatasetOpt = None) -> None:
     summary = run.summary or {}
     console.print(
         f"pulled run {run.name!r} on {run.dataset!r} (experiment {run.experiment_id}):"
-        f" {summary.get('items', 0)} items, {summary.get('errors', 0)} failed",
+        f" {summary.get('items', 0)} items, {summary.get('errors', 0)} errored",
         highlight=False,
         soft_wrap=True,
     )

@@ -16,7 +16,7 @@ Choices for awkward replies (each failure is one line saying what was found):
 - the text around that object is a ``fence`` when it is a Markdown code fence's opening and
   closing lines, and ``prose`` when anything else is left;
 - one key whose value holds ``entities`` / ``relationships`` is unwrapped, one level only: a
-  wrapper inside a wrapper is refused, naming the keys.
+  wrapper inside a wrapper (at any depth) is refused, naming the keys.
 """
 
 from __future__ import annotations
@@ -83,21 +83,24 @@ def _surroundings(before: str, after: str) -> tuple[str, ...]:
     return tuple(repairs)
 
 
+_WRAPPER_DEPTH = 16  # single-key objects followed this deep to name a nest of wrappers
+
+
 def _unwrap(value: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """The object inside a single-key wrapper (``{"result": {...}}``), one level only."""
+    """The object inside a single-key wrapper (``{"result": {...}}``), one level only; a nest
+    of wrappers (any depth, as far as ``_WRAPPER_DEPTH``) is refused naming its keys."""
     if any(k in value for k in _CONTENT_KEYS) or len(value) != 1:
         return value, False
-    ((key, inner),) = value.items()
-    if not isinstance(inner, dict):
-        return value, False
-    if any(k in inner for k in _CONTENT_KEYS):
-        return inner, True
-    if len(inner) == 1:
-        ((deeper, held),) = inner.items()
+    keys: list[str] = []
+    held: Any = value
+    while isinstance(held, dict) and len(held) == 1 and len(keys) < _WRAPPER_DEPTH:
+        ((key, held),) = held.items()
+        keys.append(str(key))
         if isinstance(held, dict) and any(k in held for k in _CONTENT_KEYS):
-            raise SchemaFailure(
-                f"a wrapper inside a wrapper ({key!r} then {deeper!r}): only one level is unwrapped"
-            )
+            if len(keys) == 1:
+                return held, True
+            path = " then ".join(repr(k) for k in keys)
+            raise SchemaFailure(f"a wrapper inside a wrapper ({path}): only one level is unwrapped")
     return value, False
 
 

@@ -188,7 +188,7 @@ def _cost_rows(runs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     return [
         ("items", [f"{_fmt(s(r, 'items'))} of {_fmt(s(r, 'expected_items'))}" for r in runs]),
         (
-            "errors",
+            "errored items",
             [f"{_fmt(s(r, 'errors'))} ({_fmt(s(r, 'schema_failures'))} schema)" for r in runs],
         ),
         (
@@ -256,6 +256,7 @@ def _pieces(data: ReportData) -> Iterator[str]:
         latency=_chart(charts.latency_svg(labels, data.latency), "latency per item"),
         comparison=data.comparison,
         n_items=data.n_items,
+        coverage=data.coverage(),
         css=_static("report.css"),
         js=js,
         script_hash=script_hash(js),

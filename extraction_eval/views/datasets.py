@@ -13,7 +13,7 @@ from rich.table import Table
 from extraction_eval.views.tables import print_table
 
 if TYPE_CHECKING:  # annotations only: importing a view loads no backend
-    from extraction_eval.backends.base import DatasetInfo, UploadReport
+    from extraction_eval.backends.base import DatasetInfo, DatasetVersions, UploadReport
     from extraction_eval.datasets.importers import Imported
     from extraction_eval.types import DatasetItem, Schema
 
@@ -75,6 +75,28 @@ def render_dataset_list(infos: Sequence[DatasetInfo], out: Console) -> None:
             escape(" ".join((info.description or "").split())),
         )
     print_table(out, table)
+
+
+def render_dataset_versions(versions: DatasetVersions, out: Console) -> None:
+    """``datasets versions``: one row per version, oldest first, and what the backend can
+    tell of versions (LangFuse keeps no list)."""
+    table = Table(title=f"versions of {escape(versions.dataset)}", title_justify="left", box=None)
+    table.add_column("version", justify="right", no_wrap=True)
+    table.add_column("created", no_wrap=True)
+    table.add_column("items", justify="right")
+    table.add_column("note", overflow="fold", ratio=1)
+    for v in versions.versions:
+        table.add_row(
+            str(v.version),
+            (v.created_at or "")[:19].replace("T", " "),
+            "" if v.items is None else str(v.items),
+            escape(v.note),
+        )
+    print_table(out, table)
+    if not versions.versions:
+        out.print("no versions yet", highlight=False)
+    if versions.about:
+        out.print(escape(versions.about), style="dim", highlight=False)
 
 
 _PREVIEW_LINES = 3

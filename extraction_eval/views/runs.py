@@ -73,7 +73,7 @@ def render_run_summary(outcome: RunOutcome, console: Console, *, warnings: bool 
     facts.add_column()
     facts.add_row("items", f"{s.items} of {s.expected_items} ({outcome.ran} run now)")
     facts.add_row(
-        "failures",
+        "errored items",
         f"{s.errors} ({s.schema_failures} schema failures) of {s.items} items;"
         f" error_rate {_fmt(s.values.get('error_rate'))}",
     )
@@ -189,7 +189,7 @@ def render_runs(runs: Sequence[RunRecord], console: Console) -> None:
     model, status and start go on a second line so the table fits 80 columns."""
     table = Table(title="runs", box=box.SIMPLE_HEAD, show_edge=False, title_justify="left")
     table.add_column("run", min_width=max([3, *(len(r.name) for r in runs)]))
-    table.add_column("items / err", justify="right")
+    table.add_column("items / errored", justify="right")
     table.add_column("entity F1", justify="right")
     table.add_column("rel F1", justify="right")
     for run in runs:
@@ -311,8 +311,9 @@ def _f1_line(report: dict[str, Any], kind: str) -> str:
     return text
 
 
-def render_run_header(run: RunRecord, console: Console, *, failing: int | None = None) -> None:
-    """``runs show``'s first lines: what the run was and its stored summary (never its rows)."""
+def render_run_header(run: RunRecord, console: Console, *, mistakes: int | None = None) -> None:
+    """``runs show``'s first lines: what the run was and its stored summary (never its rows);
+    ``mistakes``: its items with mistakes (errored items are counted apart)."""
     summary = run.summary or {}
     report = summary.get("report") or {}
     facts = Table(
@@ -328,8 +329,8 @@ def render_run_header(run: RunRecord, console: Console, *, failing: int | None =
         line = f"{_fmt(summary.get('items'))} of {_fmt(summary.get('expected_items'))}"
         line += f"; {_fmt(summary.get('errors'))} errored"
         facts.add_row("items", line)
-    if failing is not None:
-        facts.add_row("failing items", str(failing))
+    if mistakes is not None:
+        facts.add_row("items with mistakes", f"{mistakes} (an output scored below perfect)")
     if summary.get("repairs"):
         repairs = {str(k): int(v) for k, v in summary["repairs"].items()}
         items = int(summary.get("items") or 0)
@@ -357,7 +358,7 @@ def render_run_page(
     run: RunRecord, page: ItemsPage, console: Console, *, category: str | None = None
 ) -> None:
     """``runs show``: the header, one page of items most severe first, and how to see more."""
-    render_run_header(run, console, failing=None if category else page.failing)
+    render_run_header(run, console, mistakes=None if category else page.with_mistakes)
     scope = f" with category {category}" if category else ""
     if not page.results:
         console.print(
@@ -478,11 +479,16 @@ def render_worst(
     category: str | None = None,
     first: int = 1,
 ) -> None:
-    """``runs show --worst``: failing items, most severe first (``analysis.worst``);
+    """``runs show --worst``: errored items and items with mistakes, most severe first
+    (``analysis.worst``);
     ``first`` is the rank of the first row (a later ``--page``)."""
     scope = f" with category {category}" if category else ""
     if not rows:
-        console.print(f"run {run.name!r} on {run.dataset!r}: no failing items{scope}")
+        console.print(
+            f"run {run.name!r} on {run.dataset!r}: no errored items and no items with"
+            f" mistakes{scope}",
+            highlight=False,
+        )
         return
     title = f"run {run.name!r} on {run.dataset!r}: {len(rows)} worst items{scope}"
     table = _worst_table(rows, title=title, first_col="#")
@@ -495,7 +501,10 @@ def render_worst(
 def render_worst_by_category(run: RunRecord, rows: dict[str, WorstItem], console: Console) -> None:
     """``runs show --worst --by-category``: the most severe item of each failure category."""
     if not rows:
-        console.print(f"run {run.name!r} on {run.dataset!r}: no failing items")
+        console.print(
+            f"run {run.name!r} on {run.dataset!r}: no errored items and no items with mistakes",
+            highlight=False,
+        )
         return
     title = f"run {run.name!r} on {run.dataset!r}: worst item per failure category"
     table = _worst_table(list(rows.values()), title=title, first_col="category")

@@ -144,7 +144,7 @@ def _facts(report: dict[str, Any]) -> Table:
         ("no predicted object carries evidence" if cov is None else f"{fmt_number(cov)} grounded")
         + f" ({ev.get('grounded')}/{ev.get('predicted')} predicted objects;"
         f" {ev.get('with_evidence')} carry evidence"
-        + (f"; none from the {failed} failed item(s))" if failed else ")"),
+        + (f"; none from the {failed} errored item(s))" if failed else ")"),
     )
     attrs = report.get("attributes") or {}
     parts = [  # per key, kinds pooled: the attr.<key> values, with their bootstrap CI
@@ -180,7 +180,7 @@ def _facts(report: dict[str, Any]) -> Table:
         facts.add_row("negative space", "no gold-empty items")
     taxonomy = report.get("taxonomy") or {}
     ranked = dict(sorted(taxonomy.items(), key=lambda kv: (-kv[1], kv[0])))
-    facts.add_row("failures", _counts_line(ranked))
+    facts.add_row("mistakes (objects)", _counts_line(ranked))
     if ignored := ignored_text(report):
         facts.add_row("ignored gold", ignored)
     macro = report.get("macro") or {}

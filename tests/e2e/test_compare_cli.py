@@ -48,7 +48,7 @@ def test_json_has_each_runs_own_figures_and_a_paired_interval(two_runs: None) ->
     data = _json("first", "base", "--resamples", "2000")
     assert list(data) == [
         *("a", "b", "items", "bootstrap", "correction", "min_items", "metrics", "mcnemar"),
-        *("per_type", "scoring"),
+        *("per_type", "scoring", "scored_as", "scoring_b", "scored_with"),
         *("only_in_a", "only_in_b", "not_in_gold", "differences", "warnings", "power", "gate"),
         "diff",  # the extraction-aware diff (RunDiff.to_json)
     ]
@@ -261,3 +261,53 @@ def test_ci_method_and_correction_are_chosen_shown_and_recorded(two_runs: None) 
     p_run = store.get_run("p")
     assert p_run is not None and p_run.config["scoring"]["ci"] == "percentile"
     assert "approximate below 50" in err or "approximate below 50" in json.dumps(p_run.summary)
+
+
+UPPER = "tests.support.pipelines:upper_names"  # gold names in capitals: exact match fails
+
+
+def _first_line(out: str) -> str:
+    """The output's first line as printed (wrapped at the terminal's width: joined)."""
+    head = out.split("compare A = ")[0]
+    return " ".join(head.split())
+
+
+@pytest.fixture
+def two_match_modes() -> None:
+    """The same outputs scored two ways: 'folded' (--match casefold), 'exact' (--match exact)."""
+    for name, match in (("folded", "casefold"), ("exact", "exact")):
+        code, err = _run("--name", name, "--pipeline", UPPER, "--match", match)
+        assert code == 0, err
+
+
+def test_default_scores_both_with_a_settings_and_says_so_first(two_match_modes: None) -> None:
+    data = _json("folded", "exact", "--resamples", "200")
+    f1 = data["metrics"]["entity_f1"]
+    assert f1["delta"] == 0 and f1["a"] == f1["b"]  # the same outputs, one set of settings
+    assert data["scored_as"] == "a" and data["scoring_b"]["match"] == "casefold"
+    code, out, _ = _invoke("compare", "folded", "exact", "--resamples", "200")
+    assert code == 0
+    first = _first_line(out)
+    assert first.startswith("both runs scored with A's settings (folded): match=casefold")
+    assert "--as-recorded" in first  # the runs were scored differently: the way to see it
+
+
+def test_as_recorded_scores_each_run_with_its_own_settings(two_match_modes: None) -> None:
+    data = _json("folded", "exact", "--resamples", "200", "--as-recorded")
+    assert data["scored_as"] == "recorded"
+    assert (data["scoring"]["match"], data["scoring_b"]["match"]) == ("casefold", "exact")
+    store = LocalStore()
+    for side, name in (("a", "folded"), ("b", "exact")):
+        run = store.get_run(name)
+        assert run is not None and run.summary is not None  # each run's own figures
+        assert data["metrics"]["entity_f1"][side] == pytest.approx(
+            run.summary["values"]["entity_f1"]
+        )
+    f1 = data["metrics"]["entity_f1"]
+    assert f1["delta"] < 0 and f1["verdict"] == "regressed"
+    assert not any("different settings" in w for w in data["warnings"])
+    code, out, _ = _invoke("compare", "folded", "exact", "--resamples", "200", "--as-recorded")
+    assert code == 0
+    assert _first_line(out).startswith(
+        "each run scored with its own recorded settings: A match=casefold"
+    )

@@ -166,3 +166,27 @@ def test_score_and_upload_word_the_same_bad_line_the_same_way(tmp_path: Path) ->
     )
     assert warning_lines(scored.stderr) == [*expected, small]  # `score` also says N is small
     assert warning_lines(uploaded.stderr) == expected
+
+
+def test_versions_lists_each_version_with_its_items_and_what_changed(tmp_path: Path) -> None:
+    first, second = tmp_path / "v1.jsonl", tmp_path / "v2.jsonl"
+    first.write_text("\n".join(_line(i) for i in range(3)) + "\n")
+    changed = _line(0, "Ann Lee now works for Acme.")  # x0 changed, x3 new
+    second.write_text("\n".join([changed, _line(1), _line(2), _line(3)]) + "\n")
+    for path in (first, second):
+        code, _, err = _invoke("upload", "grown", str(path))
+        assert code == 0, err
+    code, out, err = _invoke("versions", "grown", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    rows = [(v["version"], v["items"], v["note"]) for v in data["versions"]]
+    assert rows == [(1, 3, "3 new"), (2, 4, "1 new, 1 changed")]
+    assert all(v["created_at"] for v in data["versions"]) and data["about"] is None
+    code, out, err = _invoke("versions", "grown")
+    assert code == 0, err
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[1] == ["version", "created", "items", "note"]
+    assert lines[2][0] == "1" and lines[2][-3:] == ["3", "3", "new"]
+    assert lines[3][0] == "2" and lines[3][-5:] == ["4", "1", "new,", "1", "changed"]
+    code, out, err = _invoke("versions", "nope")
+    assert code == 2 and out == "" and err.startswith("error: dataset 'nope' not found")

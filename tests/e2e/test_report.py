@@ -173,7 +173,7 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
         "broken": ["London"],
         "gone false positives": ["1833", "Paris"],
     }
-    assert diffs["r-002"] == {"broken": ["Bob"], "error": ["B failed"]}
+    assert diffs["r-002"] == {"broken": ["Bob"], "error": ["B errored"]}
     assert diffs["r-003"] == {"new false positives": ["Nothing"]}
     assert all(diffs[f"r-{n:03d}"] is None for n in range(4, 4 + FILLERS))
     # the diff's counts over every paired item, by type (as compare's)
@@ -182,7 +182,7 @@ def test_two_runs_get_the_paired_table_and_the_per_item_diff(store: LocalStore) 
     totals = dict(zip(diff["columns"], diff["totals"], strict=True))
     assert totals == {
         "fixed": 2,  # Charles Babbage, the met relationship
-        "broken": 2,  # London, and Bob (B failed on r-002)
+        "broken": 2,  # London, and Bob (B errored on r-002)
         "retyped": 0,
         "flipped": 0,
         "evidence grounded": 0,
@@ -220,3 +220,36 @@ def test_runs_on_different_datasets_are_refused(store: LocalStore, tmp_path: Pat
         "error: RUN names runs on different datasets (extraction-eval, report-set);"
         " a report compares runs on one dataset"
     )
+
+
+def test_a_limited_run_reports_only_the_items_it_ran_and_says_so(tmp_path: Path) -> None:
+    """A ``--limit 6`` run on the 48 bundled items: 6 rows (none "no result"), and the
+    report (page and command) says 6 of 48 were run."""
+    result = runner.invoke(app, ["run", "--name", "six", "--limit", "6"])
+    assert result.exit_code == 0, result.stderr
+    store = LocalStore()
+    run = get_run(store, "six")
+    total = len(store.item_ids(run.dataset, version=run.dataset_version))
+    ran = store.result_ids(run.id)
+    assert len(ran) == 6 < total
+    data = build_report_data(store, [run])
+    assert sorted(data.table["id"]) == sorted(ran)
+    assert all(st != 0 for st in data.table["runs"][0]["st"])  # no "no result" row
+    assert data.dataset_items == total
+    line = f"6 of {total} dataset items were run; the report lists only those"
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", "six", "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert "6 items" in result.stdout and line in " ".join(result.stdout.split())
+    html = out.read_text(encoding="utf-8")
+    assert line in html
+    # the two names of docs/reference.md, as in every view: errored items, items with mistakes
+    assert "errored items" in html and "errored or with mistakes only" in html
+    assert "failing only" not in html
+    embedded = _embedded(html)
+    assert len(embedded["items"]) == 6 and embedded["dataset_items"] == total
+
+
+def test_a_full_run_has_no_coverage_line(store: LocalStore) -> None:
+    data = _data(store, "rep-a", "rep-b")
+    assert data.coverage() is None and "dataset items were run" not in render_report(data)

@@ -214,7 +214,7 @@ def test_a_table_that_cannot_fit_is_transposed_not_cut(narrow: Console) -> None:
     assert _invoke("runs", "list")[0] == 0
     text = narrow.export_text()
     _assert_whole(text, [huge])
-    assert "entity F1" in text and "items / err" in text  # headers become row labels
+    assert "entity F1" in text and "items / errored" in text  # headers become row labels
 
 
 def test_datasets_list_and_show_fit_80_columns(narrow: Console, tmp_path: Path) -> None:

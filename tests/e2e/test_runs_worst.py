@@ -93,7 +93,9 @@ def test_worst_limit_and_category(failing_run: str) -> None:
     assert _order(out, ALL_IDS) == ["sample-005"]
     code, out, err = _show(failing_run, "--worst", "--category", "truncated")
     assert code == 0, err
-    assert "no failing items with category truncated" in out
+    assert "no errored items and no items with mistakes with category truncated" in " ".join(
+        out.split()
+    )
 
 
 def test_by_category_prints_each_categorys_worst_item(failing_run: str) -> None:
@@ -122,7 +124,7 @@ def test_show_pages_items_most_severe_first_with_the_run_summary(failing_run: st
     items last); --limit sizes the page, --page moves it, --all prints every item."""
     code, out, err = _show(failing_run, "--limit", "3")
     assert code == 0, err
-    assert "failing items" in out and "entities" in out and "relationships" in out
+    assert "items with mistakes" in out and "entities" in out and "relationships" in out
     assert "items 1–3 of 7, most severe first (page 1 of 3)" in out
     assert _order(out, ALL_IDS) == WORST_ORDER[:3]
     assert "--page 2 for the next 3" in out
@@ -159,3 +161,24 @@ def test_show_reads_only_its_page_from_the_store(
     code, _, err = _show(failing_run, "--worst", "--limit", "1")
     assert code == 0, err
     assert built == WORST_ORDER[:1]
+
+
+def test_errored_items_and_items_with_mistakes_are_named_alike_in_every_view(
+    failing_run: str,
+) -> None:
+    """Two names, one meaning each, in the run summary, runs show and runs list: 2 errored
+    items (001, 002: no output) and 3 items with mistakes (007, 004, 005: an output below
+    perfect); "failures" / "failing" names neither."""
+    code, out, err = _show(failing_run, "--limit", "3")
+    assert code == 0, err
+    header = " ".join(out.split())
+    assert "7 of 7; 2 errored" in header
+    assert "items with mistakes 3 (an output scored below perfect)" in header
+    args = ["--model", "fake:worst", "--limit", "7", "--resume", "--name", failing_run]
+    result = runner.invoke(_run_app, args)  # a finished run: its summary again
+    summary = " ".join((result.stdout + result.stderr).split())
+    assert "errored items 2 (1 schema failures) of 7 items" in summary
+    listed = runner.invoke(app, ["runs", "list"]).stdout
+    assert "items / errored" in listed
+    for text in (out, summary, listed):
+        assert "failing" not in text and "failures " not in text.replace("schema failures", "")

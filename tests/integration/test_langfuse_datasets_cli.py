@@ -77,3 +77,31 @@ def test_upload_without_a_file_sends_the_bundled_sample(server: FakeLangfuse) ->
     assert result.exit_code == 0, result.output
     items = server.dataset_items("extraction-eval")
     assert len(items) == len(sample_items()) > 30
+
+
+def test_versions_in_langfuse_mode_says_what_langfuse_offers(
+    server: FakeLangfuse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangFuse keeps no list of versions: the uploads as its items' stamps tell, each row's
+    version the timestamp that reads the items after it, and a line saying so."""
+    import time
+
+    from extraction_eval.backends.langfuse import datasets as lf_datasets
+
+    monkeypatch.setattr(lf_datasets, "UPLOAD_GAP_S", 0.5)
+    data = _write(tmp_path / "d.jsonl", 2)
+    assert runner.invoke(app, ["datasets", "upload", "lf-set", str(data)]).exit_code == 0
+    time.sleep(0.7)
+    more = _write(tmp_path / "e.jsonl", 3)  # doc-2 is new
+    assert runner.invoke(app, ["datasets", "upload", "lf-set", str(more)]).exit_code == 0
+    result = runner.invoke(app, ["datasets", "versions", "lf-set", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)
+    assert [(v["items"], v["note"]) for v in got["versions"]] == [(2, "2 new"), (3, "1 new")]
+    assert "LangFuse keeps no list of dataset versions" in got["about"]
+    first = got["versions"][0]["version"]
+    shown = runner.invoke(app, ["datasets", "show", "lf-set", "--version", first])
+    assert shown.exit_code == 0, shown.output
+    assert "doc-1" in shown.stdout and "doc-2" not in shown.stdout  # the version reads the past
+    table = runner.invoke(app, ["datasets", "versions", "lf-set"])
+    assert table.exit_code == 0 and "keeps no list" in " ".join(table.stdout.split())

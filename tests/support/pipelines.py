@@ -131,3 +131,14 @@ def fails_two_ways(*, item: Any, **_: Any) -> dict[str, Any]:
     if item.id in os.environ.get("E2E_BAD", "").split(","):
         return {"entities": "not a list", "relationships": []}
     return first_entity(text=item.text, item=item)
+
+
+def upper_names(*, item: Any, **_: Any) -> dict[str, Any]:
+    """The item's gold with every name in capitals: right under ``casefold`` or ``fuzzy``
+    matching, wrong under ``exact`` (a scoring choice that shows)."""
+    gold = item.expected.model_dump(mode="json")
+    for entity in gold["entities"]:
+        entity["name"] = entity["name"].upper()
+    for rel in gold["relationships"]:
+        rel["source"], rel["target"] = rel["source"].upper(), rel["target"].upper()
+    return {"entities": gold["entities"], "relationships": gold["relationships"]}

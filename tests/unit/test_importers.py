@@ -59,6 +59,43 @@ def test_label_studio_spans_relations_and_a_bad_task() -> None:
     ]
 
 
+def test_label_studio_relation_without_a_label_is_left_out_and_the_task_kept(
+    tmp_path: Path,
+) -> None:
+    """Label Studio's relations have no label by default (``"labels": []``, or no key): the
+    relation is left out with one line, the task's spans and labelled relation imported."""
+    import json
+
+    def span(sid: str, start: int, end: int, text: str, kind: str) -> dict[str, object]:
+        value = {"start": start, "end": end, "text": text, "labels": [kind]}
+        return {"id": sid, "type": "labels", "value": value}
+
+    text = "Ann Lee works for Acme in Oslo."
+    result = [
+        span("s1", 0, 7, "Ann Lee", "Person"),
+        span("s2", 18, 22, "Acme", "Organization"),
+        span("s3", 26, 30, "Oslo", "Location"),
+        {"type": "relation", "from_id": "s1", "to_id": "s2", "direction": "right", "labels": []},
+        {"type": "relation", "from_id": "s2", "to_id": "s3", "direction": "right"},
+        {"type": "relation", "from_id": "s1", "to_id": "s2", "labels": ["works_for"]},
+    ]
+    task = {"id": 7, "data": {"text": text}, "annotations": [{"result": result}]}
+    path = tmp_path / "ls.json"
+    path.write_text(json.dumps([task]))
+    imported = import_dataset(path, "label-studio")
+    assert [i.id for i in imported.items] == ["7"]
+    item = imported.items[0]
+    assert [e.name for e in item.expected.entities] == ["Ann Lee", "Acme", "Oslo"]
+    assert [(r.source, r.type, r.target) for r in item.expected.relationships] == [
+        ("Ann Lee", "works_for", "Acme")
+    ]
+    assert imported.warnings == [
+        f"ls.json:1 (id 7): relation {a!r} -> {b!r} has no label (Label Studio's default):"
+        " left out, the rest of the task imported"
+        for a, b in (("s1", "s2"), ("s2", "s3"))
+    ]
+
+
 def test_doccano_both_export_shapes() -> None:
     rel = import_dataset(DATA / "doccano_relations.jsonl", "doccano")
     assert [(r.source, r.type, r.target) for r in rel.items[0].expected.relationships] == [

@@ -75,6 +75,29 @@ def test_nested_wrappers_are_unwrapped_one_level_only() -> None:
         read_extraction(json.dumps({"x": {"y": 1}}))
 
 
+def test_a_nest_of_wrappers_at_any_depth_is_one_line_naming_its_keys() -> None:
+    for nest, path in (
+        ({"a": {"b": {"c": ANSWER}}}, "'a' then 'b' then 'c'"),
+        ({"r": {"s": {"t": {"u": ANSWER}}}}, "'r' then 's' then 't' then 'u'"),
+    ):
+        reply = f"```json\n{json.dumps(nest)}\n```"
+        with pytest.raises(SchemaFailure) as caught:
+            read_extraction(reply)
+        message = str(caught.value)
+        assert message == f"a wrapper inside a wrapper ({path}): only one level is unwrapped"
+        assert caught.value.raw == reply  # nothing lost: the row keeps the reply
+
+
+def test_a_fence_inside_a_string_of_a_fenced_reply_is_kept_as_text() -> None:
+    """The strings hold a fence (and a closing-fence line) of their own: one fence around one
+    object, the strings' text as it was."""
+    name = "```json\n{}\n```"
+    inner = {"entities": [{"name": name, "type": "code"}], "relationships": []}
+    for body in (json.dumps(inner), json.dumps(inner, indent=2)):
+        extraction, made = read_extraction(f"```json\n{body}\n```")
+        assert made == ("fence",) and extraction.entities[0].name == name
+
+
 def test_what_is_not_repaired() -> None:
     for reply, problem in (
         ("", "empty response"),
@@ -95,10 +118,13 @@ def test_a_50_mb_reply_is_read_or_refused_in_bounded_time() -> None:
     reply = read_json_reply(f"Here you go: {big}\nDone.")
     assert reply.repairs == ("prose",) and len(reply.value["entities"]) == 120_000
     del reply
-    # garbage of the same size: braces that start nothing, an unclosed string
+    # garbage of the same size: braces that start nothing, an unclosed string; one line
+    # each, and the failure keeps the whole reply for the item's row
     for junk in ("{a" * 25_000_000, '{"' + "{" * 50_000_000):
-        with pytest.raises(SchemaFailure, match="invalid JSON"):
-            read_json_reply(junk)
+        with pytest.raises(SchemaFailure, match="invalid JSON") as caught:
+            read_extraction(junk)
+        assert "\n" not in str(caught.value) and len(str(caught.value)) < 200
+        assert caught.value.raw is junk
     assert time.perf_counter() - started < 30  # measured: about 1 s on a shared 2-core box
 
 

@@ -84,7 +84,8 @@ class PairedPass:
     """Pairs of stored rows in, :class:`PairedCounts` out (:meth:`add`, then :meth:`finish`):
     stored counts where valid, re-scoring elsewhere; with ``fold``, items whose outputs
     differ are diffed too (sharing the scores). The ids only one run has are the caller's to
-    put in ``out.only_in_a`` / ``out.only_in_b``."""
+    put in ``out.only_in_a`` / ``out.only_in_b``. ``scoring_b``: B counted with its own
+    settings (``compare --as-recorded``, to compare scoring choices); None: with ``scoring``."""
 
     def __init__(
         self,
@@ -95,8 +96,10 @@ class PairedPass:
         fold: DiffFold | None,
         *,
         from_dataset: bool = False,
+        scoring_b: ScoringConfig | None = None,
     ) -> None:
         self.store, self.a, self.scoring, self.fold = store, a, scoring, fold
+        self.scoring_b = scoring if scoring_b is None else scoring_b
         # ``from_dataset``: the caller feeds only items of A's dataset version (the report
         # streams them from it), so the 100,000 ids are not read and held to check it
         self.in_gold = (
@@ -104,12 +107,14 @@ class PairedPass:
         )
         self.view = GoldView.of_run(a.config)  # A's schema and gold floor, as A's settings
         self.key = counts_key(scoring, self.view.floor, self.view.schemas_key())
+        self.key_b = counts_key(self.scoring_b, self.view.floor, self.view.schemas_key())
+        self.alike = self.key_b == self.key  # both sides counted with the same settings
         self.b_same_gold = (b.backend, b.dataset, b.dataset_version) == (
             a.backend,
             a.dataset,
             a.dataset_version,
         )
-        self.share = fold is not None and fold.out.config == scoring
+        self.share = fold is not None and fold.out.config == scoring and self.alike
         self.out = PairedCounts(PairedAccumulator(), [], [], [])
         self.pending: list[_Pending] = []
         self.memo: dict[str, StoredCounts | None] = {}  # count part -> decoded, shared
@@ -122,9 +127,9 @@ class PairedPass:
             self.out.not_in_gold.append(item_id)
             return
         ca = _valid(x, self.key, self.memo)
-        cb = _valid(y, self.key, self.memo) if self.b_same_gold else None
+        cb = _valid(y, self.key_b, self.memo) if self.b_same_gold else None
         same_output = x.pred == y.pred and x.schema_failure == y.schema_failure
-        if cb is None and ca is not None and self.b_same_gold and same_output:
+        if cb is None and ca is not None and self.b_same_gold and same_output and self.alike:
             cb = ca  # the same stored output on the same gold, scored alike: the same counts
         fold = self.fold
         if ca is not None and cb is not None and (fold is None or x.pred == y.pred):
@@ -170,7 +175,7 @@ class PairedPass:
         if ca is None or cb is None:
             score_a = scored(pa)
             # the same stored output (both canonical JSON) scores the same: once is enough
-            score_b = score_a if same else scored(pb)
+            score_b = score_a if same and self.alike else scored(pb, self.scoring_b)
             ca = ca or _counted(score_a, x.schema_failure)
             cb = cb or _counted(score_b, y.schema_failure)
         self.out.accumulator.add_counts(ca, cb)
@@ -194,11 +199,16 @@ class PairedPass:
 
 
 def count_stored_pairs(
-    store: LocalStore, a: RunRecord, b: RunRecord, scoring: ScoringConfig, fold: DiffFold | None
+    store: LocalStore,
+    a: RunRecord,
+    b: RunRecord,
+    scoring: ScoringConfig,
+    fold: DiffFold | None,
+    scoring_b: ScoringConfig | None = None,
 ) -> PairedCounts:
     """Both runs' stored rows read once by item id into a :class:`PairedPass` (local runs of
     a numbered dataset version: their stored counts are used where they fit)."""
-    counting = PairedPass(store, a, b, scoring, fold)
+    counting = PairedPass(store, a, b, scoring, fold, scoring_b=scoring_b)
     out = counting.out
     for item_id, x, y in in_both_runs(
         stored_rows(store, a), stored_rows(store, b), out.only_in_a, out.only_in_b
@@ -223,10 +233,13 @@ def rescore_pairs(
     b: RunRecord,
     items: Mapping[str, DatasetItem],
     scoring: ScoringConfig,
+    scoring_b: ScoringConfig | None = None,
 ) -> PairedCounts:
     """Stream both runs' stored outputs by item id and re-score each paired item against
     ``items`` (errored: an empty prediction that never passes); keeps count rows only. For
-    gold from elsewhere (LangFuse, a caller's loader), where stored counts cannot be trusted."""
+    gold from elsewhere (LangFuse, a caller's loader), where stored counts cannot be trusted.
+    ``scoring_b``: B scored with its own settings (None: with ``scoring``)."""
+    alike = scoring_b is None or scoring_b == scoring
     out = PairedCounts(PairedAccumulator(), [], [], [])
     pairs = in_both_runs(_outputs(store, a), _outputs(store, b), out.only_in_a, out.only_in_b)
     for item_id, x, y in pairs:
@@ -235,12 +248,15 @@ def rescore_pairs(
             out.not_in_gold.append(item_id)
             continue
 
-        def scored(output: str | None, item: DatasetItem = item) -> ItemScore:
+        def scored(
+            output: str | None, item: DatasetItem = item, config: ScoringConfig = scoring
+        ) -> ItemScore:
             pred = None if output is None else Extraction.model_validate_json(output)
-            return score_dataset_item(item, pred, scoring)
+            return score_dataset_item(item, pred, config)
 
         score_a = scored(x[0])
         # the same stored output (both canonical JSON) scores the same: once is enough
-        score_b = score_a if x[0] == y[0] else scored(y[0])
+        same = x[0] == y[0] and alike
+        score_b = score_a if same else scored(y[0], config=scoring_b or scoring)
         out.accumulator.add(score_a, score_b, a_schema_failure=x[1], b_schema_failure=y[1])
     return out

@@ -4,9 +4,11 @@ against the gold of the run's dataset version, and hand the count rows to
 the gate). Two entry points: :func:`compare_runs` (the figures) and :func:`compare_and_diff`
 (the figures and the item diff, from one pass).
 
-Both runs count under one scoring config (A's). The runner stores each result's count row (and
-the diff's view of its alignment) tagged with what it was scored with; a local run's rows
-scored as this comparison scores are used as stored, the others (rows stored before
+Both runs count under one scoring config (A's), or each under its own with
+``CompareOptions.as_recorded`` (to compare scoring choices: a change of match mode shows).
+The runner stores each result's count row (and the diff's view of its alignment) tagged
+with what it was scored with; a local run's rows scored as this comparison scores are used
+as stored, the others (rows stored before
 ``m008_result_counts``, other settings, another dataset version) are re-scored: the same
 figures either way, faster. It streams: the two runs are read in item-id order, a batch at a
 time, and only two integer rows per item are kept. Works the same for local and LangFuse-mode
@@ -62,7 +64,8 @@ class RunComparison:
     a: RunRecord
     b: RunRecord
     comparison: PairedComparison
-    scoring: ScoringConfig
+    scoring: ScoringConfig  # A's: both runs' settings, or A's alone when ``as_recorded``
+    scoring_b: ScoringConfig | None = None  # B's own settings (``as_recorded``); None: A's
     only_in_a: list[str] = field(default_factory=list)
     only_in_b: list[str] = field(default_factory=list)
     not_in_gold: list[str] = field(default_factory=list)
@@ -77,6 +80,17 @@ class RunComparison:
         self.tolerances = {k: float(tolerances[k]) for k in sorted(tolerances)}
         self.gate = regression_gate(self.comparison, self.tolerances)
         return self.gate
+
+    def scored_with(self) -> str:
+        """Which settings the runs were scored with, in one line (``compare``'s first)."""
+        if self.scoring_b is None:
+            return f"both runs scored with A's settings ({self.a.name}): " + _settings(self.scoring)
+        return (
+            "each run scored with its own recorded settings: A "
+            + _settings(self.scoring)
+            + "; B "
+            + _settings(self.scoring_b)
+        )
 
     def headline(self) -> str:
         """Entity and relationship F1: Δ, its CI and the verdict, in one line."""
@@ -122,11 +136,11 @@ class RunComparison:
             "a": run(self.a),
             "b": run(self.b),
             **self.comparison.to_json(),
-            "scoring": {
-                k: v
-                for k, v in self.scoring.count_fields().items()
-                if k in ("match", "threshold", "span_threshold", "evidence")
-            },
+            "scoring": _shown_fields(self.scoring),
+            # "a": both scored with A's settings (above); "recorded": each with its own
+            "scored_as": "a" if self.scoring_b is None else "recorded",
+            "scoring_b": _shown_fields(self.scoring_b or self.scoring),
+            "scored_with": self.scored_with(),
             "only_in_a": ids(self.only_in_a),
             "only_in_b": ids(self.only_in_b),
             "not_in_gold": ids(self.not_in_gold),
@@ -150,6 +164,22 @@ class RunComparison:
         return out
 
 
+_SHOWN_FIELDS = ("match", "threshold", "span_threshold", "evidence")
+
+
+def _shown_fields(scoring: ScoringConfig) -> dict[str, Any]:
+    """The scoring settings a comparison names (the others are in the run's config)."""
+    return {k: v for k, v in scoring.count_fields().items() if k in _SHOWN_FIELDS}
+
+
+def _settings(scoring: ScoringConfig) -> str:
+    """``match=fuzzy, threshold=0.85, ...``; an alias table is named when there is one."""
+    parts = [f"{k}={v}" for k, v in _shown_fields(scoring).items()]
+    if scoring.alias_groups:
+        parts.append(f"aliases={len(scoring.alias_groups)} groups")
+    return ", ".join(parts)
+
+
 def _shown(ids: list[str]) -> str:
     more = len(ids) - _SHOWN_IDS
     return ", ".join(ids[:_SHOWN_IDS]) + (f", ... ({more} more)" if more > 0 else "")
@@ -164,7 +194,9 @@ class CompareOptions:
     compares itself with its baseline); ``ci``: the interval method (None: the one A was
     run with); ``correction``: how the metrics' p-values are adjusted as one family; fewer
     than ``min_items`` paired items make every verdict ``insufficient``
-    (evaluators/stats/verdict_rules.py). Checked on construction, before any work."""
+    (evaluators/stats/verdict_rules.py); ``as_recorded``: each run counts with its own
+    recorded scoring settings (default: both with A's, so only the outputs differ). Checked on
+    construction, before any work."""
 
     resamples: int = 10_000
     seed: int = 42
@@ -175,6 +207,7 @@ class CompareOptions:
     ci: CiMethod | None = None
     correction: Correction = "holm"
     min_items: int = MIN_ITEMS
+    as_recorded: bool = False
 
     def __post_init__(self) -> None:
         check_int("resamples", self.resamples, minimum=1, maximum=MAX_RESAMPLES)
@@ -210,11 +243,12 @@ def compare_runs(
     store, run_a, run_b = _records(a, b, dataset, store)
     options = options or CompareOptions()
     differences, scoring, warnings = _check_datasets(run_a, run_b, options)
+    scoring_b = run_scoring(run_b) if options.as_recorded else None
     if gold is None and _counts_readable(run_a):
-        paired = count_stored_pairs(store, run_a, run_b, scoring, None)
+        paired = count_stored_pairs(store, run_a, run_b, scoring, None, scoring_b)
     else:
         items = (gold or (lambda run: run_gold(store, run)))(run_a)
-        paired = rescore_pairs(store, run_a, run_b, items, scoring)
+        paired = rescore_pairs(store, run_a, run_b, items, scoring, scoring_b)
     return _finish_comparison(run_a, run_b, paired, scoring, differences, warnings, options)
 
 
@@ -244,7 +278,8 @@ def compare_and_diff(
     cfg = run_scoring(run_a)
     diff = RunDiff(run_a.name, run_b.name, cfg, cfg != run_scoring(run_b), DiffCounts(), [])
     fold = DiffFold(diff, options.top)
-    paired = count_stored_pairs(store, run_a, run_b, scoring, fold)
+    scoring_b = run_scoring(run_b) if options.as_recorded else None
+    paired = count_stored_pairs(store, run_a, run_b, scoring, fold, scoring_b)
     result = _finish_comparison(run_a, run_b, paired, scoring, differences, warnings, options)
     diff.only_in_a, diff.only_in_b = list(paired.only_in_a), list(paired.only_in_b)
     diff.no_gold = list(paired.not_in_gold)
@@ -293,7 +328,7 @@ def _check_datasets(
     scoring = run_scoring(a)
     warnings = []
     b_scoring = run_scoring(b)
-    if b_scoring.count_fields() != scoring.count_fields():
+    if b_scoring.count_fields() != scoring.count_fields() and not options.as_recorded:
         changed = sorted(
             k for k, v in scoring.count_fields().items() if b_scoring.count_fields().get(k) != v
         )
@@ -353,6 +388,7 @@ def _finish_comparison(
             min_items=options.min_items,
         ),
         scoring=scoring,
+        scoring_b=run_scoring(b) if options.as_recorded else None,
         only_in_a=only_in_a,
         only_in_b=only_in_b,
         not_in_gold=not_in_gold,

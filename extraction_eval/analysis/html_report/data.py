@@ -104,10 +104,23 @@ class ReportData:
     # ``--aliases FILE`` / ``--no-aliases``: ``with`` (what was changed) and per run its
     # report re-scored so (``runs``); beside the stored figures, which stay as they ran
     rescored: dict[str, Any] | None = None
+    # the items of the runs' dataset version (None: as many as the table lists); the table
+    # lists only the items some run ran (a ``--limit 6`` run's report lists 6 of 48)
+    dataset_items: int | None = None
 
     @property
     def n_items(self) -> int:
         return len(self.table["id"])
+
+    def coverage(self) -> str | None:
+        """``6 of 48 dataset items were run ...`` when the runs did not run every item."""
+        total = self.dataset_items
+        if total is None or total <= self.n_items:
+            return None
+        return (
+            f"{self.n_items} of {total} dataset items were run; the report lists only those"
+            f" ({total - self.n_items} items no run has a result for are left out)"
+        )
 
     def details(self) -> Iterator[dict[str, Any]]:
         """Each item's details, in table order (decompressing one chunk at a time)."""
@@ -129,6 +142,7 @@ class ReportData:
             "chunk": CHUNK,
             "n": self.n_items,
             "judged": [_judged_items(blocks) for blocks in self.judged],
+            "dataset_items": self.n_items if self.dataset_items is None else self.dataset_items,
         }
         if self.protocols is not None:
             out["protocols"] = self.protocols
@@ -300,6 +314,7 @@ def build_report_data(
     byte. ``split=0`` builds in this process only."""
     if not runs:
         raise InvalidValue("runs", "name at least one run")
+    # only the items some run ran are listed (and the report says how many of the dataset's)
     with collector_paused(), ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool:
         return _build(store, runs, items_for, pool, split)
 
@@ -318,11 +333,15 @@ def _build(
             f"names runs on different datasets ({', '.join(datasets)});"
             " a report compares runs on one dataset",
         )
-    first = _split_point(store, runs, split)
+    total, ran = _ran_items(store, runs)
+    first = None if ran is not None else _split_point(store, runs, split)
     if first is None:
         stream, loaded = _item_stream(store, runs, items_for)
+        if loaded is not None:
+            total = len(loaded)
+            ran = _ran_ids(store, runs, total)
         part = ReportPart(store, runs, pool, streamed=loaded is None)
-        part.fill(stream)
+        part.fill(stream if ran is None else ((i, x) for i, x in stream if i in ran))
         # a local run's stored counts are used, others re-scored against A's gold
         comparison = _comparison(part, None if loaded is None else (lambda run: loaded))
     else:
@@ -338,7 +357,30 @@ def _build(
         comparison=comparison,
         latency=latency_histogram(part.latencies),
         judged=[store.run_judged(r.id) for r in runs],
+        dataset_items=total,
     )
+
+
+def _ran_items(store: LocalStore, runs: Sequence[RunRecord]) -> tuple[int | None, set[str] | None]:
+    """Streamed runs: (the dataset version's item count, the ids of the items some run has a
+    result for, or None when a run has them all). Other runs: (None, None), worked out once
+    their items are loaded."""
+    if not _streamable(runs):
+        return None, None
+    run = runs[0]
+    total = len(store.item_positions(run.dataset, version=run.dataset_version))
+    return total, _ran_ids(store, runs, total)
+
+
+def _ran_ids(store: LocalStore, runs: Sequence[RunRecord], total: int) -> set[str] | None:
+    """The ids of the items some run has a result for; None when one run has a result for
+    each of the ``total`` items (nothing to leave out, no set held)."""
+    if any(store.count_results(run.id) >= total for run in runs):
+        return None
+    ids: set[str] = set()
+    for run in runs:
+        ids.update(store.result_ids(run.id))
+    return ids
 
 
 def _comparison(part: ReportPart, gold: GoldLoader | None) -> dict[str, Any] | None:

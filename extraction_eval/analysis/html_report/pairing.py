@@ -42,7 +42,7 @@ def diff_lists(diff: ItemDiff) -> dict[str, list[str]]:
         "gone false positives": [x.label for x in diff.extras if x.status == "gone"],
     }
     if diff.a_failed != diff.b_failed:
-        out["error"] = ["B failed" if diff.b_failed else "A failed"]
+        out["error"] = ["B errored" if diff.b_failed else "A errored"]
     return {k: v for k, v in out.items() if v}
 
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from extraction_eval.backends.base import (
     DATASET_SCHEMA_KEY,
     DatasetInfo,
+    DatasetVersion,
+    DatasetVersions,
     UploadReport,
     item_content_hash,
     item_expected_output,
@@ -273,6 +275,15 @@ class LangfuseDatasetBackend:
             return {}
         return {s.item.id: s.item for s in self._stored(dataset)}
 
+    def dataset_versions(self, name: str) -> DatasetVersions:
+        """What LangFuse offers for versions: it keeps no list of them (SDK 5: ``get_dataset``
+        takes any timestamp as ``version`` and reads the items as they were then). Listed:
+        the moments items were created or last changed, those less than ``UPLOAD_GAP_S``
+        apart taken as one upload; each row's version is its last moment (the timestamp that
+        reads the items after that upload)."""
+        stored = self._stored(self._fetch(name))
+        return DatasetVersions(dataset=name, versions=change_moments(stored), about=_ABOUT)
+
     def list_datasets(self) -> list[DatasetInfo]:
         """Every dataset, with its item count (all statuses; one cheap request each).
 
@@ -413,3 +424,53 @@ class LangfuseDatasetBackend:
                 source_observation_id=item.source_observation_id,
                 status=DatasetStatus(item.status),
             )
+
+
+UPLOAD_GAP_S = 60.0  # item changes closer than this are one upload (one row of versions)
+_ABOUT = (
+    "LangFuse keeps no list of dataset versions: any timestamp is a version (it reads the"
+    " items as they were then). Listed: the moments items were created or last changed, an"
+    " upload as one row; an item's earlier changes and archived items' past are not shown;"
+    " items = active items created by then."
+)
+
+
+def change_moments(stored: Sequence[_Stored]) -> list[DatasetVersion]:
+    """The uploads of a LangFuse dataset as far as its items tell (see
+    ``LangfuseDatasetBackend.dataset_versions``), oldest first."""
+    events: list[tuple[datetime, bool]] = []  # (when, True: created / False: changed)
+    for s in stored:
+        if s.created_at is not None:
+            events.append((s.created_at, True))
+        changed = s.updated_at is not None and (
+            s.created_at is None or (s.updated_at - s.created_at).total_seconds() > 1.0
+        )  # stamped within a second of its creation: the creation itself
+        if changed and s.updated_at is not None:
+            events.append((s.updated_at, False))
+    events.sort(key=lambda e: e[0])
+    groups: list[list[tuple[datetime, bool]]] = []
+    for event in events:
+        if groups and (event[0] - groups[-1][-1][0]).total_seconds() < UPLOAD_GAP_S:
+            groups[-1].append(event)
+        else:
+            groups.append([event])
+    out: list[DatasetVersion] = []
+    for group in groups:
+        last = group[-1][0]
+        created = sum(1 for _, new in group if new)
+        active = sum(
+            1
+            for s in stored
+            if s.item.status == "ACTIVE" and s.created_at is not None and s.created_at <= last
+        )
+        parts = [f"{created} new"] if created else []
+        parts += [f"{len(group) - created} changed"] if len(group) > created else []
+        out.append(
+            DatasetVersion(
+                version=_iso(last) or "",
+                created_at=_iso(group[0][0]),
+                items=active,
+                note=", ".join(parts),
+            )
+        )
+    return out

@@ -10,6 +10,8 @@ from typing import Any
 
 from extraction_eval.backends.base import (
     DatasetInfo,
+    DatasetVersion,
+    DatasetVersions,
     UploadReport,
     item_content_hash,
     item_expected_output,
@@ -169,6 +171,28 @@ class DatasetTables(StoreConnection):
         with self._tx(write=False) as conn:
             return _dataset_info(conn, _require_dataset(conn, name))
 
+    def dataset_versions(self, name: str) -> DatasetVersions:
+        """Every version of ``name``, oldest first: when it was made, its active items then
+        and what the upload changed (new and changed items; an archived item is a change)."""
+        with self._tx(write=False) as conn:
+            dataset_id = int(_require_dataset(conn, name)["id"])
+            rows = conn.execute(
+                "SELECT version, created_at, created, updated FROM dataset_versions"
+                " WHERE dataset_id = ? ORDER BY version",
+                (dataset_id,),
+            ).fetchall()
+            count = f"SELECT COUNT(*) FROM ({_ITEMS_AT_VERSION})"
+            versions = [
+                DatasetVersion(
+                    version=int(r["version"]),
+                    created_at=r["created_at"],
+                    items=int(conn.execute(count, (dataset_id, r["version"])).fetchone()[0]),
+                    note=_change_note(int(r["created"]), int(r["updated"])),
+                )
+                for r in rows
+            ]
+        return DatasetVersions(dataset=name, versions=versions)
+
     def get_items(self, name: str, *, version: int | str | None = None) -> list[DatasetItem]:
         """Active items as of ``version`` (default: the latest), in insertion order."""
         with self._tx(write=False) as conn:
@@ -285,6 +309,13 @@ def _resolve_version(
         known = f"versions 1..{current}" if current else "no versions yet"
         raise NotFoundError(f"dataset {name!r} has no version {version} ({known})")
     return int(row["id"]), version
+
+
+def _change_note(created: int, updated: int) -> str:
+    """What an upload changed: ``48 new``, ``2 new, 3 changed``."""
+    parts = [f"{created} new"] if created else []
+    parts += [f"{updated} changed"] if updated else []
+    return ", ".join(parts) or "no change"
 
 
 def _item(r: sqlite3.Row) -> DatasetItem:

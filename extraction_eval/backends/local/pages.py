@@ -23,6 +23,7 @@ from extraction_eval.types import ItemResult
 # the severity order (see evaluators.severity), the columns of the ``results_severity`` index
 SEVERITY_ORDER = _RESULT_ORDER["severity"]
 FAILING = " AND (r.severity < 1.0 OR r.wrong_objects > 0)"
+ERRORED = " AND r.error IS NOT NULL"  # an errored item: no output to score
 
 
 class ResultPages(RunTables, StoreConnection):
@@ -56,10 +57,17 @@ class ResultPages(RunTables, StoreConnection):
         return list(self._results_in_batches(run_id, ids, max(1, len(ids))))
 
     def count_page_results(
-        self, run_id: int, *, category: str | None = None, failing_only: bool = False
+        self,
+        run_id: int,
+        *,
+        category: str | None = None,
+        failing_only: bool = False,
+        errored_only: bool = False,
     ) -> int:
-        """How many results ``page_results`` pages through for the same filters."""
+        """How many results ``page_results`` pages through for the same filters;
+        ``errored_only``: how many of them errored."""
         where, params = self._where(run_id, category, failing_only)
+        where += ERRORED if errored_only else ""
         with self._tx(write=False) as conn:
             _require_run(conn, run_id)
             row = conn.execute(

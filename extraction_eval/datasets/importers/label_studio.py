@@ -3,7 +3,9 @@
 Each task: ``{"id", "data": {"text": ...}, "annotations": [{"result": [...]}]}``; a result is
 a span (``"type": "labels"``, ``value: {start, end, text, labels: [TYPE]}``) or a relation
 (``"type": "relation"``, ``from_id``, ``to_id``, ``direction``, ``labels``). The first
-annotation not cancelled is the gold. Label Studio's own SDK (``label-studio-sdk``) brings a
+annotation not cancelled is the gold. A relation without a label (Label Studio's default: its
+labels are optional) is left out with one line, the task kept: an untyped gold relationship
+could never be matched by a typed prediction. Label Studio's own SDK (``label-studio-sdk``) brings a
 server client and dozens of dependencies to read this documented JSON, so ``json`` reads it and
 this module checks the shape. ``N`` in a warning is the task's position in the list.
 """
@@ -54,10 +56,13 @@ def import_label_studio(path: Path) -> Imported:
             item_id = record_id(task.get("id"))
             if item_id is None:
                 raise BadRecord("missing or bad task 'id'")
-            out.add(_item(item_id, task), path.name, number)
+            item, notes = _item(item_id, task)
+            out.add(item, path.name, number)
         except (ValueError, TypeError, RecursionError) as exc:
             out.skip(path.name, number, item_id, str(exc).splitlines()[0])
             continue
+        for note in notes:  # kept, without what the note names
+            out.note(path.name, number, item_id, note)
         if problem:  # kept, repaired
             out.note(path.name, number, item_id, problem)
     return out
@@ -153,7 +158,9 @@ def _annotation(task: dict[str, Any]) -> list[Any]:
     raise BadRecord("no annotation (all cancelled, or none yet)")
 
 
-def _item(item_id: str, task: dict[str, Any]) -> DatasetItem:
+def _item(item_id: str, task: dict[str, Any]) -> tuple[DatasetItem, list[str]]:
+    """The task as an item, and a note per relation left out (no label)."""
+    notes: list[str] = []
     text = _text(task.get("data"))
     result = _annotation(task)
     by_id: dict[str, Entity] = {}
@@ -181,6 +188,12 @@ def _item(item_id: str, task: dict[str, Any]) -> DatasetItem:
         if not isinstance(r, dict) or r.get("type") != "relation":
             continue
         labels = r.get("labels") or []
+        if labels == []:
+            notes.append(
+                f"relation {r.get('from_id')!r} -> {r.get('to_id')!r} has no label (Label"
+                " Studio's default): left out, the rest of the task imported"
+            )
+            continue
         if not isinstance(labels, list) or len(labels) != 1:
             raise BadRecord(
                 f"relation {r.get('from_id')!r} -> {r.get('to_id')!r}: expected one label,"
@@ -191,4 +204,4 @@ def _item(item_id: str, task: dict[str, Any]) -> DatasetItem:
             source, target = target, source
         type_ = label(labels[0], "relation")
         relationships.append(relationship(by_id, source, target, type_))
-    return make_item(item_id, text, entities, relationships)
+    return make_item(item_id, text, entities, relationships), notes

@@ -100,7 +100,7 @@
     var L = LETTERS[r];
     COLUMNS.push({ key: "ef1:" + r, title: L + " entity F1" });
     COLUMNS.push({ key: "rf1:" + r, title: L + " rel. F1" });
-    COLUMNS.push({ key: "fail:" + r, title: L + " failures" });
+    COLUMNS.push({ key: "fail:" + r, title: L + " mistakes" });
   });
   if (TWO) COLUMNS.push({ key: "delta", title: "Δ entity F1" });
   COLUMNS.push({ key: null, title: "text" });
