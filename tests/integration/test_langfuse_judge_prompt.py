@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app
+from extraction_eval.commands.judge import judge_app
 from extraction_eval.judge.base import JudgePair
 from extraction_eval.judge.managed import langfuse_prompt, use_langfuse_prompt
 from extraction_eval.judge.model import ModelJudge
@@ -132,13 +134,16 @@ def test_langfuse_unreachable_is_one_line_and_the_builtin_text(
     assert "\n" not in lines[0]
 
 
-def test_a_langfuse_run_records_the_judge_prompt_version(
-    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch
+def test_a_langfuse_run_records_the_judge_prompt_version_its_calibration_backs(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     dataset = "extraction-eval"
     items = LocalStore().get_items(dataset)[:2]
     upload(server, items, dataset)
     use_langfuse(server, monkeypatch, "judge-prompt-run")
+    pairs = tmp_path / "pairs.jsonl"
+    rows = [{"a": p.a, "b": p.b, "type": p.type, "context": TEXT, "same": True} for p in PAIRS]
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     last_word = {
         i.id: {
             "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
@@ -149,6 +154,11 @@ def test_a_langfuse_run_records_the_judge_prompt_version(
     register_fake("lfprompt", {"items": last_word})
     judge = register_fake("judgebot", {"default": ANSWER})
     try:
+        calibrated = CliRunner().invoke(
+            judge_app, ["calibrate", "--judge", "fake:judgebot", "--pairs", str(pairs)]
+        )
+        assert calibrated.exit_code == 0, calibrated.stderr
+        assert "created in LangFuse" in calibrated.stderr  # calibrate asked LangFuse first
         result = CliRunner().invoke(
             _run_app,
             [
@@ -159,7 +169,6 @@ def test_a_langfuse_run_records_the_judge_prompt_version(
     finally:
         unregister_fake()
     assert result.exit_code == 0, result.stderr
-    assert "created in LangFuse" in result.stderr
     assert len(server.prompt_versions(JUDGE_PROMPT_NAME)) == 1
     assert judge.calls and all(
         m.content == SYSTEM for c in judge.calls for m in c.request.messages if m.role == "system"
@@ -171,4 +180,6 @@ def test_a_langfuse_run_records_the_judge_prompt_version(
     assert [k["judge"] for k in kept] == [identity]
     scores = {s["name"]: s for s in server.scores if s.get("datasetRunId") == run.experiment_id}
     assert identity in scores["entity_f1_judged"]["comment"]
-    assert json.dumps(identity)[1:-1] in scores["judged_matches"]["comment"]
+    # the calibration of this very prompt version backs the run's judged figures
+    assert LocalStore().latest_judge_calibration(identity) is not None
+    assert "judge κ" in kept[0]["backing"] and "judge κ" in scores["judged_matches"]["comment"]
