@@ -6,7 +6,7 @@ beside them (``run_judged``). People's verdicts on judged pairs (the dataset's `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.evaluators import score_dataset_item
 from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.item import ItemScore
+from extraction_eval.evaluators.metrics import f1, precision, recall
 from extraction_eval.evaluators.protocols.paired import paired_protocols
 from extraction_eval.evaluators.stats.intervals import CiMethod
 from extraction_eval.judge.base import Judge
@@ -46,7 +47,8 @@ def judge_run_items(
     *,
     keep: bool = True,
 ) -> tuple[dict[str, Any], list[JudgedItem]]:
-    """``judge_run``'s block and each item's judged counts (``compare`` pairs them)."""
+    """``judge_run``'s block and each item's judged counts (``compare`` pairs them; LangFuse
+    mode posts them per item)."""
     gold = run_gold(store, run)
     config = run_scoring(run)
     people = from_gold_overrides(store.gold_overrides(run.dataset))
@@ -109,7 +111,8 @@ JUDGED_SCORES = (
 
 def judged_scores(report: dict[str, Any]) -> list[Score]:
     """The judged block as run-level scores named like the string ones plus ``_judged``
-    (``entity_f1_judged``, ...), each commented with the judge and what backs it."""
+    (``entity_f1_judged``, ...), each commented with the judge and what backs it, and
+    ``judged_matches``: how many pairs the judge matched, what judging cost and what backs it."""
     comment = f"{report.get('judge')}; {report.get('backing')}"
     out = []
     for block, prefix in JUDGED_SCORES:
@@ -117,23 +120,96 @@ def judged_scores(report: dict[str, Any]) -> list[Score]:
             value = (report.get(block) or {}).get(metric)
             if isinstance(value, (int, float)):
                 out.append(Score(name=f"{prefix}_{metric}_judged", value=value, comment=comment))
+    matches = report.get("matches") or {}
+    if matches:
+        out.append(
+            Score(name="judged_matches", value=float(_matched(matches)), comment=_summary(report))
+        )
     return out
 
 
-def post_judged_scores(run: RunRecord, report: dict[str, Any]) -> str | None:
-    """A LangFuse-mode run's judged figures as ``*_judged`` run-level scores on its
-    experiment (deterministic ids: judging again replaces them). Returns a one-line problem
-    when they could not be posted (the judged figures stay in the local store), else None;
-    a local run posts nothing."""
+def _matched(matches: dict[str, Any]) -> int:
+    """Judged matches of entities and relationships (the typed entity view re-counts the
+    same entities, so it is in the comment only)."""
+    return int(matches.get("entities", 0)) + int(matches.get("relationships", 0))
+
+
+def _summary(report: dict[str, Any]) -> str:
+    """One line: the judge, its matches, what judging cost, what backs it."""
+    m = report.get("matches") or {}
+    stats = report.get("stats") or {}
+    candidates = (report.get("candidates") or {}).get("pairs", 0)
+    return (
+        f"{report.get('judge')}: judged matches entities={m.get('entities', 0)}"
+        f" entities_typed={m.get('entities_typed', 0)}"
+        f" relationships={m.get('relationships', 0)}; candidate pairs={candidates};"
+        f" judge calls={stats.get('calls', 0)} cache hits={stats.get('cache_hits', 0)}"
+        f" errors={stats.get('errors', 0)} cost=${float(stats.get('cost_usd') or 0.0):.4f};"
+        f" {report.get('backing')}"
+    )
+
+
+# item-level judged scores: the item's string scores that have a judged twin, plus _judged
+ITEM_JUDGED = (
+    ("entities", "entity", ("precision", "recall", "f1")),
+    ("entities_typed", "entity_typed", ("f1",)),
+    ("relationships", "relationship", ("precision", "recall", "f1")),
+)
+_METRICS = {"precision": precision, "recall": recall, "f1": f1}
+
+
+def item_judged_scores(item: JudgedItem, judge: str) -> list[Score]:
+    """One item's judged figures, named like its string scores plus ``_judged``
+    (``entity_f1_judged``, ...) and computed as they are (a failed item scores 0); each
+    commented with its judged counts, its judged matches and the judge."""
+    note = "; errored: no output, scored 0" if item.failed else ""
+    out = []
+    for kind, prefix, metrics in ITEM_JUDGED:
+        c = item.counts[kind]
+        matched = sum(1 for m in item.matches if m.kind == kind)
+        comment = f"tp={c.tp} fp={c.fp} fn={c.fn}; judged matches={matched}{note}; {judge}"
+        for metric in metrics:
+            value = _METRICS[metric](c, failed=item.failed)
+            out.append(Score(name=f"{prefix}_{metric}_judged", value=value, comment=comment))
+    return out
+
+
+def run_traces(store: LocalStore, run_id: int) -> dict[str, str]:
+    """Item id -> its LangFuse trace id, for the run's items that have one."""
+    return {r.item_id: r.trace_id for r in store.iter_results(run_id) if r.trace_id}
+
+
+def post_judged_scores(
+    run: RunRecord,
+    report: dict[str, Any],
+    items: Sequence[JudgedItem] = (),
+    traces: Mapping[str, str] | None = None,
+    observations: Mapping[str, str] | None = None,
+) -> str | None:
+    """A LangFuse-mode run's judged figures: ``*_judged`` run-level scores and
+    ``judged_matches`` on its experiment, and each of ``items``' judged figures on its trace
+    (``traces``: item id -> trace id), on the task observation its string scores are on when
+    ``observations`` (trace id -> observation id) knows it. Score ids are deterministic, so
+    judging again replaces them. Returns a one-line problem when scores could not be posted
+    (the judged figures stay in the local store), else None; a local run posts nothing."""
     if run.backend != "langfuse" or not run.experiment_id:
         return None
-    from extraction_eval.backends.langfuse import close_client, connect, post_score, run_score_id
+    from extraction_eval.backends.langfuse import (
+        close_client,
+        connect,
+        item_score_id,
+        post_score,
+        run_score_id,
+    )
     from extraction_eval.errors import ExtractionEvalError, one_line
 
+    traces = traces or {}
+    observations = observations or {}
     try:
         lf = connect(check=False)
     except ExtractionEvalError as exc:
         return f"judged scores not posted to LangFuse: {one_line(exc)}"
+    untraced = 0
     try:
         for score in judged_scores(report):
             post_score(
@@ -142,7 +218,23 @@ def post_judged_scores(run: RunRecord, report: dict[str, Any]) -> str | None:
                 dataset_run_id=run.experiment_id,
                 score_id=run_score_id(run.experiment_id, score.name),
             )
+        judge = str(report.get("judge"))
+        for item in items:
+            trace_id = traces.get(item.item_id)
+            if trace_id is None:
+                untraced += 1
+                continue
+            for score in item_judged_scores(item, judge):
+                post_score(
+                    lf,
+                    score,
+                    trace_id=trace_id,
+                    observation_id=observations.get(trace_id),
+                    score_id=item_score_id(trace_id, score),
+                )
         close_client(lf)
     except Exception as exc:  # the SDK's own errors too: a warning, never a failed run
         return f"judged scores not posted to LangFuse: {one_line(exc, with_type=True)}"
+    if untraced:
+        return f"{untraced:,} items have no LangFuse trace: their judged scores were not posted"
     return None

@@ -46,6 +46,11 @@ def _warn(lines: list[str]) -> None:
         err_console.print(f"warning: {line}", highlight=False, soft_wrap=True, markup=False)
 
 
+def _warn_plain(lines: list[str]) -> None:
+    for line in lines:
+        err_console.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
 @judge_app.command("pairs")
 @handle_errors
 def pairs_cmd(
@@ -110,6 +115,7 @@ def calibrate_cmd(
 
     Exit 0 on success; 2 on unusable input, with one line on stderr.
     """
+    from extraction_eval.backends.langfuse import langfuse_configured
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.datasets.pairs import read_pairs
     from extraction_eval.judge.calibrate import calibrate
@@ -129,6 +135,10 @@ def calibrate_cmd(
         raise UsageError(f"--pairs {pairs}: no usable labelled pair")
     with LocalStore(seed=False) as store:
         the_judge = make_judge(judge, base_url=judge_base_url, cache=store.cache())
+        if langfuse_configured():  # the judge prompt LangFuse mode runs with
+            from extraction_eval.judge.managed import use_langfuse_prompt
+
+            _warn_plain(use_langfuse_prompt(the_judge))
         result, rows = calibrate(
             the_judge, labelled, resamples=resamples, seed=seed, source=pairs.name
         )

@@ -213,6 +213,8 @@ def _run_and_render(
     from extraction_eval.views.progress import RichProgress
     from extraction_eval.views.runs import render_run_summary
 
+    if the_judge is not None:
+        _judge_prompt(the_judge, config)
     try:
         with RichProgress(err_console) as progress:
             outcome = run_experiment(config, progress=progress)
@@ -266,7 +268,7 @@ def _after_run(
             # --max-cost counts the judge's calls too: it gets what the run left over
             spent = outcome.summary.cost_usd or 0.0
             the_judge.max_cost_usd = max(0.0, config.max_cost - spent)
-        report = _render_judged(the_judge, outcome.run.id)
+        report = _render_judged(the_judge, outcome)
         judge_budget_line([report], config.max_cost)
     if checks.protocols is not None:
         from extraction_eval.views.protocols import render_paired_protocols, render_protocols
@@ -319,10 +321,24 @@ def _make_judge(model: str | None, base_url: str | None) -> Any:
     return make_judge(model, base_url=base_url)
 
 
-def _render_judged(judge: Any, run_id: int) -> dict[str, Any]:
+def _judge_prompt(judge: Any, config: RunConfig) -> None:
+    """LangFuse mode: a model judge's prompt from LangFuse prompt management (created from
+    the built-in text when missing); local mode keeps the built-in text."""
+    from extraction_eval.experiments.run import uses_langfuse
+
+    if not uses_langfuse(config):
+        return
+    from extraction_eval.judge.managed import use_langfuse_prompt
+
+    for line in use_langfuse_prompt(judge):
+        err_console.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
+def _render_judged(judge: Any, outcome: RunOutcome) -> dict[str, Any]:
     """The run's judged figures under its summary (verdicts cached in the local store; the
-    latest calibration of the judge backs them); the run's own record is not changed."""
-    from extraction_eval.analysis.judged_runs import judge_run, post_judged_scores
+    latest calibration of the judge backs them); the run's own record is not changed. In
+    LangFuse mode they are posted too: per item on its trace, and on the experiment."""
+    from extraction_eval.analysis.judged_runs import judge_run_items, post_judged_scores, run_traces
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.views.judge import render_judged
 
@@ -330,10 +346,12 @@ def _render_judged(judge: Any, run_id: int) -> dict[str, Any]:
         if hasattr(judge, "cache"):
             judge.cache = store.cache()
         calibration = store.latest_judge_calibration(judge.identity)
-        record = store.get_run_by_id(run_id)
-        report = judge_run(store, record, judge, calibration)
+        record = store.get_run_by_id(outcome.run.id)
+        report, items = judge_run_items(store, record, judge, calibration)
+        traces = run_traces(store, record.id) if record.backend == "langfuse" else {}
     render_judged(report, console)
-    problem = post_judged_scores(record, report)  # LangFuse mode: *_judged run scores
+    # LangFuse mode: *_judged item and run scores
+    problem = post_judged_scores(record, report, items, traces, outcome.langfuse_observations)
     if problem is not None:
         err_console.print(f"[yellow]warning:[/] {problem}", highlight=False, soft_wrap=True)
     return report

@@ -327,6 +327,7 @@ def run_prepared(
         if prep.todo_ids:
             _schedule(lf, driver, scores, dataset)
     outcome = driver.outcome(experiment_url=scores.experiment_url)
+    outcome.langfuse_observations = dict(scores.observations)  # judged item scores go there too
     if not prep.config.verify:
         outcome.langfuse_verified = unverified_line(score_delivery_log.take())
         return outcome

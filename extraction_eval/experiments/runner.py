@@ -381,6 +381,8 @@ class RunOutcome:
     langfuse_verified: str | None = None  # LangFuse mode: what the read-back verified
     estimate: CostEstimate | None = None  # before any call, of the items this invocation ran
     budget: dict[str, Any] | None = None  # --max-cost: ceiling, spent, stopped, not_run
+    # LangFuse mode: trace id -> the task observation its item scores are on (this invocation's)
+    langfuse_observations: dict[str, str] = field(default_factory=dict)
 
     @property
     def stopped_by_budget(self) -> bool:

@@ -19,13 +19,7 @@ from typing import Any
 
 from extraction_eval.errors import one_line
 from extraction_eval.judge.base import JudgePair, JudgeStats, Verdict
-from extraction_eval.judge.prompt import (
-    JUDGE_PROMPT_VERSION,
-    JUDGE_SCHEMA,
-    PROMPT_HASH,
-    context_for,
-    messages,
-)
+from extraction_eval.judge.prompt import BUILTIN, JUDGE_SCHEMA, JudgePrompt, context_for, messages
 from extraction_eval.llm.base import Completion, CompletionRequest, Provider, ResponseCache
 from extraction_eval.llm.context import current_item_id
 from extraction_eval.llm.retry import RetryPolicy, call_with_retry
@@ -103,6 +97,7 @@ class ModelJudge:
         max_cost_usd: float | None = None,
         price_in: float | None = None,
         price_out: float | None = None,
+        prompt: JudgePrompt = BUILTIN,
     ) -> None:
         from extraction_eval.llm.registry import make_provider
 
@@ -117,6 +112,8 @@ class ModelJudge:
         )
         self.provider = provider if provider is not None else make_provider(self.config)
         self.cache = cache
+        # the built-in text, or LangFuse's version of it (judge/managed.py): set before judging
+        self.prompt = prompt
         self.retry = retry or RetryPolicy.from_config(
             max_attempts=max_attempts, timeout_s=timeout_s, extra={}
         )
@@ -139,7 +136,7 @@ class ModelJudge:
     @property
     def identity(self) -> str:
         where = f" at {self.endpoint}" if self.endpoint else ""
-        return f"{self.config.model}{where} prompt {JUDGE_PROMPT_VERSION}/{PROMPT_HASH}"
+        return f"{self.config.model}{where} prompt {self.prompt.ref}"
 
     @property
     def stats(self) -> JudgeStats:
@@ -152,7 +149,7 @@ class ModelJudge:
             provider=self.provider.name,
             model=self.config.model_name,
             endpoint=self.endpoint,
-            prompt=f"{JUDGE_PROMPT_VERSION}/{PROMPT_HASH}",
+            prompt=self.prompt.ref,
             context=context_digest,
             a=pair.a,
             b=pair.b,
@@ -252,7 +249,7 @@ class ModelJudge:
     def _request(self, context: str, batch: Sequence[JudgePair]) -> CompletionRequest:
         shown = context_for(context, [n for p in batch for n in (p.a, p.b)])
         return CompletionRequest(
-            messages=messages(shown, [(p.a, p.b, p.type) for p in batch]),
+            messages=messages(shown, [(p.a, p.b, p.type) for p in batch], self.prompt),
             model=self.config.model_name,
             temperature=0.0,
             json_schema=JUDGE_SCHEMA,

@@ -1,18 +1,31 @@
 """The judge's prompt, versioned like the extraction prompt: its version and content hash are
 part of every verdict's cache key and of the judge's identity, so a changed prompt is never
-answered from old verdicts nor backed by an old calibration."""
+answered from old verdicts nor backed by an old calibration.
+
+The built-in text (``BUILTIN``, version ``judge-v1``) is what local mode sends. With LangFuse
+keys it comes from LangFuse prompt management instead (``JUDGE_PROMPT_NAME`` at
+``JUDGE_PROMPT_LABEL``, created from the built-in text when missing: ``judge/managed.py``),
+and its LangFuse version is the version. Templates use LangFuse's ``{{variable}}`` syntax
+(``context``, ``pairs``) and are compiled exactly as the extraction prompt's are.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
 
 from extraction_eval.llm.base import ChatMessage
+from extraction_eval.prompts.template import compile_template, messages_hash, template_variables
 
 JUDGE_PROMPT_VERSION = "judge-v1"
+JUDGE_PROMPT_NAME = "extraction-eval-judge"  # its name in LangFuse prompt management
+JUDGE_PROMPT_LABEL = "production"  # the label fetched (LangFuse's default)
+JUDGE_VARIABLES = ("context", "pairs")
 # Context sent with a batch: the whole text when it is short, else windows around the names
 MAX_CONTEXT_CHARS = 6_000
 CONTEXT_WINDOW = 400
@@ -26,7 +39,7 @@ SYSTEM = (
     "entities of the same type are not. Answer only with JSON: "
     '{"verdicts": [{"id": <pair number>, "same": true|false, "reason": "<at most 20 words>"}]}'
 )
-USER = "Text:\n<<<\n{context}\n>>>\n\nPairs:\n{pairs}\n"
+USER = "Text:\n<<<\n{{context}}\n>>>\n\nPairs:\n{{pairs}}\n"
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -49,9 +62,40 @@ JUDGE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-PROMPT_HASH = hashlib.sha256(
-    json.dumps([JUDGE_PROMPT_VERSION, SYSTEM, USER, JUDGE_SCHEMA], sort_keys=True).encode()
-).hexdigest()[:16]
+PromptSource = Literal["bundled", "langfuse", "fallback"]
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """The judge's chat template and where it came from. ``version``: ``judge-v1`` for the
+    built-in text, ``langfuse:NAME@N`` for LangFuse's version N; ``ref`` (version and content
+    hash) is what the cache key and the judge's identity carry."""
+
+    messages: tuple[Mapping[str, str], ...]
+    version: str = JUDGE_PROMPT_VERSION
+    source: PromptSource = "bundled"
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 over the messages and the answer schema, first 16 hex digits."""
+        payload = json.dumps([messages_hash(self.messages), JUDGE_SCHEMA], sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.version}/{self.content_hash}"
+
+    def missing_variables(self) -> list[str]:
+        """The variables the judge fills that no message uses (a prompt without ``pairs``
+        would never show the model what to judge)."""
+        used = {n for m in self.messages for n in template_variables(m.get("content", ""))}
+        return [v for v in JUDGE_VARIABLES if v not in used]
+
+
+BUILTIN = JudgePrompt(
+    messages=({"role": "system", "content": SYSTEM}, {"role": "user", "content": USER})
+)
+PROMPT_HASH = BUILTIN.content_hash
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
@@ -99,8 +143,12 @@ def context_for(text: str, names: Sequence[str]) -> str:
     return _clean(" … ".join(out))
 
 
-def messages(context: str, pairs: Sequence[tuple[str, str, str | None]]) -> tuple[ChatMessage, ...]:
-    """The chat for one batch: numbered pairs (from 1) of one context."""
+def messages(
+    context: str,
+    pairs: Sequence[tuple[str, str, str | None]],
+    prompt: JudgePrompt = BUILTIN,
+) -> tuple[ChatMessage, ...]:
+    """The chat for one batch: numbered pairs (from 1) of one context, in ``prompt``."""
     lines = []
     for i, (a, b, type_) in enumerate(pairs, start=1):
         typed = f" (type {_name(type_)})" if type_ else ""
@@ -108,5 +156,8 @@ def messages(context: str, pairs: Sequence[tuple[str, str, str | None]]) -> tupl
             f"{i}. {json.dumps(_name(a), ensure_ascii=False)} vs "
             f"{json.dumps(_name(b), ensure_ascii=False)}{typed}"
         )
-    user = USER.format(context=context, pairs="\n".join(lines))
-    return (ChatMessage("system", SYSTEM), ChatMessage("user", user))
+    values: dict[str, Any] = {"context": context, "pairs": "\n".join(lines)}
+    return tuple(
+        ChatMessage(m["role"], compile_template(m.get("content", ""), values))
+        for m in prompt.messages
+    )

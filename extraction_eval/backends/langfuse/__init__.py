@@ -5,7 +5,7 @@
 - ``errors``: ``api_errors``, SDK / HTTP failures as one-line domain errors.
 - ``datasets``: ``LangfuseDatasetBackend``, the ``DatasetBackend`` protocol on LangFuse datasets.
 - ``prompts``: ``fetch_prompt`` / ``push_prompt``, the extraction prompt via LangFuse prompt
-  management, falling back to the local template visibly.
+  management, falling back to the local template visibly; ``ensure_chat_prompt``, the judge's.
 - ``tracer``: ``LangfuseTracer``, the ``CallTracer`` seam as a LangFuse ``generation``.
 - ``scores``: posting scores, and deterministic ids for run-level ones.
 - ``readback``: ``read_back`` / ``verify_run``, after a run poll LangFuse until every trace and
@@ -37,7 +37,11 @@ from extraction_eval.backends.langfuse.datasets import (
     normalise_item,
 )
 from extraction_eval.backends.langfuse.errors import api_errors
-from extraction_eval.backends.langfuse.prompts import fetch_prompt, push_prompt
+from extraction_eval.backends.langfuse.prompts import (
+    ensure_chat_prompt,
+    fetch_prompt,
+    push_prompt,
+)
 from extraction_eval.backends.langfuse.readback import (
     DEFAULT_VERIFY_TIMEOUT_S,
     VERIFY_TIMEOUT_ENV,
@@ -71,6 +75,7 @@ __all__ = [
     "check_server_version",
     "close_client",
     "connect",
+    "ensure_chat_prompt",
     "fetch_prompt",
     "item_score_id",
     "langfuse_configured",

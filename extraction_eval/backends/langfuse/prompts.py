@@ -1,9 +1,11 @@
-"""The extraction prompt via LangFuse prompt management (``fetch_prompt``, falling back to
-the local template visibly; ``push_prompt``)."""
+"""Prompts via LangFuse prompt management: the extraction prompt (``fetch_prompt``, falling
+back to the local template visibly; ``push_prompt``), and the judge's (``ensure_chat_prompt``:
+fetched, or created from the built-in text when missing)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -173,3 +175,47 @@ def push_prompt(
             commit_message=f"extraction-eval prompts push (sha256 {template.content_hash[:12]})",
         )
     return int(created.version)
+
+
+def ensure_chat_prompt(
+    lf: Langfuse,
+    name: str,
+    label: str,
+    messages: Sequence[Mapping[str, str]],
+    *,
+    commit_message: str,
+) -> tuple[list[dict[str, str]], int, bool]:
+    """The chat prompt ``name`` at ``label`` from LangFuse prompt management, created from
+    ``messages`` with that label when the name does not exist yet. Returns its messages, its
+    version and whether this call created it. Raises ``BackendError`` (one line) when
+    LangFuse cannot be read or written."""
+    from langfuse.api import NotFoundError as LangfuseNotFound
+
+    _install_sdk_filter()
+    token = _translating.set(True)
+    try:
+        client: Any = lf.get_prompt(
+            name, label=label, type="chat", cache_ttl_seconds=0, max_retries=1
+        )
+    except LangfuseNotFound:
+        client = None
+    except Exception as exc:
+        raise BackendError(
+            f"LangFuse at {base_url_of(lf)}: reading prompt {name!r} (label {label!r}) failed"
+            f" ({_fetch_failure(exc)})"
+        ) from None
+    finally:
+        _translating.reset(token)
+    if client is not None:
+        return _client_messages(client), int(client.version), False
+    own = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+    with api_errors(lf, f"creating prompt {name!r}"):
+        created = lf.create_prompt(
+            name=name,
+            prompt=cast(Any, own),
+            labels=[label],
+            type="chat",
+            config={"source": "extraction-eval", "content_hash": messages_hash(own)},
+            commit_message=commit_message,
+        )
+    return own, int(created.version), True
