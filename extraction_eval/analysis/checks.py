@@ -14,6 +14,7 @@ from extraction_eval.analysis.compare.runs import (
     RunComparison,
     compare_runs,
     parse_tolerances,
+    tolerance_specs,
 )
 from extraction_eval.analysis.protocols_run import paired_run_protocols, run_protocols
 from extraction_eval.analysis.stored import get_run, run_scoring
@@ -44,10 +45,8 @@ def _protocol_tolerances(specs: Sequence[str], protocols: Sequence[str]) -> dict
     """The ``METRIC=TOLERANCE`` specs naming protocol metrics, checked: each must be a metric
     of a chosen protocol (its precision, recall or F1), with a tolerance in [0, 1]."""
     known = gate_names(protocols)
-    out: dict[str, float] = {}
-    for spec in specs:
-        name, _, raw = spec.partition("=")
-        name = name.strip()
+    out = tolerance_specs(specs)
+    for name, value in out.items():
         if not protocols:
             raise InvalidValue(
                 "fail_on_regression",
@@ -59,17 +58,10 @@ def _protocol_tolerances(specs: Sequence[str], protocols: Sequence[str]) -> dict
                 "fail_on_regression",
                 f"unknown protocol metric {name!r}; with these protocols: {', '.join(known)}",
             )
-        try:
-            value = float(raw)
-        except ValueError:
-            raise InvalidValue(
-                "fail_on_regression", f"{name}: tolerance must be a number, got {raw.strip()!r}"
-            ) from None
         if not 0 <= value <= 1:
             raise InvalidValue(
                 "fail_on_regression", f"{name}: tolerance must be between 0 and 1, got {value:g}"
             )
-        out[name] = value
     return out
 
 

@@ -174,3 +174,13 @@ def test_strict_json_in_a_matrix_file_or_as_the_flag_reaches_every_cell(tmp_path
     flag = MatrixConfig.resolve(None, {"model": ["fake:a"], "strict_json": True})
     assert flag.base.pipeline.strict_json
     assert not MatrixConfig.resolve(None, {"model": ["fake:a"]}).base.pipeline.strict_json
+
+
+def test_a_protocol_metric_given_twice_is_refused_as_a_plain_one_is() -> None:
+    """The gate keeps one tolerance a metric: two for one protocol metric is a mistake said
+    at once (as for ``entity_f1``), not the last one silently kept."""
+    twice = ["semeval.strict.f1=0.01", "semeval.strict.f1=0.5"]
+    with pytest.raises(InvalidValue, match="semeval.strict.f1 given twice"):
+        find_baseline("base", twice, "extraction-eval", protocols=["semeval"])
+    with pytest.raises(InvalidValue, match="entity_f1 given twice"):
+        find_baseline("base", ["entity_f1=0.01", "entity_f1=0.5"], "extraction-eval")

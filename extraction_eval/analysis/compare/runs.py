@@ -16,7 +16,7 @@ LangFuse, and its rows are re-scored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -381,6 +381,14 @@ def _refusal(
 
 def parse_tolerances(specs: list[str]) -> dict[str, float]:
     """``NAME=TOLERANCE`` pairs (``entity_f1=0.01``) into a checked mapping."""
+    out = tolerance_specs(specs)
+    check_tolerances(out)
+    return out
+
+
+def tolerance_specs(specs: Sequence[str]) -> dict[str, float]:
+    """``NAME=TOLERANCE`` pairs as a mapping, whatever the metrics are (the caller checks
+    the names): each a number, none named twice (the gate would keep only one)."""
     out: dict[str, float] = {}
     for spec in specs:
         name, sep, raw = spec.partition("=")
@@ -396,5 +404,4 @@ def parse_tolerances(specs: list[str]) -> dict[str, float]:
         if name in out:
             raise InvalidValue("fail_on_regression", f"{name} given twice")
         out[name] = value
-    check_tolerances(out)
     return out
