@@ -180,7 +180,7 @@ def test_a_protocol_metric_given_twice_is_refused_as_a_plain_one_is() -> None:
     """The gate keeps one tolerance a metric: two for one protocol metric is a mistake said
     at once (as for ``entity_f1``), not the last one silently kept."""
     twice = ["semeval.strict.f1=0.01", "semeval.strict.f1=0.5"]
-    with pytest.raises(InvalidValue, match="semeval.strict.f1 given twice"):
+    with pytest.raises(InvalidValue, match=r"semeval\.strict\.f1 given twice"):
         find_baseline("base", twice, "extraction-eval", protocols=["semeval"])
     with pytest.raises(InvalidValue, match="entity_f1 given twice"):
         find_baseline("base", ["entity_f1=0.01", "entity_f1=0.5"], "extraction-eval")
