@@ -184,7 +184,8 @@ class AnthropicProvider:
         env_url = os.environ.get(BASE_URL_ENV, "").strip()
         if base_url is None and env_url:
             _check_env_url(env_url)
-        register_secret(api_key)  # a key given as an argument is redacted like the env's
+        if api_key != PLACEHOLDER_API_KEY:  # a clone's keyless gateway: no secret to mask
+            register_secret(api_key)  # a key given as an argument is redacted like the env's
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
             if base_url is None and not env_url:

@@ -209,7 +209,8 @@ class OpenAIProvider:
         env_url = os.environ.get("OPENAI_BASE_URL", "").strip()
         if base_url is None and env_url:
             _check_env_url(env_url)
-        register_secret(api_key)  # a key given as an argument is redacted like the env's
+        if api_key != PLACEHOLDER_API_KEY:  # a clone's keyless gateway: no secret to mask
+            register_secret(api_key)  # a key given as an argument is redacted like the env's
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
