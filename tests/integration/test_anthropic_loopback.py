@@ -144,6 +144,19 @@ def test_usage_and_price_are_recorded_and_a_rerun_is_answered_from_the_cache(
     assert all(r.ok and r.cache_hit for r in again.results)
 
 
+def test_a_rerun_on_a_gateway_recalls_the_probed_format_and_calls_nothing(
+    server: AnthropicServer,
+) -> None:
+    """The probe's answer is kept in the response cache (as for an OpenAI-compatible
+    server): an unchanged re-run asks the gateway nothing, not even the probe."""
+    run_experiment(config(server, "f1", limit=2, response_format="auto"))
+    calls = len(server.message_requests)
+    assert calls == 3  # the probe, then the 2 items
+    again = run_experiment(config(server, "f2", limit=2, response_format="auto"))
+    assert len(server.message_requests) == calls
+    assert all(r.ok and r.cache_hit for r in again.results)
+
+
 def test_a_gateway_without_tools_is_asked_for_text_and_a_fenced_reply_is_repaired(
     items: list[DatasetItem],
 ) -> None:
