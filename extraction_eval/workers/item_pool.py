@@ -104,6 +104,13 @@ class _Worker:
         return f"{said}: {line}" if line else said
 
     def close(self) -> None:
+        """Let go of its pipes and kept stderr, once it exited. Its stdin too: the writer
+        closes it after a stop, but not when the child had gone first (a broken pipe)."""
+        self._writer.join(timeout=_STOP_WAIT_S)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
         self.errors.close()
 
 
@@ -204,10 +211,6 @@ class ItemPool:
             except subprocess.TimeoutExpired:
                 worker.proc.kill()
                 worker.proc.wait()
-            for stream in (worker.proc.stdout,):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
             worker.close()
 
 

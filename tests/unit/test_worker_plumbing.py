@@ -78,3 +78,17 @@ def test_a_worker_failure_line_is_redacted(tmp_path: Path, monkeypatch: pytest.M
         worker.stop()
         worker.close()
     assert "gateway refused key" in why and secret not in why
+
+
+def test_a_worker_gone_before_its_stop_leaves_no_pipe_open() -> None:
+    """The child died; the next message met a broken pipe, so the writer never sent the
+    stop (nor closed stdin): stopping the pool still closes both pipes."""
+    pool = ItemPool(1)
+    (worker,) = pool.workers
+    worker.proc.kill()
+    worker.proc.wait(timeout=60)
+    worker.send(DatasetItem(id="a", text="Ada."))
+    worker._writer.join(timeout=60)  # it met the broken pipe and returned
+    pool.stop()
+    assert worker.proc.stdin is not None and worker.proc.stdin.closed
+    assert worker.proc.stdout is not None and worker.proc.stdout.closed
