@@ -88,7 +88,11 @@ def find_baseline(
             )
         return None
     try:
-        run = get_run(store or LocalStore(), name, dataset)
+        if store is None:
+            with LocalStore() as own:  # opened for this lookup only
+                run = get_run(own, name, dataset)
+        else:
+            run = get_run(store, name, dataset)
         return Baseline(run, tolerances, protocol_tolerances)
     except NotFoundError as exc:
         raise InvalidValue("baseline", f"names no stored run: {exc}") from None
@@ -139,8 +143,10 @@ def check_run(
                 mentions=("resume", "max_cost"),
             )
         )
+    if store is None and (baseline is not None or protocols):
+        with LocalStore() as own:  # opened for these checks: closed after them
+            return check_run(outcome, config, baseline, protocols=protocols, train=train, store=own)
     checks = RunChecks(thresholds=outcome.failed_thresholds(config.fail_under, config.fail_over))
-    store = store or (LocalStore() if baseline is not None or protocols else None)
     if baseline is not None:
         assert store is not None
         checks.baseline = compare_runs(

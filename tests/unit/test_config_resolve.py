@@ -184,3 +184,33 @@ def test_a_protocol_metric_given_twice_is_refused_as_a_plain_one_is() -> None:
         find_baseline("base", twice, "extraction-eval", protocols=["semeval"])
     with pytest.raises(InvalidValue, match="entity_f1 given twice"):
         find_baseline("base", ["entity_f1=0.01", "entity_f1=0.5"], "extraction-eval")
+
+
+def test_the_stores_the_checks_open_for_themselves_are_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``find_baseline`` and ``check_run`` given no store open one each (SQLite connections
+    and files): both are closed when the checks are done, not left to the garbage collector."""
+    import extraction_eval.analysis.checks as checks_module
+    from extraction_eval.backends.local import LocalStore
+
+    config = RunConfig(name="base", pipeline=PipelineConfig(model="offline:baseline"))
+    outcome = run_experiment(config)
+    opened: list[Any] = []
+    closed: list[Any] = []
+
+    class Recorded(LocalStore):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+        def close(self) -> None:
+            closed.append(self)
+            super().close()
+
+    monkeypatch.setattr(checks_module, "LocalStore", Recorded)
+    baseline = find_baseline("base", ["entity_f1=0.5"], "extraction-eval")
+    assert baseline is not None
+    checks = check_run(outcome, config, baseline, protocols=["semeval"])
+    assert checks.protocols is not None and checks.protocols_paired is not None
+    assert len(opened) == 2 and all(s in closed for s in opened)
