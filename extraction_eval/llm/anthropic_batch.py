@@ -76,7 +76,7 @@ async def run_batches(
             todo,
             max_requests=min(settings.max_requests, MAX_REQUESTS),
             max_bytes=MAX_BYTES,
-            size=lambda params: len(json.dumps(params)) + 100,  # with its custom id
+            size=lambda cid, params: len(json.dumps({"custom_id": cid, "params": params})),
         )
         for chunk in chunks:
             batch = await client.messages.batches.create(

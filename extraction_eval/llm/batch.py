@@ -132,15 +132,15 @@ def split_requests(
     *,
     max_requests: int,
     max_bytes: int,
-    size: Callable[[T], int],
+    size: Callable[[str, T], int],
 ) -> list[list[tuple[str, T]]]:
     """``requests`` in order, cut into batches within the provider's request-count and byte
-    limits (``size``: what one request adds to its batch)."""
+    limits (``size``: the bytes one request, with its custom id, adds to its batch)."""
     out: list[list[tuple[str, T]]] = []
     current: list[tuple[str, T]] = []
     total = 0
     for custom_id, request in requests:
-        length = size(request)
+        length = size(custom_id, request)
         if current and (len(current) >= max_requests or total + length > max_bytes):
             out.append(current)
             current, total = [], 0
@@ -253,7 +253,10 @@ async def run_batches(
     ]
     try:
         for chunk in split_requests(
-            todo, max_requests=settings.max_requests, max_bytes=settings.max_bytes, size=len
+            todo,
+            max_requests=settings.max_requests,
+            max_bytes=settings.max_bytes,
+            size=lambda _cid, line: len(line),  # the line carries its custom id
         ):
             upload = await client.files.create(
                 file=("requests.jsonl", b"".join(line for _, line in chunk)), purpose="batch"
