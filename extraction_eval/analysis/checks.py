@@ -14,6 +14,7 @@ from extraction_eval.analysis.compare.runs import (
     RunComparison,
     compare_runs,
     parse_tolerances,
+    tolerance_specs,
 )
 from extraction_eval.analysis.protocols_run import paired_run_protocols, run_protocols
 from extraction_eval.analysis.stored import get_run, run_scoring
@@ -44,10 +45,8 @@ def _protocol_tolerances(specs: Sequence[str], protocols: Sequence[str]) -> dict
     """The ``METRIC=TOLERANCE`` specs naming protocol metrics, checked: each must be a metric
     of a chosen protocol (its precision, recall or F1), with a tolerance in [0, 1]."""
     known = gate_names(protocols)
-    out: dict[str, float] = {}
-    for spec in specs:
-        name, _, raw = spec.partition("=")
-        name = name.strip()
+    out = tolerance_specs(specs)
+    for name, value in out.items():
         if not protocols:
             raise InvalidValue(
                 "fail_on_regression",
@@ -59,17 +58,10 @@ def _protocol_tolerances(specs: Sequence[str], protocols: Sequence[str]) -> dict
                 "fail_on_regression",
                 f"unknown protocol metric {name!r}; with these protocols: {', '.join(known)}",
             )
-        try:
-            value = float(raw)
-        except ValueError:
-            raise InvalidValue(
-                "fail_on_regression", f"{name}: tolerance must be a number, got {raw.strip()!r}"
-            ) from None
         if not 0 <= value <= 1:
             raise InvalidValue(
                 "fail_on_regression", f"{name}: tolerance must be between 0 and 1, got {value:g}"
             )
-        out[name] = value
     return out
 
 
@@ -96,7 +88,11 @@ def find_baseline(
             )
         return None
     try:
-        run = get_run(store or LocalStore(), name, dataset)
+        if store is None:
+            with LocalStore() as own:  # opened for this lookup only
+                run = get_run(own, name, dataset)
+        else:
+            run = get_run(store, name, dataset)
         return Baseline(run, tolerances, protocol_tolerances)
     except NotFoundError as exc:
         raise InvalidValue("baseline", f"names no stored run: {exc}") from None
@@ -147,8 +143,10 @@ def check_run(
                 mentions=("resume", "max_cost"),
             )
         )
+    if store is None and (baseline is not None or protocols):
+        with LocalStore() as own:  # opened for these checks: closed after them
+            return check_run(outcome, config, baseline, protocols=protocols, train=train, store=own)
     checks = RunChecks(thresholds=outcome.failed_thresholds(config.fail_under, config.fail_over))
-    store = store or (LocalStore() if baseline is not None or protocols else None)
     if baseline is not None:
         assert store is not None
         checks.baseline = compare_runs(

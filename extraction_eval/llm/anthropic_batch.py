@@ -22,7 +22,9 @@ from extraction_eval.llm.batch import (
     BatchRecord,
     BatchResults,
     BatchSettings,
-    stream_lines,
+    keep_asked,
+    read_rows,
+    split_requests,
 )
 
 if TYPE_CHECKING:
@@ -32,26 +34,6 @@ if TYPE_CHECKING:
 MAX_REQUESTS = 100_000
 MAX_BYTES = 250 * 1024 * 1024
 ENDED = "ended"
-
-
-def _chunks(
-    requests: Sequence[tuple[str, dict[str, Any]]], settings: BatchSettings
-) -> list[list[tuple[str, dict[str, Any]]]]:
-    """Split into batches within the request-count and byte limits."""
-    limit = min(settings.max_requests, MAX_REQUESTS)
-    out: list[list[tuple[str, dict[str, Any]]]] = []
-    current: list[tuple[str, dict[str, Any]]] = []
-    size = 0
-    for cid, params in requests:
-        length = len(json.dumps(params)) + len(cid) + 32
-        if current and (len(current) >= limit or size + length > MAX_BYTES):
-            out.append(current)
-            current, size = [], 0
-        current.append((cid, params))
-        size += length
-    if current:
-        out.append(current)
-    return out
 
 
 async def run_batches(
@@ -90,7 +72,13 @@ async def run_batches(
         for cid in wanted - covered:
             results.errors.pop(cid, None)  # asked again below
         todo = [(cid, params) for cid, params in requests if cid not in covered]
-        for chunk in _chunks(todo, settings):
+        chunks = split_requests(
+            todo,
+            max_requests=min(settings.max_requests, MAX_REQUESTS),
+            max_bytes=MAX_BYTES,
+            size=lambda cid, params: len(json.dumps({"custom_id": cid, "params": params})),
+        )
+        for chunk in chunks:
             batch = await client.messages.batches.create(
                 requests=[{"custom_id": cid, "params": params} for cid, params in chunk]  # type: ignore[typeddict-item]
             )
@@ -105,11 +93,7 @@ async def run_batches(
         )
     except anthropic.AnthropicError as exc:
         raise map_anthropic_error(exc) from exc
-    # a reused batch may cover requests of other runs: report only the ones asked for
-    results.answers = {c: a for c, a in results.answers.items() if c in wanted}
-    results.errors = {c: e for c, e in results.errors.items() if c in wanted}
-    for cid in wanted - results.answers.keys() - results.errors.keys():
-        results.errors[cid] = "the batch that covered this request gave no answer for it"
+    keep_asked(results, wanted)
     return results
 
 
@@ -142,17 +126,9 @@ async def _read_results(client: AsyncAnthropic, record: BatchRecord) -> list[dic
     """The result lines of ``record``'s batch for its ids, streamed: each line read under the
     JSONL reader's rules (``lines.objects``), so a bad or oversized line costs only its own
     request (which then has no answer: that item's error)."""
-    from extraction_eval.datasets.lines import objects
-
-    wanted = set(record.custom_ids)
-    rows = []
     streamed = client.messages.batches.with_streaming_response.results(record.batch_id)
     async with streamed as response:
-        async for line in stream_lines(response.iter_bytes()):
-            for _, row, _ in objects([line]):
-                if row is not None and row.get("custom_id") in wanted:
-                    rows.append(row)
-    return rows
+        return await read_rows(response.iter_bytes(), record.custom_ids)
 
 
 def _take(row: dict[str, Any], batch_id: str, results: BatchResults, model: str) -> None:

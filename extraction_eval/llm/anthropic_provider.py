@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from extraction_eval.errors import ConfigError, InvalidValue, ProviderError
 from extraction_eval.llm.base import Completion, CompletionRequest, reported_usage
-from extraction_eval.llm.retry import ProviderTimeout, retry_after_from_headers
+from extraction_eval.llm.retry import ProviderTimeout, status_error
 from extraction_eval.redact import register_secret
 
 if TYPE_CHECKING:
@@ -50,17 +50,6 @@ SAMPLING_NOTE = (
 PLACEHOLDER_API_KEY = "not-needed"
 
 
-def _retryable_status(status: int) -> bool:
-    """429 (rate limit), 408/409, 529 (overloaded) and every 5xx are worth another attempt."""
-    return status in (408, 409, 429) or status >= 500
-
-
-def _should_retry_header(headers: Any) -> bool | None:
-    """Anthropic's ``x-should-retry`` overrides the status-code rule when present."""
-    value = headers.get("x-should-retry") if headers is not None else None
-    return {"true": True, "false": False}.get(value) if isinstance(value, str) else None
-
-
 def map_anthropic_error(exc: BaseException) -> ProviderError:
     """SDK exception -> ``ProviderError`` with ``retryable`` / ``retry_after`` filled in.
 
@@ -74,21 +63,13 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
         return ProviderError(f"cannot connect to the Anthropic endpoint: {exc}", retryable=True)
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
-        headers = exc.response.headers
-        should = _should_retry_header(headers)
         kind = exc.type if isinstance(exc.type, str) else None
         detail = exc.api_message if isinstance(exc.api_message, str) else None
         if detail is None:  # not the Messages API's error shape: whatever the SDK read
             detail = exc.message if isinstance(exc.message, str) else ""
         invalid = status in (400, 422) or kind == "invalid_request_error"
-        retryable = should if should is not None else _retryable_status(status) and not invalid
         label = f"Anthropic API error {status}" + (f" {kind}" if kind else "")
-        return ProviderError(
-            f"{label}: {detail}".rstrip(": "),
-            retryable=retryable,
-            retry_after=retry_after_from_headers(headers) if retryable else None,
-            invalid_request=invalid,
-        )
+        return status_error(label, status, exc.response.headers, detail, invalid=invalid)
     if isinstance(exc, anthropic.APIResponseValidationError):
         return ProviderError(f"unexpected response from the Anthropic endpoint: {exc.message}")
     if isinstance(exc, anthropic.APIError):
@@ -203,7 +184,8 @@ class AnthropicProvider:
         env_url = os.environ.get(BASE_URL_ENV, "").strip()
         if base_url is None and env_url:
             _check_env_url(env_url)
-        register_secret(api_key)  # a key given as an argument is redacted like the env's
+        if api_key != PLACEHOLDER_API_KEY:  # a clone's keyless gateway: no secret to mask
+            register_secret(api_key)  # a key given as an argument is redacted like the env's
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
             if base_url is None and not env_url:

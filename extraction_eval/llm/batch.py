@@ -24,7 +24,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from extraction_eval.errors import ProviderError, one_line
 from extraction_eval.llm.base import Completion, CompletionRequest, reported_usage
@@ -32,6 +32,8 @@ from extraction_eval.llm.context import current_item_id
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+T = TypeVar("T")
 
 # OpenAI's limits per batch input file (50,000 requests, 200 MB); we stay a little below.
 MAX_REQUESTS = 50_000
@@ -125,21 +127,25 @@ def completion_from_body(body: Any, fallback_model: str) -> Completion:
     )
 
 
-def _chunks(
-    lines: Sequence[tuple[str, bytes]], settings: BatchSettings
-) -> list[list[tuple[str, bytes]]]:
-    """Split into files within the request-count and byte limits."""
-    out: list[list[tuple[str, bytes]]] = []
-    current: list[tuple[str, bytes]] = []
-    size = 0
-    for custom_id, line in lines:
-        if current and (
-            len(current) >= settings.max_requests or size + len(line) > settings.max_bytes
-        ):
+def split_requests(
+    requests: Sequence[tuple[str, T]],
+    *,
+    max_requests: int,
+    max_bytes: int,
+    size: Callable[[str, T], int],
+) -> list[list[tuple[str, T]]]:
+    """``requests`` in order, cut into batches within the provider's request-count and byte
+    limits (``size``: the bytes one request, with its custom id, adds to its batch)."""
+    out: list[list[tuple[str, T]]] = []
+    current: list[tuple[str, T]] = []
+    total = 0
+    for custom_id, request in requests:
+        length = size(custom_id, request)
+        if current and (len(current) >= max_requests or total + length > max_bytes):
             out.append(current)
-            current, size = [], 0
-        current.append((custom_id, line))
-        size += len(line)
+            current, total = [], 0
+        current.append((custom_id, request))
+        total += length
     if current:
         out.append(current)
     return out
@@ -154,15 +160,24 @@ async def _read_file(
     (which then has no answer: that item's error); rows for other ids are never kept."""
     if not file_id:
         return []
+    async with client.files.with_streaming_response.content(file_id) as response:
+        return await read_rows(response.iter_bytes(), custom_ids)
+
+
+async def read_rows(
+    chunks: AsyncIterator[bytes], custom_ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The JSONL rows of a streamed results file whose ``custom_id`` is one of ``custom_ids``,
+    each line read under the JSONL reader's rules (``lines.objects``): a bad or oversized
+    line costs only its own request (which then has no answer: that item's error)."""
     from extraction_eval.datasets.lines import objects
 
     wanted = set(custom_ids)
     rows = []
-    async with client.files.with_streaming_response.content(file_id) as response:
-        async for line in stream_lines(response.iter_bytes()):
-            for _, row, _ in objects([line]):
-                if row is not None and row.get("custom_id") in wanted:
-                    rows.append(row)
+    async for line in stream_lines(chunks):
+        for _, row, _ in objects([line]):
+            if row is not None and row.get("custom_id") in wanted:
+                rows.append(row)
     return rows
 
 
@@ -237,7 +252,12 @@ async def run_batches(
         if cid not in covered
     ]
     try:
-        for chunk in _chunks(todo, settings):
+        for chunk in split_requests(
+            todo,
+            max_requests=settings.max_requests,
+            max_bytes=settings.max_bytes,
+            size=lambda _cid, line: len(line),  # the line carries its custom id
+        ):
             upload = await client.files.create(
                 file=("requests.jsonl", b"".join(line for _, line in chunk)), purpose="batch"
             )
@@ -260,12 +280,17 @@ async def run_batches(
         from extraction_eval.llm.openai_provider import map_openai_error
 
         raise map_openai_error(exc) from exc
-    # a reused batch may cover requests of other runs: report only the ones asked for
+    keep_asked(results, wanted)
+    return results
+
+
+def keep_asked(results: BatchResults, wanted: set[str]) -> None:
+    """Only the requests asked for (a reused batch may cover other runs' too), each with an
+    answer or an error: a request no batch answered is its item's error, never lost."""
     results.answers = {c: a for c, a in results.answers.items() if c in wanted}
     results.errors = {c: e for c, e in results.errors.items() if c in wanted}
     for cid in wanted - results.answers.keys() - results.errors.keys():
         results.errors[cid] = "the batch that covered this request gave no answer for it"
-    return results
 
 
 async def _collect(

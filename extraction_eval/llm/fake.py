@@ -52,7 +52,7 @@ from extraction_eval.errors import ConfigError, ProviderError
 from extraction_eval.limits import MAX_FAKE_SCRIPT_BYTES
 from extraction_eval.llm.base import Completion, CompletionRequest
 from extraction_eval.llm.context import current_item_id
-from extraction_eval.llm.retry import ProviderTimeout
+from extraction_eval.llm.retry import ProviderTimeout, retryable_status
 from extraction_eval.regular_files import NotReadable, read_regular
 from extraction_eval.types import Extraction, Usage
 
@@ -200,10 +200,6 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-def _retryable_status(status: int) -> bool:
-    return status in (408, 409, 429) or status >= 500
-
-
 @dataclass
 class FakeProvider:
     """The scripted fake; ``calls`` records every request it received, in order."""
@@ -333,7 +329,7 @@ class FakeProvider:
                 raise ConfigError(f"fake script: unknown error {kind!r}") from None
             exc = ProviderError(
                 message or f"fake provider: HTTP {status} (scripted)",
-                retryable=bool(step.get("retryable", _retryable_status(status))),
+                retryable=bool(step.get("retryable", retryable_status(status))),
                 retry_after=retry_after,
             )
         exc.fake_kind = str(kind)  # type: ignore[attr-defined]

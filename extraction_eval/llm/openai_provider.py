@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from extraction_eval.errors import ConfigError, ProviderError
 from extraction_eval.llm.base import Completion, CompletionRequest, reported_usage
-from extraction_eval.llm.retry import ProviderTimeout, retry_after_from_headers
+from extraction_eval.llm.retry import ProviderTimeout, status_error
 from extraction_eval.redact import register_secret
 
 if TYPE_CHECKING:
@@ -49,10 +49,6 @@ def _cached_tokens(usage: Any) -> int | None:
     return cached if isinstance(cached, int) else None
 
 
-def _retryable_status(status: int) -> bool:
-    return status in (408, 409, 429) or status >= 500
-
-
 # What a server says when it refuses the request body itself. llama-cpp-python answers 500 to
 # a response_format it does not know ("Input should be 'text' or 'json_object'", pydantic's);
 # FastAPI-style servers say 422; vLLM and OpenAI 400 with an ``invalid_request_error``.
@@ -74,16 +70,6 @@ def _invalid_request(status: int, message: str, body: Any) -> bool:
         return False
     text = f"{message} {body!r}"[:4000].casefold()
     return any(marker in text for marker in _INVALID_BODY_MARKERS)
-
-
-def _should_retry_header(headers: Any) -> bool | None:
-    """OpenAI's ``x-should-retry`` overrides the status-code rule when present."""
-    value = headers.get("x-should-retry") if headers is not None else None
-    if value == "true":
-        return True
-    if value == "false":
-        return False
-    return None
 
 
 def _aiohttp_connection_failure(exc: BaseException) -> bool:
@@ -128,16 +114,10 @@ def map_openai_error(exc: BaseException) -> ProviderError:
         return ProviderError(f"cannot connect to the OpenAI endpoint: {detail}", retryable=True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        headers = exc.response.headers
-        should = _should_retry_header(headers)
         detail = exc.message if isinstance(exc.message, str) else ""
         invalid = _invalid_request(status, detail, exc.body)
-        retryable = should if should is not None else _retryable_status(status) and not invalid
-        return ProviderError(
-            f"OpenAI API error {status}: {detail}".rstrip(": "),
-            retryable=retryable,
-            retry_after=retry_after_from_headers(headers) if retryable else None,
-            invalid_request=invalid,
+        return status_error(
+            f"OpenAI API error {status}", status, exc.response.headers, detail, invalid=invalid
         )
     if isinstance(exc, openai.APIResponseValidationError):
         return ProviderError(f"unexpected response from the OpenAI endpoint: {exc.message}")
@@ -229,7 +209,8 @@ class OpenAIProvider:
         env_url = os.environ.get("OPENAI_BASE_URL", "").strip()
         if base_url is None and env_url:
             _check_env_url(env_url)
-        register_secret(api_key)  # a key given as an argument is redacted like the env's
+        if api_key != PLACEHOLDER_API_KEY:  # a clone's keyless gateway: no secret to mask
+            register_secret(api_key)  # a key given as an argument is redacted like the env's
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):

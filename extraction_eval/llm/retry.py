@@ -210,3 +210,26 @@ def retry_after_from_headers(headers: Mapping[str, str] | Any) -> float | None:
             pass
     raw = getter("retry-after") or getter("Retry-After")
     return parse_retry_after(str(raw)) if raw is not None else None
+
+
+def retryable_status(status: int) -> bool:
+    """429 (rate limit), 408/409, 529 (Anthropic's overloaded) and every 5xx are worth
+    another attempt: the same rule for every provider (and the fake, which plays them)."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def status_error(
+    label: str, status: int, headers: Any, detail: str, *, invalid: bool
+) -> ProviderError:
+    """An HTTP error answer as a ``ProviderError``: the server's ``x-should-retry`` (OpenAI's
+    and Anthropic's SDKs both honour it) overrides the status rule; a refused request body
+    (``invalid``) is never retried; ``Retry-After`` is kept only when a retry will come."""
+    value = headers.get("x-should-retry") if headers is not None else None
+    should = {"true": True, "false": False}.get(value) if isinstance(value, str) else None
+    retryable = should if should is not None else retryable_status(status) and not invalid
+    return ProviderError(
+        f"{label}: {detail}".rstrip(": "),
+        retryable=retryable,
+        retry_after=retry_after_from_headers(headers) if retryable else None,
+        invalid_request=invalid,
+    )

@@ -213,13 +213,14 @@ class LLMPipeline:
     def _recalled_format(self) -> FormatChoice | None:
         """The format a probe of this server detected before, from the response cache (None:
         nothing to recall, a format that is pinned or known, or the cache off / refreshed)."""
+        from extraction_eval.llm.anthropic_provider import AnthropicProvider
         from extraction_eval.llm.formats import FormatChoice
         from extraction_eval.llm.openai_provider import AUTO, OpenAIProvider
 
         provider = self.provider
         if (
             self.cache is None
-            or not isinstance(provider, OpenAIProvider)
+            or not isinstance(provider, (OpenAIProvider, AnthropicProvider))
             or provider.response_format != AUTO
             or provider.format_choice is not None
             or provider.official_api

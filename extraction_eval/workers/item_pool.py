@@ -19,7 +19,6 @@ import pickle
 import queue
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,6 +29,7 @@ from extraction_eval.errors import BackendError
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.runner import ItemRunner
 from extraction_eval.types import DatasetItem, ItemResult
+from extraction_eval.workers.child import last_error_line, start_python
 from extraction_eval.workers.item_worker import DONE, FAILED, LOST, READY, Job
 
 Answer = tuple[ItemResult, ItemScore, list[CacheRow]]
@@ -51,13 +51,7 @@ class _Worker:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _CODE],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors,
-        )
+        self.proc, self.errors = start_python(_CODE)  # errors: closed by close()
         self.pending: dict[str, asyncio.Future[Answer]] = {}
         self.ready: asyncio.Future[bool] | None = None
         self.dead: str | None = None  # why it is not running items
@@ -104,17 +98,19 @@ class _Worker:
 
     def why(self) -> str:
         """Why it exited, in one line: the last line it wrote to stderr, else its status."""
-        try:
-            self.errors.seek(0)
-            tail = self.errors.read()[-4096:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            tail = ""
-        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+        line = last_error_line(self.errors)
         status = self.proc.poll()
         said = f"exit status {status}" if status is not None else "its output ended"
-        return f"{said}: {lines[-1][:300]}" if lines else said
+        return f"{said}: {line}" if line else said
 
     def close(self) -> None:
+        """Let go of its pipes and kept stderr, once it exited. Its stdin too: the writer
+        closes it after a stop, but not when the child had gone first (a broken pipe)."""
+        self._writer.join(timeout=_STOP_WAIT_S)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
         self.errors.close()
 
 
@@ -215,10 +211,6 @@ class ItemPool:
             except subprocess.TimeoutExpired:
                 worker.proc.kill()
                 worker.proc.wait()
-            for stream in (worker.proc.stdout,):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
             worker.close()
 
 

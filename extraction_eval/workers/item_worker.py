@@ -8,8 +8,9 @@ over the child's stdin and a private copy of its stdout (fd 1 itself then points
 so a stray print of a user's pipeline cannot land among the pickles); stdin carries
 ``sys.path``, then the :class:`Job`, then lists of items (``None``: stop); stdout carries
 lists of messages (:data:`READY`, ``(DONE, item_id, result, score, cache_rows)``,
-``(LOST, item_id, why)`` when a result cannot be sent, ``(FAILED, why)`` when the setup
-failed). Ctrl-C is the run's process's: this one ignores SIGINT and is stopped by it.
+``(LOST, item_id, why)`` when a result cannot be sent or its run raised, ``(FAILED, why)``
+when the setup failed). Ctrl-C is the run's process's: this one ignores SIGINT and is
+stopped by it.
 """
 
 from __future__ import annotations
@@ -161,8 +162,12 @@ async def _serve(runner: ItemRunner, cache: SQLiteResponseCache | None, source: 
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(item: DatasetItem) -> None:
-        result, scored = await runner.run_scored(item)
-        rows = cache.take(item.id) if cache is not None else []
+        try:
+            result, scored = await runner.run_scored(item)
+            rows = cache.take(item.id) if cache is not None else []
+        except Exception as exc:  # unanswered, the run would wait for it forever
+            outbox.put((LOST, item.id, f"it failed in its worker: {one_line(exc, with_type=True)}"))
+            return
         outbox.put((DONE, item.id, result, scored, rows))
 
     def start(items: list[DatasetItem] | None) -> None:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
-import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +28,7 @@ from extraction_eval.analysis.html_report.build import (
     range_stream,
 )
 from extraction_eval.backends.local import LocalStore, RunRecord
+from extraction_eval.workers.child import last_error_line, start_python
 
 
 class Worker:
@@ -48,17 +47,7 @@ class Worker:
 
     def __init__(self, path: Path, runs: Sequence[RunRecord], after: int) -> None:
         # its stderr kept aside: a failure becomes one line of the caller's warning
-        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", self.code],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self.errors,
-            )
-        except BaseException:
-            self.errors.close()
-            raise
+        self.proc, self.errors = start_python(self.code)  # errors: closed by close()
         self.cpu = self.peak_mb = 0.0  # its user + system seconds and peak RSS, once done
         self.timed_out: float | None = None  # the wait after which it was stopped
         self._timer: threading.Timer | None = None
@@ -89,13 +78,7 @@ class Worker:
         stderr (its exception), cut to 300 characters."""
         if self.timed_out is not None:
             return f"it had not answered {self.timed_out:.0f} s after this process was done"
-        try:
-            self.errors.seek(0)
-            tail = self.errors.read()[-4096:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            tail = ""
-        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
-        return lines[-1][:300] if lines else f"exit status {self.proc.returncode}"
+        return last_error_line(self.errors) or f"exit status {self.proc.returncode}"
 
     def _read(self, kind: type[Any]) -> Any:
         stdout = self.proc.stdout

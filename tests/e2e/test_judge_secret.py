@@ -16,6 +16,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.backends.local.store import default_home
 from extraction_eval.cli import app
 from extraction_eval.llm.fake import register_fake, unregister_fake
+from tests.support.judging import last_word_answers
 from tests.support.openai_server import LoopbackServer, echo_auth, user_text
 
 KEY = "odd-judge-Secret-Value-90210"
@@ -41,13 +42,7 @@ def test_a_judge_quoting_the_key_leaks_it_nowhere(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     items = LocalStore().get_items("extraction-eval")[:3]
-    renamed = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    renamed = last_word_answers(items)
     register_fake("lastword", {"items": renamed})
     shown: list[str] = []
     try:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.llm.fake import FakeProvider, register_fake, unregister_fake
+from tests.support.judging import last_word_answers
 
 runner = CliRunner(env={"COLUMNS": "200"})  # a judged match on one line
 HOSTILE = "renamed <b>x</b></script><script>alert(1)</script>"
@@ -33,13 +34,7 @@ def _last_word_run(name: str, n: int = 3) -> None:
     """A run whose model names every entity by its last word (string matching misses the
     multi-word names; a judge can credit them)."""
     items = LocalStore().get_items("extraction-eval")[:n]
-    renamed = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    renamed = last_word_answers(items)
     register_fake(f"rn-{name}", {"items": renamed})
     done = runner.invoke(
         app, ["run", "--model", f"fake:rn-{name}", "--limit", str(n), "--name", name]
@@ -257,13 +252,7 @@ def test_compare_pairs_the_judged_f1_with_a_ci_beside_the_string_delta(fakes: No
 
 def _last_word_items(n: int) -> dict[str, Any]:
     items = LocalStore().get_items("extraction-eval")[:n]
-    return {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    return last_word_answers(items)
 
 
 PRICED = ("--price-in", "1", "--price-out", "1", "--max-cost", "0.5")

@@ -6,45 +6,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from typer.testing import CliRunner
 
 from extraction_eval.analysis.protocols_run import protocol_cells
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
+from tests.support.cli_data import ok, upload_head
 
 runner = CliRunner()
 PIPELINES = "tests.support.pipelines"
 TWO = ["--protocol", "semeval", "--protocol", "re"]  # one bootstrap draws both
 
 
-def _ok(result: Any) -> str:
-    assert result.exit_code == 0, result.stderr
-    return str(result.stdout)
-
-
-def _upload(shared_data: Path, tmp_path: Path, source: str, n: int, name: str) -> None:
-    lines = (shared_data / source).read_text(encoding="utf-8").splitlines()[:n]
-    path = tmp_path / f"{name}.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _ok(runner.invoke(app, ["datasets", "upload", name, str(path)]))
-
-
 def test_protocol_cells_mark_the_best_and_the_cells_not_told_apart(
     shared_data: Path, tmp_path: Path
 ) -> None:
-    _upload(shared_data, tmp_path, "conll04_test.jsonl", 30, "c04")
+    upload_head(shared_data, tmp_path, "conll04_test.jsonl", 30, "c04")
     for name, pipeline in (("gold", "echo_gold"), ("twin", "echo_gold"), ("first", "first_entity")):
         args = ["--dataset", "c04", "--name", name, "--pipeline", f"{PIPELINES}:{pipeline}"]
-        _ok(runner.invoke(_run_app, args))
+        ok(runner.invoke(_run_app, args))
     store = LocalStore()
     runs = [store.get_run(n, "c04") for n in ("first", "gold", "twin")]
     assert all(r is not None for r in runs)
     cells = protocol_cells(store, runs, ["semeval", "re"])  # type: ignore[arg-type]
     assert "semeval.strict.f1" in cells.metrics and "re_strict.f1" in cells.metrics
     compared = json.loads(
-        _ok(runner.invoke(app, ["compare", "gold", "first", "--format", "json", *TWO]))
+        ok(runner.invoke(app, ["compare", "gold", "first", "--format", "json", *TWO]))
     )["protocols"]
     value, ci = cells.values["first"]["semeval.strict.f1"]
     block = compared["b"]["semeval"]["strict"]
@@ -55,15 +43,15 @@ def test_protocol_cells_mark_the_best_and_the_cells_not_told_apart(
 
 
 def test_matrix_prints_the_protocol_table(shared_data: Path, tmp_path: Path) -> None:
-    _upload(shared_data, tmp_path, "conll04_test.jsonl", 10, "c04")
+    upload_head(shared_data, tmp_path, "conll04_test.jsonl", 10, "c04")
     args = ["matrix", "--dataset", "c04", "--name", "mx", "--model", "offline:baseline"]
     args += ["--temperature", "0", "--temperature", "0.5"]
-    out = _ok(runner.invoke(app, [*args, "--protocol", "re", "--protocol", "semeval"]))
+    out = ok(runner.invoke(app, [*args, "--protocol", "re", "--protocol", "semeval"]))
     assert "protocols per cell" in out and "re_strict = re_strict.f1" in out
     store = LocalStore()
     cell = next(r for r in store.list_runs("c04") if r.name.endswith("t0"))
     compared = json.loads(
-        _ok(
+        ok(
             runner.invoke(
                 app, ["compare", cell.name, cell.name, "--format", "json", "--protocol", "re"]
             )
@@ -76,16 +64,16 @@ def test_matrix_prints_the_protocol_table(shared_data: Path, tmp_path: Path) -> 
 
 
 def test_matrix_aliases_score_every_cell_end_to_end(shared_data: Path, tmp_path: Path) -> None:
-    _upload(shared_data, tmp_path, "redocred_dev_first100.jsonl", 20, "rd")
+    upload_head(shared_data, tmp_path, "redocred_dev_first100.jsonl", 20, "rd")
     store = LocalStore()
     figures = {}
     for flag in ((), ("--no-aliases",)):
         name = "mx-names" if flag else "mx-default"
         matrix = ["matrix", "--dataset", "rd", "--name", name, "--model", "offline:baseline"]
-        _ok(runner.invoke(app, [*matrix, "--temperature", "0", *flag]))
+        ok(runner.invoke(app, [*matrix, "--temperature", "0", *flag]))
         (cell,) = [r for r in store.list_runs("rd") if r.name.startswith(name + "/")]
         alone = ["--dataset", "rd", "--name", name + "-run", "--model", "offline:baseline"]
-        _ok(runner.invoke(_run_app, [*alone, *flag]))
+        ok(runner.invoke(_run_app, [*alone, *flag]))
         run = store.get_run(name + "-run", "rd")
         assert run is not None
         report = cell.summary["report"]

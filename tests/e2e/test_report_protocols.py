@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
+from tests.support.cli_data import ok, upload_head
 from tests.support.pipelines import by_mention
 from tests.support.report_page import read_embedded
 
@@ -20,27 +21,14 @@ PIPELINES = "tests.support.pipelines"
 PROTOCOLS = ["--protocol", "semeval", "--protocol", "re", "--protocol", "docred"]
 
 
-def _ok(result: Any) -> str:
-    assert result.exit_code == 0, result.stderr
-    return str(result.stdout)
-
-
-def _upload(shared_data: Path, tmp_path: Path, source: str, n: int, name: str) -> Path:
-    lines = (shared_data / source).read_text(encoding="utf-8").splitlines()[:n]
-    path = tmp_path / f"{name}.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _ok(runner.invoke(app, ["datasets", "upload", name, str(path)]))
-    return path
-
-
 def _run(dataset: str, name: str, pipeline: str, *extra: str) -> None:
     args = ["--dataset", dataset, "--name", name, "--pipeline", f"{PIPELINES}:{pipeline}"]
-    _ok(runner.invoke(_run_app, [*args, *extra]))
+    ok(runner.invoke(_run_app, [*args, *extra]))
 
 
 def _page(tmp_path: Path, *args: str) -> tuple[str, dict[str, Any]]:
     out = tmp_path / "report.html"
-    _ok(runner.invoke(app, ["report", *args, "--out", str(out)]))
+    ok(runner.invoke(app, ["report", *args, "--out", str(out)]))
     html = out.read_text(encoding="utf-8")
     return html, read_embedded(html)
 
@@ -48,12 +36,12 @@ def _page(tmp_path: Path, *args: str) -> tuple[str, dict[str, Any]]:
 def test_report_protocols_equal_compare_and_pair_the_runs(
     shared_data: Path, tmp_path: Path
 ) -> None:
-    _upload(shared_data, tmp_path, "conll04_test.jsonl", 30, "c04")
+    upload_head(shared_data, tmp_path, "conll04_test.jsonl", 30, "c04")
     _run("c04", "first", "first_entity")
     _run("c04", "gold", "echo_gold")
     html, page = _page(tmp_path, "first", "gold", *PROTOCOLS)
     compared = json.loads(
-        _ok(runner.invoke(app, ["compare", "first", "gold", "--format", "json", *PROTOCOLS]))
+        ok(runner.invoke(app, ["compare", "first", "gold", "--format", "json", *PROTOCOLS]))
     )["protocols"]
     protocols = page["protocols"]
     assert protocols["names"] == ["semeval", "re", "docred"]
@@ -83,12 +71,12 @@ def _scored(tmp_path: Path, gold: Path, *extra: str) -> dict[str, Any]:
         encoding="utf-8",
     )
     args = ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
-    report: dict[str, Any] = json.loads(_ok(runner.invoke(app, [*args, *extra])))
+    report: dict[str, Any] = json.loads(ok(runner.invoke(app, [*args, *extra])))
     return report
 
 
 def test_report_rescored_block_beside_the_stored_figures(shared_data: Path, tmp_path: Path) -> None:
-    gold = _upload(shared_data, tmp_path, "redocred_dev_first100.jsonl", 8, "rd")
+    gold = upload_head(shared_data, tmp_path, "redocred_dev_first100.jsonl", 8, "rd")
     _run("rd", "mentions", "by_mention")  # mentions used: every answer right
     _run("rd", "names", "by_mention", "--no-aliases")  # stored with surface names only
     stored = LocalStore().get_run("mentions", "rd")

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
+from tests.support.resume import resume_runs_the_rest
 
 REPO = Path(__file__).resolve().parents[2]
 PIPE = "tests.support.pipelines:first_entity"
@@ -150,18 +151,7 @@ def test_sigkill_mid_run_then_resume_finishes_each_item_once(tmp_path: Path) -> 
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    assert run is not None
-    done_before = {r.item_id for r in store.results(run.id)}
-    assert 6 <= len(done_before) < 30
-
-    env["E2E_CALL_LOG"] = str(tmp_path / "resume.log")
-    env["E2E_DELAY"] = "0"
-    subprocess.run([*cmd, "--resume"], cwd=REPO, env=env, check=True, capture_output=True)
-    results = store.results(run.id)
-    assert len(results) == 30 and len({r.item_id for r in results}) == 30
-    resumed_calls = (tmp_path / "resume.log").read_text().split()
-    assert not set(resumed_calls) & done_before  # finished items were not called again
-    assert len(resumed_calls) == len(set(resumed_calls))
+    resume_runs_the_rest(tmp_path, cmd, env)
 
 
 @pytest.mark.parametrize("fn", ["timed_sync", "timed_async"])

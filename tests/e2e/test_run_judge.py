@@ -14,6 +14,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.judge.rules import RulesJudge
 from extraction_eval.llm.fake import register_fake, unregister_fake
+from tests.support.judging import last_word_answers
 
 runner = CliRunner()
 
@@ -21,13 +22,7 @@ runner = CliRunner()
 def test_a_run_prints_judged_figures_beside_its_own() -> None:
     items = LocalStore().get_items("extraction-eval")[:3]
     # the model names every entity by its last word: string matching misses multi-word names
-    renamed = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    renamed = last_word_answers(items)
     register_fake("renamer", {"items": renamed})
     try:
         plain = runner.invoke(
@@ -89,13 +84,7 @@ def test_a_bad_judge_is_refused_before_the_run() -> None:
 
 def test_compare_shows_each_runs_judged_figures() -> None:
     items = LocalStore().get_items("extraction-eval")[:3]
-    last_word = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    last_word = last_word_answers(items)
     register_fake("a", {"items": last_word})
     register_fake("b", {"items": {i.id: i.expected.model_dump(mode="json") for i in items}})
     try:
@@ -131,13 +120,7 @@ def test_compare_shows_each_runs_judged_figures() -> None:
 
 def test_matrix_prints_string_and_judged_f1_per_cell() -> None:
     items = LocalStore().get_items("extraction-eval")[:3]
-    last_word = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    last_word = last_word_answers(items)
     register_fake("m1", {"items": last_word})
     register_fake("m2", {"items": {i.id: i.expected.model_dump(mode="json") for i in items}})
     try:
@@ -162,13 +145,7 @@ def test_matrix_prints_string_and_judged_f1_per_cell() -> None:
 
 def test_report_shows_judged_metrics_beside_the_string_ones(tmp_path: Path) -> None:
     items = LocalStore().get_items("extraction-eval")[:3]
-    last_word = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    last_word = last_word_answers(items)
     register_fake("rep", {"items": last_word})
     try:
         done = runner.invoke(app, ["run", "--model", "fake:rep", "--limit", "3", "--name", "r1"])

@@ -19,6 +19,7 @@ from typer.testing import CliRunner, Result
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
 from tests.support.fake_log import read_fake_log
+from tests.support.resume import resume_runs_the_rest
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -168,19 +169,7 @@ def _resume_finishes(tmp_path: Path, cmd: list[str], env: dict[str, str], home: 
     while _workers_of(home) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _workers_of(home) == []  # no orphan left running
-    store = LocalStore()
-    run = store.get_run("killed", "extraction-eval")
-    assert run is not None
-    done_before = {r.item_id for r in store.results(run.id)}
-    assert 6 <= len(done_before) < 30
-    env["E2E_CALL_LOG"] = str(tmp_path / "resume.log")
-    env["E2E_DELAY"] = "0"
-    subprocess.run([*cmd, "--resume"], cwd=REPO, env=env, check=True, capture_output=True)
-    results = store.results(run.id)
-    assert len(results) == 30 and len({r.item_id for r in results}) == 30
-    resumed_calls = (tmp_path / "resume.log").read_text().split()
-    assert not set(resumed_calls) & done_before  # finished items were not called again
-    assert len(resumed_calls) == len(set(resumed_calls))
+    resume_runs_the_rest(tmp_path, cmd, env)
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")

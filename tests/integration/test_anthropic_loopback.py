@@ -31,6 +31,7 @@ from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.prompts.contract import extraction_json_schema
 from extraction_eval.types import DatasetItem
 from tests.support.anthropic_server import AnthropicServer
+from tests.support.batches import polling_interrupted
 from tests.support.openai_server import (
     baseline_answer,
     echo_auth,
@@ -81,6 +82,12 @@ def run_cli(*args: str) -> Any:
     result = runner.invoke(app, ["run", *args])
     assert result.exit_code == 0, result.output
     return result
+
+
+def run_claude(server: AnthropicServer, name: str, limit: int, *extra: str) -> Any:
+    """``run`` of the first ``limit`` items on ``anthropic:claude-x`` through ``server``."""
+    model = ["--model", "anthropic:claude-x", "--base-url", server.url]
+    return run_cli("--name", name, "--limit", str(limit), *model, *extra)
 
 
 def test_cli_run_speaks_the_messages_api_with_a_forced_tool_call(
@@ -137,6 +144,19 @@ def test_usage_and_price_are_recorded_and_a_rerun_is_answered_from_the_cache(
     assert all(r.ok and r.cache_hit for r in again.results)
 
 
+def test_a_rerun_on_a_gateway_recalls_the_probed_format_and_calls_nothing(
+    server: AnthropicServer,
+) -> None:
+    """The probe's answer is kept in the response cache (as for an OpenAI-compatible
+    server): an unchanged re-run asks the gateway nothing, not even the probe."""
+    run_experiment(config(server, "f1", limit=2, response_format="auto"))
+    calls = len(server.message_requests)
+    assert calls == 3  # the probe, then the 2 items
+    again = run_experiment(config(server, "f2", limit=2, response_format="auto"))
+    assert len(server.message_requests) == calls
+    assert all(r.ok and r.cache_hit for r in again.results)
+
+
 def test_a_gateway_without_tools_is_asked_for_text_and_a_fenced_reply_is_repaired(
     items: list[DatasetItem],
 ) -> None:
@@ -145,16 +165,7 @@ def test_a_gateway_without_tools_is_asked_for_text_and_a_fenced_reply_is_repaire
         refuse_tools=True,
         text_reply=lambda text: f"Here it is:\n```json\n{text}\n```",
     ) as server:
-        result = run_cli(
-            "--name",
-            "t1",
-            "--limit",
-            "3",
-            "--model",
-            "anthropic:claude-x",
-            "--base-url",
-            server.url,
-        )
+        result = run_claude(server, "t1", 3)
         sent = server.message_requests
     # the probe's tool call refused (400), its text call taken, then the 3 items as text
     assert [r.status for r in sent] == [400, 200, 200, 200, 200]
@@ -280,14 +291,8 @@ def test_an_interrupted_batch_is_polled_again_and_an_errored_request_asked_again
 ) -> None:
     import extraction_eval.llm.anthropic_batch as batch_mod
 
-    async def interrupted(*_: Any, **__: Any) -> None:
-        raise KeyboardInterrupt
-
-    collect = batch_mod._collect
-    monkeypatch.setattr(batch_mod, "_collect", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with polling_interrupted(monkeypatch, batch_mod):
         run_experiment(config(server, "rb", limit=3, batch=True))
-    monkeypatch.setattr(batch_mod, "_collect", collect)
     (first,) = server.batches
     server.fail = lambda _cid, params: "overloaded" if input_text(params) == items[0].text else None
     outcome = run_experiment(config(server, "rb", limit=3, batch=True))
@@ -317,18 +322,7 @@ def test_the_key_echoed_by_the_server_never_reaches_store_exports_or_logs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     server.inject(echo_auth(status=401, match=items[0].text))
-    result = run_cli(
-        "--name",
-        "s1",
-        "--limit",
-        "3",
-        "--model",
-        "anthropic:claude-x",
-        "--base-url",
-        server.url,
-        "--response-format",
-        "json_schema",
-    )
+    result = run_claude(server, "s1", 3, "--response-format", "json_schema")
     echoed = [r for r in server.message_requests if r.fault == "echo"]
     assert len(echoed) == 1  # the server did quote the key back
     run = LocalStore().get_run("s1")
@@ -350,20 +344,7 @@ def test_the_key_echoed_by_the_server_never_reaches_store_exports_or_logs(
 
 
 def test_a_set_temperature_is_one_warning_and_never_sent(server: AnthropicServer) -> None:
-    result = run_cli(
-        "--name",
-        "w1",
-        "--limit",
-        "2",
-        "--model",
-        "anthropic:claude-x",
-        "--base-url",
-        server.url,
-        "--temperature",
-        "0.7",
-        "--response-format",
-        "json_schema",
-    )
+    result = run_claude(server, "w1", 2, "--temperature", "0.7", "--response-format", "json_schema")
     assert "temperature 0.7 is not sent to Anthropic" in " ".join(result.output.split())
     assert all("temperature" not in r.body for r in server.message_requests)
 

@@ -14,6 +14,7 @@ from extraction_eval.cli import app
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
+from tests.support.batches import polling_interrupted
 from tests.support.openai_batch_server import BatchServer
 from tests.support.openai_server import input_text
 
@@ -111,14 +112,8 @@ def test_interrupted_command_resumes_polling_instead_of_paying_again(
 ) -> None:
     import extraction_eval.llm.batch as batch_mod
 
-    async def interrupted(*_: Any, **__: Any) -> None:
-        raise KeyboardInterrupt
-
-    collect = batch_mod._collect
-    monkeypatch.setattr(batch_mod, "_collect", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with polling_interrupted(monkeypatch, batch_mod):
         run_experiment(run_config(server, "resumable", limit=5))
-    monkeypatch.setattr(batch_mod, "_collect", collect)
     assert len(server.batches) == 1
     # the run died before its first item, so it was removed; the batch was not
     outcome = run_experiment(run_config(server, "resumable", limit=5))

@@ -21,29 +21,16 @@ from extraction_eval.judge.model import ModelJudge
 from extraction_eval.llm.anthropic_provider import AnthropicProvider
 from extraction_eval.llm.retry import RetryPolicy
 from tests.support.anthropic_server import AnthropicServer
-from tests.support.openai_server import content, slow, user_text
+from tests.support.judging import IBM_GOLD, IBM_PRED, lyon_differs, write_ibm_pair
+from tests.support.openai_server import content, slow
 
 KEY = "anth-judge-DO-NOT-LEAK-5150"
-GOLD = {
-    "id": "a",
-    "text": "International Business Machines (IBM) moved from Paris to Lyon.",
-    "entities": [
-        {"name": "International Business Machines", "type": "ORG"},
-        {"name": "Paris", "type": "LOC"},
-    ],
-}
-PRED = {"id": "a", "entities": [{"name": "IBM", "type": "ORG"}, {"name": "Lyon", "type": "LOC"}]}
+GOLD, PRED = IBM_GOLD, IBM_PRED
 CONFIG = ScoringConfig(resamples=0)
 
 
 def answer(body: dict[str, Any]) -> str:
-    """Same unless the pair names Lyon, as a person would judge."""
-    lines = [x for x in user_text(body).splitlines() if x[:1].isdigit() and " vs " in x]
-    verdicts = [
-        {"id": i, "same": "Lyon" not in line, "reason": "loopback claude"}
-        for i, line in enumerate(lines, start=1)
-    ]
-    return json.dumps({"verdicts": verdicts})
+    return json.dumps(lyon_differs(body, "loopback claude"))
 
 
 @pytest.fixture(autouse=True)
@@ -55,10 +42,7 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
-    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
-    gold.write_text(json.dumps(GOLD) + "\n", encoding="utf-8")
-    pred.write_text(json.dumps(PRED) + "\n", encoding="utf-8")
-    return gold, pred
+    return write_ibm_pair(tmp_path)
 
 
 @pytest.fixture

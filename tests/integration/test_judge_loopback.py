@@ -20,6 +20,7 @@ from extraction_eval.commands.score import score
 from extraction_eval.evaluators import ScoringConfig
 from extraction_eval.judge.model import ModelJudge
 from extraction_eval.llm.retry import RetryPolicy
+from tests.support.judging import IBM_GOLD, IBM_PRED, lyon_differs, write_ibm_pair
 from tests.support.openai_server import (
     LoopbackServer,
     content,
@@ -27,19 +28,10 @@ from tests.support.openai_server import (
     malformed_body,
     server_error,
     slow,
-    user_text,
 )
 
 KEY = "sk-judge-SECRET-0123456789"
-GOLD = {
-    "id": "a",
-    "text": "International Business Machines (IBM) moved from Paris to Lyon.",
-    "entities": [
-        {"name": "International Business Machines", "type": "ORG"},
-        {"name": "Paris", "type": "LOC"},
-    ],
-}
-PRED = {"id": "a", "entities": [{"name": "IBM", "type": "ORG"}, {"name": "Lyon", "type": "LOC"}]}
+GOLD, PRED = IBM_GOLD, IBM_PRED
 
 app = typer.Typer()
 app.command("score")(score)
@@ -50,14 +42,7 @@ def _group() -> None:
     """A group, like the real CLI."""
 
 
-def verdicts(body: dict[str, Any]) -> dict[str, Any]:
-    """Same unless the pair names Lyon: the judge a person would be."""
-    lines = [x for x in user_text(body).splitlines() if x[:1].isdigit() and " vs " in x]
-    answers = [
-        {"id": i, "same": "Lyon" not in line, "reason": "loopback"}
-        for i, line in enumerate(lines, start=1)
-    ]
-    return {"verdicts": answers}
+verdicts = lyon_differs  # the judge a person would be
 
 
 def answer(body: dict[str, Any]) -> str:
@@ -77,10 +62,7 @@ def server() -> Iterator[LoopbackServer]:
 
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
-    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
-    gold.write_text(json.dumps(GOLD) + "\n", encoding="utf-8")
-    pred.write_text(json.dumps(PRED) + "\n", encoding="utf-8")
-    return gold, pred
+    return write_ibm_pair(tmp_path)
 
 
 CONFIG = ScoringConfig(resamples=0)

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app
 from extraction_eval.llm.fake import register_fake, unregister_fake
+from tests.support.judging import last_word_answers
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import FakeLangfuse
 
@@ -28,13 +29,7 @@ def test_judged_scores_reach_the_experiment(
     items = LocalStore().get_items(DATASET)[:3]
     upload(server, items, DATASET)
     use_langfuse(server, monkeypatch, "judged")
-    last_word = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    last_word = last_word_answers(items)
     register_fake("lfjudge", {"items": last_word})
     try:
         result = CliRunner().invoke(

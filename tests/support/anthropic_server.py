@@ -19,14 +19,12 @@ an ``errored`` result).
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
-from tests.support.openai_server import Fault, RecordedRequest, empty_answer, user_text
+from tests.support.loopback_http import LoopbackAPI, RecordedRequest, RecordingHandler
+from tests.support.openai_server import empty_answer, user_text
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 Fail = Callable[[str, dict[str, Any]], "str | None"]  # (custom id, params) -> error message
@@ -99,68 +97,17 @@ class Batch:
     results: bytes = b""  # fixed when the batch ends, as the API's are
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    owner: AnthropicServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
+class _Handler(RecordingHandler):
     def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def _handle(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        record = RecordedRequest(
-            method=method,
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            raw=raw,
-            body=body,
-            received_at=time.monotonic(),
-        )
-        owner = self.server.owner
-        with owner._lock:
-            owner.requests.append(record)
-        try:
-            owner._respond(self, record)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def send_bytes(
-        self, status: int, payload: bytes, headers: dict[str, str] | None = None
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
-
-    def send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        self.send_bytes(status, json.dumps(obj).encode("utf-8"), headers)
+        self.serve("GET")
 
 
 @dataclass
-class AnthropicServer:
+class AnthropicServer(LoopbackAPI):
     """Context manager: a Messages API on 127.0.0.1 with a free port."""
+
+    handler: ClassVar[type[RecordingHandler]] = _Handler
+    thread_name: ClassVar[str] = "loopback-anthropic"
 
     answer: Answer = empty_answer
     text_reply: Callable[[str], str] = bare_text  # how a text-format answer is written
@@ -168,60 +115,19 @@ class AnthropicServer:
     fail: Fail = lambda _cid, _params: None
     polls_before_done: int = 1
     error_headers: dict[str, str] = field(default_factory=dict)  # on every injected status
-    requests: list[RecordedRequest] = field(default_factory=list)
     batches: dict[str, Batch] = field(default_factory=dict)
-    _faults: list[Fault] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
-    _httpd: _Server | None = None
-    _thread: threading.Thread | None = None
-
-    def __enter__(self) -> AnthropicServer:
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()  # wakes handlers sleeping on a slow fault
-        assert self._httpd is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     @property
     def url(self) -> str:
         """The SDK's ``base_url`` (it adds ``/v1/messages`` itself)."""
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def inject(self, *faults: Fault | Iterable[Fault]) -> None:
-        with self._lock:
-            for fault in faults:
-                self._faults.extend([fault] if isinstance(fault, Fault) else fault)
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def message_requests(self) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.path.rstrip("/") == "/v1/messages"]
 
-    def _take_fault(self, raw: bytes) -> Fault | None:
-        text = raw.decode("utf-8", "replace")
-        with self._lock:
-            for fault in self._faults:
-                if fault.times > 0 and (fault.match is None or fault.match in text):
-                    fault.times -= 1
-                    if fault.times == 0:
-                        self._faults.remove(fault)
-                    return fault
-        return None
-
-    def _respond(self, handler: _Handler, record: RecordedRequest) -> None:
+    def respond(self, handler: RecordingHandler, record: RecordedRequest) -> None:
         path = record.path.split("?", 1)[0].rstrip("/")
         if not api_key(record) or not record.headers.get("anthropic-version"):
             record.status = 401
@@ -243,7 +149,7 @@ class AnthropicServer:
                 404, {"type": "error", "error": {"type": "not_found_error", "message": path}}
             )
 
-    def _message(self, handler: _Handler, record: RecordedRequest) -> None:
+    def _message(self, handler: RecordingHandler, record: RecordedRequest) -> None:
         body = record.body
         if not isinstance(body, dict):
             record.status = 400
@@ -257,7 +163,7 @@ class AnthropicServer:
             record.status = 400
             handler.send_json(400, error_body(400, "tools: Extra inputs are not permitted"))
             return
-        fault = self._take_fault(record.raw)
+        fault = self.take_fault(record.raw)
         record.fault = fault.kind if fault else None
         if fault is not None and fault.kind == "slow":  # answers, after the client gave up
             self._stopping.wait(fault.delay_s)
@@ -286,7 +192,7 @@ class AnthropicServer:
         record.status = 200
         handler.send_json(200, message_body(body, answer, self.text_reply))
 
-    def _create_batch(self, handler: _Handler, record: RecordedRequest) -> None:
+    def _create_batch(self, handler: RecordingHandler, record: RecordedRequest) -> None:
         requests = (record.body or {}).get("requests") if isinstance(record.body, dict) else None
         if not isinstance(requests, list) or not requests:
             record.status = 400
@@ -298,7 +204,7 @@ class AnthropicServer:
         record.status = 200
         handler.send_json(200, self._batch_json(batch))
 
-    def _retrieve(self, handler: _Handler, record: RecordedRequest, batch_id: str) -> None:
+    def _retrieve(self, handler: RecordingHandler, record: RecordedRequest, batch_id: str) -> None:
         batch = self.batches.get(batch_id)
         if batch is None:
             record.status = 404
@@ -315,7 +221,7 @@ class AnthropicServer:
         record.status = 200
         handler.send_json(200, self._batch_json(batch))
 
-    def _results(self, handler: _Handler, record: RecordedRequest, batch_id: str) -> None:
+    def _results(self, handler: RecordingHandler, record: RecordedRequest, batch_id: str) -> None:
         record.status = 200
         handler.send_bytes(200, self.batches[batch_id].results)
 

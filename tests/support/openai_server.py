@@ -20,41 +20,24 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, ClassVar
+
+from tests.support.loopback_http import (
+    Fault,
+    FaultKind,
+    LoopbackAPI,
+    RecordedRequest,
+    RecordingHandler,
+)
+
+__all__ = ["Fault", "FaultKind", "RecordedRequest"]  # the fault helpers' types, as before
 
 EMPTY_EXTRACTION: dict[str, Any] = {"entities": [], "relationships": []}
 OMIT_USAGE = object()  # ``LoopbackServer.usage`` returns it: the answer carries no usage
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any]"]
-FaultKind = Literal[
-    "status",
-    "slow",
-    "malformed_body",
-    "content",
-    "disconnect",
-    "echo",
-    "html",
-    "truncated",
-    "reset",
-    "drip",
-    "hang",
-]
-
-
-@dataclass
-class Fault:
-    """One injected misbehaviour, used by the first ``times`` requests it matches."""
-
-    kind: FaultKind
-    status: int = 500
-    retry_after: float | str | None = None
-    delay_s: float = 0.0
-    content: str | None = None
-    match: str | None = None  # only requests whose raw body contains this substring
-    times: int = 1
 
 
 def rate_limited(retry_after: float | str | None = 1, **kw: Any) -> Fault:
@@ -158,22 +141,6 @@ def hang(**kw: Any) -> Fault:
     return Fault("hang", **kw)
 
 
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    raw: bytes
-    body: Any
-    received_at: float
-    status: int | None = None  # what the server answered (None: the client went away first)
-    fault: str | None = None
-
-    @property
-    def is_chat(self) -> bool:
-        return self.path.rstrip("/").endswith("/chat/completions")
-
-
 _TEXT_TAG = re.compile(r"<text>\n(.*?)\n</text>", re.DOTALL)
 
 
@@ -209,71 +176,22 @@ def baseline_answer(body: dict[str, Any]) -> str:
     return extract_baseline(input_text(body)).model_dump_json()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024
-
-    owner: LoopbackServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: a client reuses connections as real APIs allow
-    # Headers and body go out in two writes; with Nagle on, the body waited for the client's
-    # delayed ACK of the headers (~40 ms a request on Linux loopback).
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
+class _Handler(RecordingHandler):
     def do_GET(self) -> None:
         owner = self.server.owner
         if self.path.rstrip("/").endswith("/models"):
-            self._send_json(
-                200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]}
-            )
+            model = owner.model if isinstance(owner, LoopbackServer) else ""
+            self.send_json(200, {"object": "list", "data": [{"id": model, "object": "model"}]})
         else:
-            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        record = RecordedRequest(
-            method="POST",
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            raw=raw,
-            body=body,
-            received_at=time.monotonic(),
-        )
-        self.server.owner._record(record)
-        try:
-            self.server.owner._respond(self, record)
-        except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
-            self.close_connection = True
-
-    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
-
-    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        self._send(status, json.dumps(obj).encode("utf-8"), headers)
+            self.send_json(404, {"error": {"message": f"no route {self.path}"}})
 
 
 @dataclass
-class LoopbackServer:
+class LoopbackServer(LoopbackAPI):
     """Context manager: starts on 127.0.0.1 with a free port, stops on exit."""
+
+    handler: ClassVar[type[RecordingHandler]] = _Handler
+    thread_name: ClassVar[str] = "loopback-openai"
 
     latency_s: float = 0.0
     answer: Answer = empty_answer
@@ -283,50 +201,10 @@ class LoopbackServer:
     # (``OMIT_USAGE``: no such key);
     # None: word counts (a hostile server reports negative, fractional, absurd counts)
     usage: Callable[[dict[str, Any]], Any] | None = None
-    requests: list[RecordedRequest] = field(default_factory=list)
     # how many requests were being answered at once, at most (counted, not timed: overlap
     # tests assert on it rather than on wall time, which a loaded machine stretches)
     max_in_flight: int = 0
     _in_flight: int = field(default=0, repr=False)
-    _faults: list[Fault] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
-    _httpd: _Server | None = None
-    _thread: threading.Thread | None = None
-
-    # --- lifecycle ---------------------------------------------------------------------------
-
-    def start(self) -> LoopbackServer:
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},  # shutdown() waits up to one poll interval
-            name="loopback-openai",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes handlers sleeping on latency or a slow fault
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> LoopbackServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return int(self._httpd.server_address[1])
 
     @property
     def url(self) -> str:
@@ -340,61 +218,30 @@ class LoopbackServer:
 
     # --- scripting ---------------------------------------------------------------------------
 
-    def inject(self, *faults: Fault | Iterable[Fault]) -> None:
-        with self._lock:
-            for fault in faults:
-                if isinstance(fault, Fault):
-                    self._faults.append(fault)
-                else:
-                    self._faults.extend(fault)
-
-    def pending_faults(self) -> int:
-        with self._lock:
-            return sum(f.times for f in self._faults)
-
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.is_chat]
 
-    def statuses(self) -> list[int | None]:
-        with self._lock:
-            return [r.status for r in self.requests]
-
     # --- request handling (handler threads) -------------------------------------------------
 
-    def _record(self, record: RecordedRequest) -> None:
-        with self._lock:
-            self.requests.append(record)
-
-    def _take_fault(self, raw: bytes) -> Fault | None:
-        text = raw.decode("utf-8", "replace")
-        with self._lock:
-            for fault in self._faults:
-                if fault.times > 0 and (fault.match is None or fault.match in text):
-                    fault.times -= 1
-                    if fault.times == 0:
-                        self._faults.remove(fault)
-                    return fault
-        return None
-
-    def _respond(self, handler: _Handler, record: RecordedRequest) -> None:
+    def respond(self, handler: RecordingHandler, record: RecordedRequest) -> None:
         gemini = ":generateContent" in record.path
         if not (record.is_chat or gemini):
             record.status = 404
-            handler._send_json(404, {"error": {"message": f"no route {record.path}"}})
+            handler.send_json(404, {"error": {"message": f"no route {record.path}"}})
             return
         if record.body is None:
             record.status = 400
-            handler._send_json(400, {"error": {"message": "request body is not JSON"}})
+            handler.send_json(400, {"error": {"message": "request body is not JSON"}})
             return
         rule = self.formats
         if rule is not None and not gemini and sent_format(record.body) not in rule.accepts:
             record.status = rule.status
             kind = "invalid_request_error" if rule.status < 500 else "internal_server_error"
-            handler._send_json(rule.status, {"error": {"message": rule.message, "type": kind}})
+            handler.send_json(rule.status, {"error": {"message": rule.message, "type": kind}})
             return
-        fault = self._take_fault(record.raw)
+        fault = self.take_fault(record.raw)
         record.fault = fault.kind if fault else None
         if self.latency_s > 0:
             with self._lock:
@@ -410,7 +257,7 @@ class LoopbackServer:
         if fault is not None and fault.kind == "status":
             headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
             record.status = fault.status
-            handler._send_json(fault.status, _error_body(fault.status, gemini), headers)
+            handler.send_json(fault.status, _error_body(fault.status, gemini), headers)
             return
         if fault is not None and fault.kind in _RAW_FAULTS:
             record.status = fault.status if fault.kind in ("echo", "html") else None
@@ -421,7 +268,7 @@ class LoopbackServer:
             return
         if fault is not None and fault.kind == "malformed_body":
             record.status = 200
-            handler._send(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
+            handler.send_bytes(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
             return
         if fault is not None and fault.kind == "content":
             text = fault.content or ""
@@ -442,17 +289,21 @@ class LoopbackServer:
             else:
                 payload[key] = reported
         record.status = 200
-        handler._send_json(200, payload)
+        handler.send_json(200, payload)
 
 
-def _echo(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+def _echo(
+    owner: LoopbackServer, handler: RecordingHandler, record: RecordedRequest, fault: Fault
+) -> None:
     auth = record.headers.get("authorization", "")
     key = auth.split(" ", 1)[-1]
     message = f"proxy refused Authorization: {auth} (key {key}) for {record.path}"
-    handler._send_json(fault.status, {"error": {"message": message, "type": "invalid_request"}})
+    handler.send_json(fault.status, {"error": {"message": message, "type": "invalid_request"}})
 
 
-def _html(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+def _html(
+    owner: LoopbackServer, handler: RecordingHandler, record: RecordedRequest, fault: Fault
+) -> None:
     page = b"<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>"
     handler.send_response(fault.status)
     handler.send_header("Content-Type", "text/html")
@@ -462,7 +313,7 @@ def _html(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fau
 
 
 def _truncated(
-    owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault
+    owner: LoopbackServer, handler: RecordingHandler, record: RecordedRequest, fault: Fault
 ) -> None:
     payload = json.dumps(_chat_body("{}", owner.model, 1)).encode("utf-8")
     handler.send_response(200)
@@ -474,7 +325,9 @@ def _truncated(
     handler.close_connection = True
 
 
-def _reset(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+def _reset(
+    owner: LoopbackServer, handler: RecordingHandler, record: RecordedRequest, fault: Fault
+) -> None:
     import socket
     import struct
 
@@ -483,7 +336,9 @@ def _reset(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fa
     handler.close_connection = True
 
 
-def _drip(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+def _drip(
+    owner: LoopbackServer, handler: RecordingHandler, record: RecordedRequest, fault: Fault
+) -> None:
     answer = owner.answer(record.body)
     text = answer if isinstance(answer, str) else json.dumps(answer)
     payload = json.dumps(_chat_body(text, owner.model, 1)).encode("utf-8")
@@ -499,12 +354,16 @@ def _drip(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fau
     record.status = 200
 
 
-def _hang(owner: LoopbackServer, handler: _Handler, record: RecordedRequest, fault: Fault) -> None:
+def _hang(
+    owner: LoopbackServer, handler: RecordingHandler, record: RecordedRequest, fault: Fault
+) -> None:
     owner._stopping.wait()
     handler.close_connection = True
 
 
-_RAW_FAULTS: dict[str, Callable[[LoopbackServer, _Handler, RecordedRequest, Fault], None]] = {
+_RAW_FAULTS: dict[
+    str, Callable[[LoopbackServer, RecordingHandler, RecordedRequest, Fault], None]
+] = {
     "echo": _echo,
     "html": _html,
     "truncated": _truncated,

@@ -174,3 +174,43 @@ def test_strict_json_in_a_matrix_file_or_as_the_flag_reaches_every_cell(tmp_path
     flag = MatrixConfig.resolve(None, {"model": ["fake:a"], "strict_json": True})
     assert flag.base.pipeline.strict_json
     assert not MatrixConfig.resolve(None, {"model": ["fake:a"]}).base.pipeline.strict_json
+
+
+def test_a_protocol_metric_given_twice_is_refused_as_a_plain_one_is() -> None:
+    """The gate keeps one tolerance a metric: two for one protocol metric is a mistake said
+    at once (as for ``entity_f1``), not the last one silently kept."""
+    twice = ["semeval.strict.f1=0.01", "semeval.strict.f1=0.5"]
+    with pytest.raises(InvalidValue, match=r"semeval\.strict\.f1 given twice"):
+        find_baseline("base", twice, "extraction-eval", protocols=["semeval"])
+    with pytest.raises(InvalidValue, match="entity_f1 given twice"):
+        find_baseline("base", ["entity_f1=0.01", "entity_f1=0.5"], "extraction-eval")
+
+
+def test_the_stores_the_checks_open_for_themselves_are_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``find_baseline`` and ``check_run`` given no store open one each (SQLite connections
+    and files): both are closed when the checks are done, not left to the garbage collector."""
+    import extraction_eval.analysis.checks as checks_module
+    from extraction_eval.backends.local import LocalStore
+
+    config = RunConfig(name="base", pipeline=PipelineConfig(model="offline:baseline"))
+    outcome = run_experiment(config)
+    opened: list[Any] = []
+    closed: list[Any] = []
+
+    class Recorded(LocalStore):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+        def close(self) -> None:
+            closed.append(self)
+            super().close()
+
+    monkeypatch.setattr(checks_module, "LocalStore", Recorded)
+    baseline = find_baseline("base", ["entity_f1=0.5"], "extraction-eval")
+    assert baseline is not None
+    checks = check_run(outcome, config, baseline, protocols=["semeval"])
+    assert checks.protocols is not None and checks.protocols_paired is not None
+    assert len(opened) == 2 and all(s in closed for s in opened)

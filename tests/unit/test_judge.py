@@ -13,24 +13,11 @@ from extraction_eval.judge.base import JudgePair, Verdict
 from extraction_eval.judge.factory import make_judge
 from extraction_eval.judge.model import ModelJudge
 from extraction_eval.judge.rules import RulesJudge, rules_verdict
-from extraction_eval.llm.base import Completion
 from extraction_eval.llm.fake import FakeProvider
 from extraction_eval.llm.retry import RetryPolicy
+from tests.support.judging import DictCache
 
 TEXT = "International Business Machines (IBM) hired Barack Obama. Lyon is not Paris."
-
-
-class DictCache:
-    """The ``ResponseCache`` protocol in memory."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, Completion] = {}
-
-    def get(self, key: str) -> Completion | None:
-        return self.rows.get(key)
-
-    def put(self, key: str, completion: Completion) -> None:
-        self.rows[key] = completion
 
 
 def _verdicts(*rows: tuple[int, bool, str]) -> dict[str, Any]:

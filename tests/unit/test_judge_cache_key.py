@@ -12,26 +12,13 @@ import pytest
 
 from extraction_eval.judge.base import JudgePair
 from extraction_eval.judge.model import ModelJudge
-from extraction_eval.llm.base import Completion
 from extraction_eval.llm.fake import FakeProvider
 from extraction_eval.llm.retry import RetryPolicy
+from tests.support.judging import DictCache
 
 TEXT = "International Business Machines (IBM) moved from Paris to Lyon."
 PAIR = JudgePair("IBM", "International Business Machines", "ORG", TEXT)
 URL = "http://127.0.0.1:8101/v1"
-
-
-class DictCache:
-    """The ``ResponseCache`` protocol in memory."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, Completion] = {}
-
-    def get(self, key: str) -> Completion | None:
-        return self.rows.get(key)
-
-    def put(self, key: str, completion: Completion) -> None:
-        self.rows[key] = completion
 
 
 def _calls(cache: DictCache, pair: JudgePair, model: str = "fake:judge", url: str = URL) -> int:

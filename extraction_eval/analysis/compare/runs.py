@@ -18,7 +18,7 @@ LangFuse, and its rows are re-scored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -417,6 +417,14 @@ def _refusal(
 
 def parse_tolerances(specs: list[str]) -> dict[str, float]:
     """``NAME=TOLERANCE`` pairs (``entity_f1=0.01``) into a checked mapping."""
+    out = tolerance_specs(specs)
+    check_tolerances(out)
+    return out
+
+
+def tolerance_specs(specs: Sequence[str]) -> dict[str, float]:
+    """``NAME=TOLERANCE`` pairs as a mapping, whatever the metrics are (the caller checks
+    the names): each a number, none named twice (the gate would keep only one)."""
     out: dict[str, float] = {}
     for spec in specs:
         name, sep, raw = spec.partition("=")
@@ -432,5 +440,4 @@ def parse_tolerances(specs: list[str]) -> dict[str, float]:
         if name in out:
             raise InvalidValue("fail_on_regression", f"{name} given twice")
         out[name] = value
-    check_tolerances(out)
     return out
