@@ -22,4 +22,6 @@ fi
 site_tmp=$(mktemp -d)
 .venv/bin/mkdocs build --strict --quiet --site-dir "$site_tmp"
 rm -rf "$site_tmp"
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# Two worker processes (pytest-xdist): the suite is CPU-bound and a CI machine has two cores.
+# EXTRACTION_EVAL_TEST_WORKERS=0 runs it in this one process (for a debugger, or -x order).
+.venv/bin/python -m pytest -q -p no:cacheprovider -n "${EXTRACTION_EVAL_TEST_WORKERS:-2}" "$@"

@@ -7,7 +7,8 @@ items lost, secrets found in any output) are visible in every CI log.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,22 @@ _TALLY = Tally()
 @pytest.fixture
 def tally() -> Tally:
     return _TALLY
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist each worker process has its own tally: it is handed to the
+    controller (``workeroutput``), which adds them up before printing."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["adversarial_tally"] = asdict(_TALLY)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller: a worker's tally added to the session's."""
+    found = getattr(node, "workeroutput", {}).get("adversarial_tally") or {}
+    for f in fields(Tally):
+        setattr(_TALLY, f.name, getattr(_TALLY, f.name) + int(found.get(f.name, 0)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
