@@ -139,6 +139,17 @@ def connect(
         flush_interval=flush_interval,
         timeout=timeout_s,
     )
+    from extraction_eval.backends.langfuse.score_batches import register_target
+
+    register_target(
+        lf,
+        base_url=url,
+        public_key=public_key,
+        secret_key=secret_key,
+        flush_at=flush_at,
+        flush_interval=flush_interval,
+        timeout_s=timeout_s,
+    )
     if check:
         check_auth(lf)  # on failure the client is left as is: see close_client
     return lf
