@@ -202,11 +202,13 @@ def connect_for_run() -> tuple[Langfuse, list[str]]:
     """The run's client, checked before anything is spent: keys, server reachable, server
     version (``check_server_version``: refused below v4.59.0 unless allowed, then a warning).
     Score batches and the request timeout are sized for a slow server (``RUN_FLUSH_AT``,
-    ``RUN_TIMEOUT_S``); ``LANGFUSE_FLUSH_AT`` / ``LANGFUSE_TIMEOUT`` win when set."""
+    ``RUN_TIMEOUT_S``); ``LANGFUSE_FLUSH_AT`` / ``LANGFUSE_TIMEOUT`` win when set. No media
+    detection (``connect``'s ``detect_media``)."""
     install_log_filter()
     lf = connect(
         flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT,
         timeout_s=None if os.environ.get(TIMEOUT_ENV) else RUN_TIMEOUT_S,
+        detect_media=False,  # a run sends text: see connect
     )
     try:
         warning = check_server_version(lf)

@@ -218,9 +218,11 @@ class ScoreBatches:
             while True:
                 with self._cond:
                     self._cond.wait_for(
-                        lambda: self._closed
-                        or self._flushing > 0
-                        or len(self._pending) >= target.batch_size,
+                        lambda: (
+                            self._closed
+                            or self._flushing > 0
+                            or len(self._pending) >= target.batch_size
+                        ),
                         timeout=target.interval_s,
                     )
                     if self._closed and not self._pending:
