@@ -220,7 +220,7 @@ class ScoreBatches:
                     self._cond.wait_for(
                         lambda: (
                             self._closed
-                            or self._flushing > 0
+                            or (self._flushing > 0 and bool(self._pending))
                             or len(self._pending) >= target.batch_size
                         ),
                         timeout=target.interval_s,
