@@ -45,6 +45,7 @@ from extraction_eval.backends.langfuse import (
     run_score_id,
 )
 from extraction_eval.backends.langfuse.reads import bound_sdk_reads, bounded_reads
+from extraction_eval.backends.langfuse.score_batches import ScoreBatches
 from extraction_eval.backends.langfuse.score_configs import ensure_score_configs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import ExtractionEvalError, one_line
@@ -206,11 +207,13 @@ def connect_for_run() -> tuple[Langfuse, list[str]]:
     """The run's client, checked before anything is spent: keys, server reachable, server
     version (``check_server_version``: refused below v4.59.0 unless allowed, then a warning).
     Score batches and the request timeout are sized for a slow server (``RUN_FLUSH_AT``,
-    ``RUN_TIMEOUT_S``); ``LANGFUSE_FLUSH_AT`` / ``LANGFUSE_TIMEOUT`` win when set."""
+    ``RUN_TIMEOUT_S``); ``LANGFUSE_FLUSH_AT`` / ``LANGFUSE_TIMEOUT`` win when set. No media
+    detection (``connect``'s ``detect_media``)."""
     install_log_filter()
     lf = connect(
         flush_at=None if os.environ.get(FLUSH_AT_ENV) else RUN_FLUSH_AT,
         timeout_s=None if os.environ.get(TIMEOUT_ENV) else RUN_TIMEOUT_S,
+        detect_media=False,  # a run sends text: see connect
     )
     try:
         warning = check_server_version(lf)
@@ -321,11 +324,14 @@ def run_prepared(
     driver = Driver(prep, store, progress=progress, scores=scores)
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)
-    with driver.running():
-        if prep.todo_ids and prep.config.batch:
-            asyncio.run(answer_by_batch(prep, store))
-        if prep.todo_ids:
-            _schedule(lf, driver, scores, dataset)
+    try:
+        with driver.running():
+            if prep.todo_ids and prep.config.batch:
+                asyncio.run(answer_by_batch(prep, store))
+            if prep.todo_ids:
+                _schedule(lf, driver, scores, dataset)
+    finally:
+        scores.close()  # the batches still queued, also on Ctrl-C
     outcome = driver.outcome(experiment_url=scores.experiment_url)
     outcome.langfuse_observations = dict(scores.observations)  # judged item scores go there too
     if not prep.config.verify:
@@ -427,7 +433,7 @@ def _score_configs(lf: Langfuse, prep: PreparedRun) -> Mapping[str, str]:
 
 class LangfuseScores:
     """The score sink of LangFuse mode: item scores on the item's trace and task observation
-    (queued; the SDK batches them), run-level scores on the experiment. Also keeps the
+    (in batches, ``ScoreBatches``), run-level scores on the experiment. Also keeps the
     experiment id and URL in the mirror, so a resumed run writes into the same experiment."""
 
     def __init__(self, lf: Langfuse, store: LocalStore, prep: PreparedRun) -> None:
@@ -440,6 +446,7 @@ class LangfuseScores:
         self._stored_experiment_id = prep.run.experiment_id
         self.observations: dict[str, str] = {}  # trace id -> the item's task observation
         self.config_ids: Mapping[str, str] = _score_configs(lf, prep) if prep.todo_ids else {}
+        self.batches = ScoreBatches(lf, on_unconfirmed=score_delivery_log.add)
 
     def bind(self, result: ItemResult) -> ItemResult:
         trace_id = self.lf.get_current_trace_id()
@@ -456,8 +463,7 @@ class LangfuseScores:
         if result.trace_id and observation_id:
             self.observations[result.trace_id] = observation_id  # for a re-post
         for score in result.scores:
-            post_score(
-                self.lf,
+            self.batches.add(
                 score,
                 trace_id=result.trace_id,
                 observation_id=observation_id,
@@ -471,11 +477,17 @@ class LangfuseScores:
             # from all of them, once, from `runs finalize` (see experiments/shards.py)
             log.info("shard %s: run scores are left to runs finalize", self.prep.config.shard)
         elif self.experiment_id:
-            post_run_scores(self.lf, self.experiment_id, summary.run_scores)
+            post_run_scores(self.lf, self.experiment_id, summary.run_scores, self.batches)
         else:
             log.warning(
                 "no LangFuse experiment id for run %r: run scores not sent", self.prep.run.name
             )
+        self.batches.flush()
+        self.lf.flush()  # spans, and any batch handed to the SDK's queue
+
+    def close(self) -> None:
+        """Post what is queued and stop the batches' thread."""
+        self.batches.close()
         self.lf.flush()
 
     def experiment_done(self, experiment_id: str | None, url: str | None) -> None:
@@ -493,13 +505,21 @@ class LangfuseScores:
             self._stored_experiment_id = self.experiment_id
 
 
-def post_run_scores(lf: Langfuse, experiment_id: str, scores: Sequence[Score]) -> None:
+def post_run_scores(
+    lf: Langfuse,
+    experiment_id: str,
+    scores: Sequence[Score],
+    batches: ScoreBatches | None = None,
+) -> None:
     """Run-level scores on the experiment, with deterministic ids: posting them again (a
-    resume, a second finalize) replaces them rather than adding a second set."""
+    resume, a second finalize) replaces them rather than adding a second set. Through
+    ``batches`` when given (the run's), else the SDK's queue."""
     for score in scores:
-        post_score(
-            lf,
-            score,
-            dataset_run_id=experiment_id,
-            score_id=run_score_id(experiment_id, score.name),
-        )
+        subject = {
+            "dataset_run_id": experiment_id,
+            "score_id": run_score_id(experiment_id, score.name),
+        }
+        if batches is not None:
+            batches.add(score, **subject)
+        else:
+            post_score(lf, score, **subject)

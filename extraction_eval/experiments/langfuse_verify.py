@@ -107,6 +107,12 @@ class ScoreDeliveryLog(logging.Filter):
             self.last_error = str(args[-1])[:200] if args else None
         return False
 
+    def add(self, count: int, error: str | None) -> None:
+        """Count ``count`` scores a batch of ours could not confirm (a 207's rejections)."""
+        with self._lock:
+            self.unconfirmed += count
+            self.last_error = error or self.last_error
+
     def take(self) -> tuple[int, str | None]:
         """Scores the SDK could not confirm since the last call, and its last error."""
         with self._lock:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -114,6 +115,24 @@ def check_base_url(url: str) -> None:
     _refuse_credentials(url)
 
 
+# Read by the SDK once, when it builds a client's media manager (one per public key)
+MEDIA_ENV = "LANGFUSE_MEDIA_UPLOAD_ENABLED"
+
+
+@contextmanager
+def _media_detection(on: bool) -> Iterator[None]:
+    """Around building a client: its media detection off unless ``on`` or the user set
+    :data:`MEDIA_ENV` (which wins)."""
+    if on or MEDIA_ENV in os.environ:
+        yield
+        return
+    os.environ[MEDIA_ENV] = "false"
+    try:
+        yield
+    finally:
+        os.environ.pop(MEDIA_ENV, None)
+
+
 def connect(
     *,
     public_key: str | None = None,
@@ -123,9 +142,16 @@ def connect(
     flush_at: int | None = None,
     flush_interval: float | None = None,
     timeout_s: int | None = None,
+    detect_media: bool = True,
 ) -> Langfuse:
     """A LangFuse client from the arguments or the environment, key-checked unless
     ``check=False``.
+
+    ``detect_media=False`` (a run's client) turns off the SDK's search for base64 data URIs
+    in every input, output and metadata value, which it walks recursively on each span
+    update (about a tenth of a run's CPU on the event loop); a run sends text, and a text
+    that is a data URI then stays text instead of becoming an uploaded attachment.
+    ``LANGFUSE_MEDIA_UPLOAD_ENABLED``, when set, wins.
 
     Missing keys are a ``ConfigError``; wrong keys or an unreachable server a ``BackendError``
     (see ``check_auth``). Note the SDK keeps one client per public key per process: a second
@@ -148,13 +174,26 @@ def connect(
 
     from langfuse import Langfuse  # deferred: keeps `--help` and local mode fast
 
-    lf = Langfuse(
+    with _media_detection(detect_media):
+        lf = Langfuse(
+            public_key=public_key,
+            secret_key=secret_key,
+            base_url=url,
+            flush_at=flush_at,
+            flush_interval=flush_interval,
+            timeout=timeout_s,
+        )
+    from extraction_eval.backends.langfuse.score_batches import register_target
+
+    assert public_key is not None and secret_key is not None  # (missing ones raised above)
+    register_target(
+        lf,
+        base_url=url,
         public_key=public_key,
         secret_key=secret_key,
-        base_url=url,
         flush_at=flush_at,
         flush_interval=flush_interval,
-        timeout=timeout_s,
+        timeout_s=timeout_s,
     )
     if check:
         check_auth(lf)  # on failure the client is left as is: see close_client
