@@ -72,6 +72,28 @@ def judge_run_items(
     return report, judged
 
 
+def judged_of_runs(
+    store: LocalStore,
+    runs: Sequence[RunRecord],
+    judges: Sequence[Judge],
+    items: list[list[JudgedItem]] | None = None,
+) -> dict[str, Any]:
+    """Each run's judged block (``judge_run_items``), by run name; none without a judge.
+    ``items`` (when given) gets each run's per-item judged counts, in ``runs``' order, for
+    the paired judged Δ (``compare``); ``report`` shows the blocks kept with each run."""
+    if not judges:
+        return {}
+    out: dict[str, Any] = {}
+    for run, judge in zip(runs, judges, strict=True):
+        if hasattr(judge, "cache"):
+            judge.cache = store.cache()
+        calibration = store.latest_judge_calibration(judge.identity)
+        out[run.name], judged = judge_run_items(store, run, judge, calibration)
+        if items is not None:
+            items.append(judged)
+    return out
+
+
 def paired_judged(
     a: Sequence[JudgedItem],
     b: Sequence[JudgedItem],

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.markup import escape
 
 from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError, one_line
 from extraction_eval.views.console import SafeConsole
+
+if TYPE_CHECKING:  # annotations only: --help loads no store, judge or analysis
+    from extraction_eval.analysis.compare.ppi import RunPPI
+    from extraction_eval.backends.local import LocalStore, RunRecord
+    from extraction_eval.evaluators.protocols import Protocols
+    from extraction_eval.judge.base import Judge
 
 # every command prints through these: text from outside cannot drive the terminal
 console = SafeConsole()
@@ -100,6 +106,49 @@ def check_protocol_options(names: list[str] | None, train: Path | None) -> None:
         if "docred" not in (names or []):
             fail("--train is used by --protocol docred (Ign F1); give both")
         check_readable("--train", train)
+
+
+# What more than one command asks of stored runs, where it prints or names a flag (the rest
+# is library code: ``analysis.judged_runs.judged_of_runs``); only cli imports the commands.
+
+
+def protocols_of_run(
+    store: LocalStore, run: RunRecord, names: list[str], train: Path | None
+) -> Protocols:
+    """One stored run's protocols (``evaluators.protocols.Protocols``); warnings on stderr."""
+    from extraction_eval.analysis.protocols_run import run_protocols
+
+    found = run_protocols(store, run, names, train=train)
+    for warning in found.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    return found
+
+
+def judges_for(model: str | None, base_url: str | None, runs: int = 2) -> list[Judge]:
+    """``--judge``: one judge per run (each closes its client when done), built, and
+    refused, before anything is read."""
+    if model is None:
+        if base_url is not None:
+            raise UsageError("--judge-base-url needs --judge MODEL")
+        return []
+    from extraction_eval.judge.factory import make_judge
+
+    return [make_judge(model, base_url=base_url) for _ in range(runs)]
+
+
+def ppi_of_runs(store: LocalStore, runs: Sequence[RunRecord], human: Path) -> list[RunPPI]:
+    """Each run's PPI-corrected P/R/F1 with the verified items of ``human``; the file's
+    warnings on stderr before any run is read, then each run's."""
+    from extraction_eval.analysis.compare.ppi import read_human_gold, run_ppi
+
+    verified, warnings = read_human_gold(human)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    out = [run_ppi(store, run, verified) for run in runs]
+    for r in out:
+        for warning in r.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    return out
 
 
 def warn_line(message: str) -> None:

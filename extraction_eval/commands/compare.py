@@ -1,5 +1,4 @@
-"""``compare``: run B against run A (paired figures, the item diff, the gate), and what the
-run command borrows from it (PPI, protocols, judged figures of stored runs).
+"""``compare``: run B against run A (paired figures, the item diff, the gate).
 
 The store, the analysis code and the views are imported inside the command, so ``--help``
 loads none of them.
@@ -30,7 +29,10 @@ from extraction_eval.commands.common import (
     err_console,
     fail,
     handle_errors,
+    judges_for,
     output_format,
+    ppi_of_runs,
+    protocols_of_run,
     warn_line,
 )
 
@@ -176,6 +178,7 @@ def _extras(
     """The blocks asked for beside the paired figures (``analysis.compare.extras``): PPI
     with ``--human``, judged figures and their paired Δ with ``--judge``, protocols."""
     from extraction_eval.analysis.compare.extras import CompareExtras
+    from extraction_eval.analysis.judged_runs import judged_of_runs
 
     corrected = ppi_of_runs(store, runs, human) if human is not None else []
     judged_items: list[Any] = []
@@ -220,16 +223,6 @@ def protocol_gate_failed(protocols: dict[str, Any], tolerances: dict[str, float]
     return bool(failures)
 
 
-def protocols_of_run(store: Any, run: Any, names: list[str], train: Path | None) -> Any:
-    """One stored run's protocols (``evaluators.protocols.Protocols``); warnings on stderr."""
-    from extraction_eval.analysis.protocols_run import run_protocols
-
-    found = run_protocols(store, run, names, train=train)
-    for warning in found.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    return found
-
-
 def protocols_of_runs(
     store: Any, runs: Sequence[Any], names: list[str], train: Path | None, options: Any
 ) -> dict[str, Any]:
@@ -263,55 +256,6 @@ def split_protocol_tolerances(specs: list[str]) -> tuple[list[str], dict[str, fl
             fail(f"--fail-on-regression {name.strip()}: tolerance must be between 0 and 1")
         found[name.strip()] = value
     return others, found
-
-
-def judges_for(model: str | None, base_url: str | None, runs: int = 2) -> list[Any]:
-    """``--judge``: one judge per run (each closes its client when done), built, and
-    refused, before anything is read."""
-    from extraction_eval.errors import UsageError
-
-    if model is None:
-        if base_url is not None:
-            raise UsageError("--judge-base-url needs --judge MODEL")
-        return []
-    from extraction_eval.judge.factory import make_judge
-
-    return [make_judge(model, base_url=base_url) for _ in range(runs)]
-
-
-def judged_of_runs(
-    store: Any, runs: Sequence[Any], judges: list[Any], items: list[Any] | None = None
-) -> dict[str, Any]:
-    """Each run's judged block (``analysis.judged_runs``), by run name; none without a judge.
-    ``items`` (when given) gets each run's per-item judged counts, in ``runs``' order, for
-    the paired judged Δ."""
-    if not judges:
-        return {}
-    from extraction_eval.analysis.judged_runs import judge_run_items
-
-    out: dict[str, Any] = {}
-    for run, judge in zip(runs, judges, strict=True):
-        if hasattr(judge, "cache"):
-            judge.cache = store.cache()
-        calibration = store.latest_judge_calibration(judge.identity)
-        out[run.name], judged = judge_run_items(store, run, judge, calibration)
-        if items is not None:
-            items.append(judged)
-    return out
-
-
-def ppi_of_runs(store: Any, runs: Sequence[Any], human: Path) -> list[Any]:
-    """Each run's PPI-corrected P/R/F1 with the verified items of ``human``."""
-    from extraction_eval.analysis.compare.ppi import read_human_gold, run_ppi
-
-    verified, warnings = read_human_gold(human)
-    for warning in warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    out = [run_ppi(store, run, verified) for run in runs]
-    for r in out:
-        for warning in r.warnings:
-            err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    return out
 
 
 def report_gate(line: str | None, failed: bool) -> None:

@@ -18,6 +18,8 @@ from extraction_eval.commands.common import (
     console,
     err_console,
     handle_errors,
+    judges_for,
+    protocols_of_run,
     warn_line,
 )
 
@@ -39,10 +41,10 @@ def report_cmd(
     With --protocol, a table per protocol; with --aliases / --no-aliases, each run's figures
     re-scored so, in a labelled block beside the stored ones."""
     from extraction_eval.analysis.html_report.data import build_report_data, run_items
+    from extraction_eval.analysis.judged_runs import judged_of_runs
     from extraction_eval.atomic import WriteFailed
     from extraction_eval.backends.local import LocalStore
     from extraction_eval.commands.common import check_protocol_options
-    from extraction_eval.commands.compare import judged_of_runs, judges_for
     from extraction_eval.errors import UsageError
     from extraction_eval.experiments.langfuse_pull import get_or_pull
     from extraction_eval.reports.html import write_report
@@ -88,7 +90,6 @@ def _protocols(
     bootstrap settings, as ``compare`` takes A's); warnings on stderr."""
     from extraction_eval.analysis.protocols_run import paired_run_protocols
     from extraction_eval.analysis.stored import run_scoring
-    from extraction_eval.commands.compare import protocols_of_run
     from extraction_eval.evaluators.protocols import check_protocols
 
     found = [protocols_of_run(store, r, names, train) for r in records]

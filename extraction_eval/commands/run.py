@@ -247,7 +247,7 @@ def _after_run(
     """The checks after a run's tables: budget, PPI, the judged figures, the protocols,
     thresholds, the baseline gate."""
     from extraction_eval.analysis.checks import check_run
-    from extraction_eval.commands.common import error_line, judge_budget_line
+    from extraction_eval.commands.common import error_line, judge_budget_line, ppi_of_runs
 
     checks = check_run(outcome, config, base, protocols=protocol or (), train=train)
     if checks.budget is not None:
@@ -257,7 +257,6 @@ def _after_run(
         raise typer.Exit(1)
     if human is not None:
         from extraction_eval.backends.local import LocalStore
-        from extraction_eval.commands.compare import ppi_of_runs
         from extraction_eval.views.ppi import render_ppi
 
         store = LocalStore()

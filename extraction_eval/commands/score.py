@@ -16,8 +16,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from extraction_eval.commands import options as o
-from extraction_eval.commands.common import check_readable, check_writable, error_line
-from extraction_eval.errors import ExtractionEvalError, InvalidValue, UsageError
+from extraction_eval.commands.common import (
+    alias_settings,
+    check_readable,
+    check_writable,
+    err_console,
+    error_line,
+    handle_errors,
+)
+from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 from extraction_eval.views.console import SafeConsole
 
@@ -72,24 +79,23 @@ def _run(
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
     from extraction_eval.datasets.schema import read_schema
-    from extraction_eval.evaluators.config import EVIDENCE_MODES, MATCH_MODES, ScoringConfig
+    from extraction_eval.evaluators.config import ScoringConfig
 
-    _check_options(threshold, span_threshold, output_format, resamples, min_gold_confidence)
+    _check_options(output_format, resamples, min_gold_confidence)
+    # the scoring options are checked by ScoringConfig (its field named as the flag), before
+    # any file is looked at
+    config = ScoringConfig(
+        match=cast("MatchMode", match),
+        threshold=threshold,
+        span_threshold=span_threshold,
+        evidence=cast("EvidenceMode", evidence),
+        resamples=resamples,
+        seed=seed,
+        max_objects=max_objects,
+        ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
+        **(aliases or {}),
+    )
     _check_files(gold, predictions, out, per_item)
-    try:
-        config = ScoringConfig(
-            match=cast("MatchMode", _choice("--match", match, MATCH_MODES)),
-            threshold=threshold,
-            span_threshold=span_threshold,
-            evidence=cast("EvidenceMode", _choice("--evidence", evidence, EVIDENCE_MODES)),
-            resamples=resamples,
-            seed=seed,
-            max_objects=max_objects,
-            ci=ci,  # type: ignore[arg-type]  # checked by ScoringConfig
-            **(aliases or {}),
-        )
-    except InvalidValue as exc:
-        raise UsageError(error_line(exc)) from None
     if gold is None or predictions is None:
         gold, predictions = example_paths()
         err.print(f"scoring the bundled example: {gold.parent}", highlight=False, soft_wrap=True)
@@ -141,18 +147,10 @@ def _render(report: dict[str, Any], output_format: str, err: Console) -> None:
             render_judged(report["judged"], SafeConsole())
 
 
-def _check_options(
-    threshold: float,
-    span_threshold: float,
-    output_format: str,
-    resamples: int,
-    min_gold_confidence: float | None,
-) -> None:
-    """The numbers and choices, refused before any file is looked at."""
+def _check_options(output_format: str, resamples: int, min_gold_confidence: float | None) -> None:
+    """What ``ScoringConfig`` does not check (or words otherwise), refused before any file
+    is looked at; ``--resamples`` keeps the line score has always printed."""
     _choice("--format", output_format, ("table", "json"))
-    for option, value in (("--threshold", threshold), ("--span-threshold", span_threshold)):
-        if not 0.0 <= value <= 1.0:
-            raise UsageError(f"{option} must be between 0 and 1, got {value}")
     if resamples < 0:
         raise UsageError(f"--resamples must be >= 0, got {resamples}")
     if min_gold_confidence is not None and not 0.0 <= min_gold_confidence <= 1.0:
@@ -227,6 +225,7 @@ def _judge_setup(
     return {"judge": judge, "calibration": calibration}
 
 
+@handle_errors
 def score(
     gold: Annotated[
         Path | None,
@@ -283,36 +282,28 @@ def score(
 
     Malformed lines are reported as warnings and skipped; the rest is scored.
     """
-    err = SafeConsole(stderr=True)
-    try:
-        from extraction_eval.commands.common import alias_settings
-
-        alias_fields = alias_settings(aliases, no_aliases, err)
-        _run(
-            gold,
-            predictions,
-            match,
-            threshold,
-            span_threshold,
-            evidence,
-            output_format,
-            out,
-            per_item,
-            resamples,
-            seed,
-            err,
-            min_gold_confidence,
-            schema,
-            max_objects,
-            ci,
-            alias_fields,
-            judge=judge,
-            judge_base_url=judge_base_url,
-            judge_overrides=judge_overrides,
-            protocols=protocol,
-            train=train,
-        )
-    except ExtractionEvalError as exc:
-        message = error_line(exc)
-        err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
+    alias_fields = alias_settings(aliases, no_aliases, err_console)
+    _run(
+        gold,
+        predictions,
+        match,
+        threshold,
+        span_threshold,
+        evidence,
+        output_format,
+        out,
+        per_item,
+        resamples,
+        seed,
+        err_console,
+        min_gold_confidence,
+        schema,
+        max_objects,
+        ci,
+        alias_fields,
+        judge=judge,
+        judge_base_url=judge_base_url,
+        judge_overrides=judge_overrides,
+        protocols=protocol,
+        train=train,
+    )

@@ -6,7 +6,9 @@ import its own layer or lower ones, never a higher one; ``analysis`` (read-only 
 runs) never starts a run (the modes, the driver, prepare); ``evaluators`` (pure scoring)
 imports nothing from ``llm`` or ``backends``; ``datasets`` (our JSONL files) imports only
 ``types`` and ``errors``, so every building block may read them; ``views`` (Rich
-presentation) never imports ``commands``, which call them. Nothing is imported to check this,
+presentation) never imports ``commands``, which call them; a command module imports no other
+command module (only ``cli`` does; what two commands share is in ``commands/common.py``,
+``commands/options.py`` or the library). Nothing is imported to check this,
 so a violation is found even in a module no test loads.
 
 Every import counts, wherever it sits: at module level, deferred inside a function, or under
@@ -168,6 +170,58 @@ def _violations() -> tuple[list[str], set[tuple[str, str]]]:
 def test_no_module_imports_a_higher_layer() -> None:
     problems, _ = _violations()
     assert not problems, "imports against the layer order:\n" + "\n".join(problems)
+
+
+# What a command module may import from ``commands/``: the shared consoles, checks and options.
+# A helper two commands need is library code (``analysis/``) or, when it prints or names a
+# flag, ``commands/common.py``; only ``cli`` imports the command modules (issue 26).
+COMMAND_SHARED = (
+    f"{PACKAGE}.commands",
+    f"{PACKAGE}.commands.common",
+    f"{PACKAGE}.commands.options",
+    f"{PACKAGE}.commands.help_layout",
+)
+
+
+def command_borrowings(modules: dict[str, Path]) -> list[str]:
+    """Imports of one command module by another (one line each)."""
+    known = set(modules)
+    out: list[str] = []
+    for module, path in modules.items():
+        if not module.startswith(f"{PACKAGE}.commands."):
+            continue
+        for line, target in _imports(path, module, known):
+            if target.startswith(f"{PACKAGE}.commands.") and target not in COMMAND_SHARED:
+                out.append(f"{module}:{line} imports {target}")
+    return sorted(set(out))
+
+
+def test_a_command_module_imports_no_other_command_module() -> None:
+    modules = _modules()
+    assert f"{PACKAGE}.commands.compare" in modules  # the commands were found
+    found = command_borrowings(modules)
+    assert not found, (
+        "a command module calls into another one (move the helper to analysis/, or to"
+        " commands/common.py when it prints or names a flag):\n" + "\n".join(found)
+    )
+
+
+def test_the_borrowing_check_finds_a_borrowed_helper(tmp_path: Path) -> None:
+    """The rule fails on a command that imports another command module (so it cannot pass
+    vacuously); the shared modules are allowed."""
+    names = ("report", "options", "common", "compare")
+    modules = {f"{PACKAGE}.commands.{n}": tmp_path / f"{n}.py" for n in names}
+    for path in modules.values():
+        path.write_text("", encoding="utf-8")
+    (tmp_path / "report.py").write_text(
+        "from extraction_eval.commands import options as o\n"
+        "from extraction_eval.commands.common import fail\n"
+        "def f() -> None:\n"
+        "    from extraction_eval.commands.compare import judges_for\n",
+        encoding="utf-8",
+    )
+    found = command_borrowings(modules)
+    assert found == [f"{PACKAGE}.commands.report:4 imports {PACKAGE}.commands.compare"]
 
 
 def test_known_exceptions_are_still_needed() -> None:

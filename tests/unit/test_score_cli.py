@@ -467,3 +467,17 @@ def test_unwritable_output_exits_2(tmp_path: Path) -> None:
     result = run("--out", str(tmp_path / "missing-dir" / "r.json"), "--resamples", "0")
     assert result.exit_code == 2
     assert "cannot write" in result.stderr
+
+
+def test_interrupted_scoring_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while scoring ends like every command's (``commands.common.handle_errors``):
+    one ``error:`` line, exit 130, no traceback."""
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("extraction_eval.analysis.score_files.score_files", interrupted)
+    result = run("--gold", str(GOLD), "--predictions", str(PRED), "--resamples", "0")
+    assert result.exit_code == 130, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: interrupted"), lines

@@ -7,12 +7,18 @@
 - An option shared through ``commands/options.py`` or ``commands/common.py`` (a typer
   ``Annotated`` alias) is declared there only: no command declares the same flag again with
   its own ``typer.Option(...)``, where its help would drift from the shared one.
+- Every command goes through ``common.handle_errors`` (a domain error is one ``error:`` line
+  and its exit code, Ctrl-C is 130), none with an error handler of its own.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import typer
 
 COMMANDS = Path(__file__).resolve().parents[2] / "extraction_eval" / "commands"
 MAX_BODY = 60
@@ -186,6 +192,29 @@ def test_a_shared_option_is_declared_once() -> None:
     seen = {(flag, where) for flag, places in inline.items() for where in places}
     stale = sorted(set(OWN_OPTION) - seen)
     assert not stale, f"no longer declared in the command: remove from OWN_OPTION: {stale}"
+
+
+def _commands(app: typer.Typer, prefix: str = "") -> dict[str, Callable[..., Any]]:
+    """Command path -> the function typer calls, for every command of ``app``."""
+    out: dict[str, Callable[..., Any]] = {}
+    for command in app.registered_commands:
+        if command.callback is not None:
+            out[prefix + (command.name or command.callback.__name__)] = command.callback
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            out.update(_commands(group.typer_instance, f"{prefix}{group.name} "))
+    return out
+
+
+def test_every_command_goes_through_handle_errors() -> None:
+    from extraction_eval.cli import app
+    from extraction_eval.commands.common import handle_errors
+
+    wrapper = handle_errors(lambda: None).__code__  # the code every wrapped command runs
+    found = _commands(app)
+    assert {"score", "compare", "runs show", "judge calibrate"} <= set(found)
+    own = sorted(name for name, fn in found.items() if fn.__code__ is not wrapper)
+    assert not own, f"commands not wrapped in commands.common.handle_errors: {own}"
 
 
 def test_the_checker_finds_a_long_body_and_a_second_declaration(tmp_path: Path) -> None:
