@@ -72,6 +72,31 @@ def judge_run_items(
     return report, judged
 
 
+def judge_runs(
+    store: LocalStore,
+    runs: Sequence[RunRecord],
+    judges: Sequence[Judge],
+    *,
+    budget_usd: float | None = None,
+) -> list[tuple[dict[str, Any], list[JudgedItem]]]:
+    """Each run judged by its judge (verdicts cached in ``store``; the latest calibration of
+    the judge's identity backs its block), in order, sharing ``budget_usd``: each judge may
+    spend what the ones before it left (``--max-cost``: past it, the remaining pairs are
+    budget-refused judge errors, never matches; what was judged is kept)."""
+    out: list[tuple[dict[str, Any], list[JudgedItem]]] = []
+    left = budget_usd
+    for run, judge in zip(runs, judges, strict=True):
+        if hasattr(judge, "cache"):
+            judge.cache = store.cache()
+        if left is not None and hasattr(judge, "max_cost_usd"):
+            judge.max_cost_usd = left
+        calibration = store.latest_judge_calibration(judge.identity)
+        out.append(judge_run_items(store, run, judge, calibration))
+        if left is not None:
+            left = max(0.0, left - float(out[-1][0]["stats"]["cost_usd"]))
+    return out
+
+
 def paired_judged(
     a: Sequence[JudgedItem],
     b: Sequence[JudgedItem],

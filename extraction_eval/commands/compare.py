@@ -74,6 +74,8 @@ def compare_cmd(
     no_aliases: o.NoAliases = False,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
+    max_cost: o.JudgeMaxCost = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
     as_recorded: Annotated[
@@ -114,7 +116,7 @@ def compare_cmd(
     if protocol_tolerances and not protocol:
         fail("--fail-on-regression on a protocol metric needs --protocol (e.g. semeval)")
     alias_fields = alias_settings(aliases, no_aliases, err_console)
-    judges = judges_for(judge, judge_base_url)  # refused before the store is opened
+    judges = judges_for(judge, judge_base_url, max_cost=max_cost, prompt_label=judge_prompt_label)
     store = LocalStore()
     a, b = (get_or_pull(store, name, dataset, warn=warn_line) for name in (run_a, run_b))
     if alias_fields:  # both re-scored with these names of one entity (in memory only)
@@ -138,7 +140,7 @@ def compare_cmd(
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
-    extras = _extras(store, (a, b), human, judges, protocol, train, options, data)
+    extras = _extras(store, (a, b), human, (judges, max_cost), protocol, train, options, data)
     if fmt == "json":
         data["diff"] = diff.to_json()
         data.update(extras.json_blocks())
@@ -167,19 +169,20 @@ def _extras(
     store: Any,
     runs: Sequence[Any],
     human: Path | None,
-    judges: list[Any],
+    judging: tuple[list[Any], float | None],
     protocol: list[str] | None,
     train: Path | None,
     options: Any,
     data: dict[str, Any],
 ) -> CompareExtras:
     """The blocks asked for beside the paired figures (``analysis.compare.extras``): PPI
-    with ``--human``, judged figures and their paired Δ with ``--judge``, protocols."""
+    with ``--human``, judged figures and their paired Δ with ``--judge`` (``judging``: the
+    judges and their ``--max-cost``), protocols."""
     from extraction_eval.analysis.compare.extras import CompareExtras
 
     corrected = ppi_of_runs(store, runs, human) if human is not None else []
     judged_items: list[Any] = []
-    judged = judged_of_runs(store, runs, judges, judged_items)
+    judged = judged_of_runs(store, runs, judging[0], judged_items, judging[1])
     judged_paired = None
     if judged:  # B against A on judged figures: the string Δ's paired bootstrap
         from extraction_eval.analysis.judged_runs import paired_judged
@@ -265,38 +268,61 @@ def split_protocol_tolerances(specs: list[str]) -> tuple[list[str], dict[str, fl
     return others, found
 
 
-def judges_for(model: str | None, base_url: str | None, runs: int = 2) -> list[Any]:
+def judges_for(
+    model: str | None,
+    base_url: str | None,
+    runs: int = 2,
+    *,
+    max_cost: float | None = None,
+    prompt_label: str | None = None,
+) -> list[Any]:
     """``--judge``: one judge per run (each closes its client when done), built, and
-    refused, before anything is read."""
+    refused, before anything is read; with LangFuse keys set, a model judge's prompt is the
+    LangFuse one at ``--judge-prompt-label`` (read once for all of them)."""
     from extraction_eval.errors import UsageError
 
     if model is None:
-        if base_url is not None:
-            raise UsageError("--judge-base-url needs --judge MODEL")
+        given = (("--judge-base-url", base_url), ("--max-cost", max_cost))
+        for option, value in (*given, ("--judge-prompt-label", prompt_label)):
+            if value is not None:
+                raise UsageError(f"{option} needs --judge MODEL")
         return []
+    if max_cost is not None and max_cost < 0:
+        raise UsageError(f"--max-cost must be >= 0, got {max_cost:g}")
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.managed import judge_prompt_when_keyed
+    from extraction_eval.judge.prompt import JUDGE_PROMPT_LABEL
 
-    return [make_judge(model, base_url=base_url) for _ in range(runs)]
+    judges = [make_judge(model, base_url=base_url) for _ in range(runs)]
+    for line in judge_prompt_when_keyed(judges, prompt_label or JUDGE_PROMPT_LABEL):
+        err_console.print(line, highlight=False, soft_wrap=True, markup=False)
+    return judges
 
 
 def judged_of_runs(
-    store: Any, runs: Sequence[Any], judges: list[Any], items: list[Any] | None = None
+    store: Any,
+    runs: Sequence[Any],
+    judges: list[Any],
+    items: list[Any] | None = None,
+    max_cost: float | None = None,
 ) -> dict[str, Any]:
     """Each run's judged block (``analysis.judged_runs``), by run name; none without a judge.
     ``items`` (when given) gets each run's per-item judged counts, in ``runs``' order, for
-    the paired judged Δ."""
+    the paired judged Δ. ``max_cost``: the judges' shared ceiling, its one ``stopped:
+    budget`` line on stderr when it left pairs unjudged."""
     if not judges:
         return {}
-    from extraction_eval.analysis.judged_runs import judge_run_items
+    from extraction_eval.analysis.judged_runs import judge_runs
+    from extraction_eval.commands.common import judge_budget_line
 
     out: dict[str, Any] = {}
-    for run, judge in zip(runs, judges, strict=True):
-        if hasattr(judge, "cache"):
-            judge.cache = store.cache()
-        calibration = store.latest_judge_calibration(judge.identity)
-        out[run.name], judged = judge_run_items(store, run, judge, calibration)
+    for run, (report, judged) in zip(
+        runs, judge_runs(store, runs, judges, budget_usd=max_cost), strict=True
+    ):
+        out[run.name] = report
         if items is not None:
             items.append(judged)
+    judge_budget_line(list(out.values()), max_cost)
     return out
 
 

@@ -98,6 +98,7 @@ def calibrate_cmd(
         typer.Option("--per-pair", help="Write each pair with its verdict and reason here."),
     ] = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
     output_format: Annotated[
         str, typer.Option("--format", help="table (for people) | json.")
     ] = "table",
@@ -137,8 +138,10 @@ def calibrate_cmd(
         the_judge = make_judge(judge, base_url=judge_base_url, cache=store.cache())
         if langfuse_configured():  # the judge prompt LangFuse mode runs with
             from extraction_eval.judge.managed import use_langfuse_prompt
+            from extraction_eval.judge.prompt import JUDGE_PROMPT_LABEL
 
-            _warn_plain(use_langfuse_prompt(the_judge))
+            label = judge_prompt_label or JUDGE_PROMPT_LABEL
+            _warn_plain(use_langfuse_prompt(the_judge, label))
         result, rows = calibrate(
             the_judge, labelled, resamples=resamples, seed=seed, source=pairs.name
         )
