@@ -210,3 +210,34 @@ def test_a_langfuse_matrix_judges_every_cell_with_the_langfuse_prompt(
 def test_the_label_needs_a_judge() -> None:
     done = runner.invoke(app, ["score", "--judge-prompt-label", "staging"])
     assert done.exit_code == 2 and "--judge-prompt-label needs --judge MODEL" in done.stderr
+
+
+def test_calibrate_measures_the_judge_prompt_at_the_label_given(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fakes: None, lf: Any
+) -> None:
+    fake = _judge()
+    use_langfuse(server, monkeypatch, "judge-surfaces-calibrate")
+    lf.create_prompt(name=JUDGE_PROMPT_NAME, prompt=STAGING, labels=["staging"], type="chat")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"a": "IBM", "b": "I.B.M.", "same": True}) + "\n", "utf-8")
+    done = runner.invoke(
+        app,
+        ["judge", "calibrate", "--judge", "fake:judgebot", "--pairs", str(pairs)]
+        + ["--judge-prompt-label", "staging", "--format", "json", "--resamples", "0"],
+    )
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["judge"].startswith(
+        f"fake:judgebot prompt langfuse:{JUDGE_PROMPT_NAME}@1/"
+    )
+    assert _systems(fake) == {STAGING[0]["content"]}
+
+
+@pytest.mark.parametrize("command", ["run", "compare", "matrix"])
+def test_the_label_needs_a_judge_everywhere(command: str) -> None:
+    args = {
+        "run": ["run"],
+        "compare": ["compare", "x", "y"],
+        "matrix": ["matrix", "--model", "offline:baseline"],
+    }[command]
+    done = runner.invoke(app, [*args, "--judge-prompt-label", "staging"])
+    assert done.exit_code == 2 and "--judge-prompt-label needs --judge MODEL" in done.stderr
