@@ -151,12 +151,14 @@ def _ranking_legend(ranking: JudgedRanking, console: Console) -> None:
 
     tests = ranking.tests
     kept = sum(t["verdict"] in ("improved", "regressed") for t in tests)
+    few = sum(t["verdict"] == "insufficient" for t in tests)
+    too_few = f"; {few} with too few shared items for a verdict" if few else ""
     console.print(
         f"{BEST} best cell per judged F1; {CLOSE} judged F1 not significantly different from the"
         " best (paired bootstrap CI of the difference over the items both were judged on"
         " contains 0, or the difference does not survive the correction, or too few shared"
         f" items); {len(tests)} comparisons with the best, corrected:"
-        f" {CORRECTION_TEXT[ranking.correction]}; {kept} significant",
+        f" {CORRECTION_TEXT[ranking.correction]}; {kept} significant{too_few}",
         highlight=False,
         style="dim",
     )

@@ -88,8 +88,21 @@ def test_score_stops_the_judge_at_its_ceiling_and_keeps_what_it_judged(
     fake = _judge(cost=1.0)  # one call spends twice the ceiling
     done = runner.invoke(
         app,
-        ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
-        + ["--resamples", "0", "--judge", "fake:costly", "--max-cost", "0.5"],
+        [
+            "score",
+            "--gold",
+            str(gold),
+            "--predictions",
+            str(pred),
+            "--format",
+            "json",
+            "--resamples",
+            "0",
+            "--judge",
+            "fake:costly",
+            "--max-cost",
+            "0.5",
+        ],
     )
     assert done.exit_code == 0, done.output
     assert len(fake.calls) == 1

@@ -85,8 +85,7 @@ def _local_runs(*names: str) -> None:
     for name in names:
         done = runner.invoke(
             app,
-            ["run", "--backend", "local", "--model", "fake:lwrun", "--limit", "3"]
-            + ["--name", name],
+            ["run", "--backend", "local", "--model", "fake:lwrun", "--limit", "3", "--name", name],
         )
         assert done.exit_code == 0, done.output
 
@@ -103,8 +102,19 @@ def test_score_judges_with_the_langfuse_prompt_created_from_the_builtin_text(
     use_langfuse(server, monkeypatch, "judge-surfaces-score")
     done = runner.invoke(
         app,
-        ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
-        + ["--judge", "fake:judgebot", "--resamples", "0"],
+        [
+            "score",
+            "--gold",
+            str(gold),
+            "--predictions",
+            str(pred),
+            "--format",
+            "json",
+            "--judge",
+            "fake:judgebot",
+            "--resamples",
+            "0",
+        ],
     )
     assert done.exit_code == 0, done.output
     (version,) = server.prompt_versions(JUDGE_PROMPT_NAME)
@@ -134,8 +144,21 @@ def test_score_reads_the_judge_prompt_at_the_label_given(
     lf.create_prompt(name=JUDGE_PROMPT_NAME, prompt=STAGING, labels=["staging"], type="chat")
     done = runner.invoke(
         app,
-        ["score", "--gold", str(gold), "--predictions", str(pred), "--format", "json"]
-        + ["--judge", "fake:judgebot", "--judge-prompt-label", "staging", "--resamples", "0"],
+        [
+            "score",
+            "--gold",
+            str(gold),
+            "--predictions",
+            str(pred),
+            "--format",
+            "json",
+            "--judge",
+            "fake:judgebot",
+            "--judge-prompt-label",
+            "staging",
+            "--resamples",
+            "0",
+        ],
     )
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["judged"]["judge"].startswith(
@@ -170,8 +193,15 @@ def test_report_with_langfuse_down_says_it_once_and_uses_the_builtin_text(
     server.down()
     done = runner.invoke(
         app,
-        ["report", "down-a", "down-b", "--out", str(tmp_path / "r.html")]
-        + ["--judge", "fake:judgebot"],
+        [
+            "report",
+            "down-a",
+            "down-b",
+            "--out",
+            str(tmp_path / "r.html"),
+            "--judge",
+            "fake:judgebot",
+        ],
     )
     assert done.exit_code == 0, done.output
     assert done.stderr.count("not read from LangFuse") == 1
@@ -195,8 +225,21 @@ def test_a_langfuse_matrix_judges_every_cell_with_the_langfuse_prompt(
     use_langfuse(server, monkeypatch, "judge-surfaces-matrix")
     done = runner.invoke(
         app,
-        ["matrix", "--model", "fake:mxlf", "--temperature", "0", "--temperature", "0.5"]
-        + ["--limit", "2", "--name", "mxlf", "--judge", "fake:judgebot"],
+        [
+            "matrix",
+            "--model",
+            "fake:mxlf",
+            "--temperature",
+            "0",
+            "--temperature",
+            "0.5",
+            "--limit",
+            "2",
+            "--name",
+            "mxlf",
+            "--judge",
+            "fake:judgebot",
+        ],
     )
     assert done.exit_code == 0, done.output
     assert done.stderr.count("created in LangFuse") == 1
@@ -222,8 +265,20 @@ def test_calibrate_measures_the_judge_prompt_at_the_label_given(
     pairs.write_text(json.dumps({"a": "IBM", "b": "I.B.M.", "same": True}) + "\n", "utf-8")
     done = runner.invoke(
         app,
-        ["judge", "calibrate", "--judge", "fake:judgebot", "--pairs", str(pairs)]
-        + ["--judge-prompt-label", "staging", "--format", "json", "--resamples", "0"],
+        [
+            "judge",
+            "calibrate",
+            "--judge",
+            "fake:judgebot",
+            "--pairs",
+            str(pairs),
+            "--judge-prompt-label",
+            "staging",
+            "--format",
+            "json",
+            "--resamples",
+            "0",
+        ],
     )
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["judge"].startswith(

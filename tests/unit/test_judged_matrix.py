@@ -15,7 +15,10 @@ from extraction_eval.evaluators.metrics import Counts, f1
 N = 30
 
 
-def _cell(ent: list[Counts], rel: Counts = Counts(1, 0, 0)) -> list[JudgedItem]:
+ONE_RELATIONSHIP = Counts(1, 0, 0)
+
+
+def _cell(ent: list[Counts], rel: Counts = ONE_RELATIONSHIP) -> list[JudgedItem]:
     return [
         JudgedItem(
             f"item-{i}", {"entities": c, "entities_typed": c, "relationships": rel}, candidates=1
