@@ -291,10 +291,11 @@ def judges_for(
         raise UsageError(f"--max-cost must be >= 0, got {max_cost:g}")
     from extraction_eval.judge.factory import make_judge
     from extraction_eval.judge.managed import judge_prompt_when_keyed
-    from extraction_eval.judge.prompt import JUDGE_PROMPT_LABEL
+    from extraction_eval.judge.prompt import judge_prompt_label
 
+    label = judge_prompt_label(prompt_label)
     judges = [make_judge(model, base_url=base_url) for _ in range(runs)]
-    for line in judge_prompt_when_keyed(judges, prompt_label or JUDGE_PROMPT_LABEL):
+    for line in judge_prompt_when_keyed(judges, label):
         err_console.print(line, highlight=False, soft_wrap=True, markup=False)
     return judges
 

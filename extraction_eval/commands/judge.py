@@ -121,12 +121,14 @@ def calibrate_cmd(
     from extraction_eval.datasets.pairs import read_pairs
     from extraction_eval.judge.calibrate import calibrate
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.prompt import judge_prompt_label as judge_prompt_label_of
     from extraction_eval.limits import MAX_RESAMPLES
 
     if output_format not in ("table", "json"):
         raise UsageError(f"--format must be one of table, json, got {output_format!r}")
     if not 0 <= resamples <= MAX_RESAMPLES:
         raise UsageError(f"--resamples must be from 0 to {MAX_RESAMPLES:,}, got {resamples:,}")
+    label = judge_prompt_label_of(judge_prompt_label)  # refused before any work
     check_readable("--pairs", pairs)
     if per_pair is not None:
         check_writable("--per-pair", per_pair)
@@ -138,9 +140,7 @@ def calibrate_cmd(
         the_judge = make_judge(judge, base_url=judge_base_url, cache=store.cache())
         if langfuse_configured():  # the judge prompt LangFuse mode runs with
             from extraction_eval.judge.managed import use_langfuse_prompt
-            from extraction_eval.judge.prompt import JUDGE_PROMPT_LABEL
 
-            label = judge_prompt_label or JUDGE_PROMPT_LABEL
             _warn_plain(use_langfuse_prompt(the_judge, label))
         result, rows = calibrate(
             the_judge, labelled, resamples=resamples, seed=seed, source=pairs.name

@@ -163,8 +163,10 @@ def _judged_cells(
                 fail(f"{option} needs --judge MODEL")
         return None
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.prompt import judge_prompt_label
 
     make_judge(model, base_url=base_url)  # refused here, before any cell runs
+    label = judge_prompt_label(prompt_label)
     max_cost = matrix.base.max_cost
 
     def show(runs: list[Any]) -> None:
@@ -173,11 +175,9 @@ def _judged_cells(
         from extraction_eval.backends.local import LocalStore
         from extraction_eval.experiments.run import uses_langfuse
         from extraction_eval.judge.managed import judge_prompt_when_keyed
-        from extraction_eval.judge.prompt import JUDGE_PROMPT_LABEL
         from extraction_eval.views.judge import render_judged_cells
 
         judges = [make_judge(model, base_url=base_url) for _ in runs]
-        label = prompt_label or JUDGE_PROMPT_LABEL
         for line in judge_prompt_when_keyed(judges, label, langfuse=uses_langfuse(matrix.base)):
             err_console.print(line, highlight=False, soft_wrap=True, markup=False)
         with LocalStore(seed=False) as store:

@@ -323,7 +323,9 @@ def _make_judge(model: str | None, base_url: str | None, prompt_label: str | Non
                 raise UsageError(f"{option} needs --judge MODEL")
         return None
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.prompt import judge_prompt_label
 
+    judge_prompt_label(prompt_label)  # a label LangFuse could not have: refused now
     return make_judge(model, base_url=base_url)
 
 
@@ -333,10 +335,10 @@ def _judge_prompt(judge: Any, config: RunConfig, label: str | None) -> None:
     keeps the built-in text."""
     from extraction_eval.experiments.run import uses_langfuse
     from extraction_eval.judge.managed import judge_prompt_when_keyed
-    from extraction_eval.judge.prompt import JUDGE_PROMPT_LABEL
+    from extraction_eval.judge.prompt import judge_prompt_label
 
     lines = judge_prompt_when_keyed(
-        [judge], label or JUDGE_PROMPT_LABEL, langfuse=uses_langfuse(config)
+        [judge], judge_prompt_label(label), langfuse=uses_langfuse(config)
     )
     for line in lines:
         err_console.print(line, highlight=False, soft_wrap=True, markup=False)

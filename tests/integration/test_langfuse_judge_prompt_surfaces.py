@@ -296,3 +296,16 @@ def test_the_label_needs_a_judge_everywhere(command: str) -> None:
     }[command]
     done = runner.invoke(app, [*args, "--judge-prompt-label", "staging"])
     assert done.exit_code == 2 and "--judge-prompt-label needs --judge MODEL" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["score"], ["compare", "x", "y"], ["run"], ["matrix", "--model", "offline:baseline"]],
+)
+def test_a_label_langfuse_could_not_have_is_refused_before_any_work(command: list[str]) -> None:
+    done = runner.invoke(
+        app, [*command, "--judge", "offline:rules", "--judge-prompt-label", "prod\nuction"]
+    )
+    assert done.exit_code == 2
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: --judge-prompt-label must be a LangFuse label")
