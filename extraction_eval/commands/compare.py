@@ -148,10 +148,21 @@ def compare_cmd(
     else:
         console.print(_scored_line(result, a, b, as_recorded), highlight=False)
         render_compare(data, diff, (a, b), extras, console, alias_lines=not alias_fields)
-    protocol_failed = protocol_gate_failed(extras.protocols, protocol_tolerances)
+    protocol_failed = _after_tables(extras, protocol_tolerances, max_cost)
     report_gate(result.gate_line(), bool(result.gate))
     if protocol_failed:
         raise typer.Exit(1)
+
+
+def _after_tables(
+    extras: CompareExtras, protocol_tolerances: dict[str, float], max_cost: float | None
+) -> bool:
+    """After the figures: the judge's ``stopped: budget`` line when ``--max-cost`` left pairs
+    unjudged, then the protocol gate's line; whether that gate failed."""
+    from extraction_eval.commands.common import judge_budget_line
+
+    judge_budget_line(list(extras.judged.values()), max_cost)
+    return protocol_gate_failed(extras.protocols, protocol_tolerances)
 
 
 def _scored_line(result: Any, a: Any, b: Any, as_recorded: bool) -> str:
@@ -309,12 +320,10 @@ def judged_of_runs(
 ) -> dict[str, Any]:
     """Each run's judged block (``analysis.judged_runs``), by run name; none without a judge.
     ``items`` (when given) gets each run's per-item judged counts, in ``runs``' order, for
-    the paired judged Δ. ``max_cost``: the judges' shared ceiling, its one ``stopped:
-    budget`` line on stderr when it left pairs unjudged."""
+    the paired judged Δ. ``max_cost``: the judges' shared ceiling (``--max-cost``)."""
     if not judges:
         return {}
     from extraction_eval.analysis.judged_runs import judge_runs
-    from extraction_eval.commands.common import judge_budget_line
 
     out: dict[str, Any] = {}
     for run, (report, judged) in zip(
@@ -323,7 +332,6 @@ def judged_of_runs(
         out[run.name] = report
         if items is not None:
             items.append(judged)
-    judge_budget_line(list(out.values()), max_cost)
     return out
 
 

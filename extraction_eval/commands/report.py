@@ -18,6 +18,7 @@ from extraction_eval.commands.common import (
     console,
     err_console,
     handle_errors,
+    judge_budget_line,
     warn_line,
 )
 
@@ -57,7 +58,7 @@ def report_cmd(
     )
     store = LocalStore()
     records = [get_or_pull(store, name, dataset, warn=warn_line) for name in runs]
-    judged_of_runs(store, records, judges, max_cost=max_cost)  # kept: the report shows them
+    judged = judged_of_runs(store, records, judges, max_cost=max_cost)  # kept with each run
     items_for, close = run_items(store)
     try:
         data = build_report_data(store, records, items_for=items_for)
@@ -83,6 +84,7 @@ def report_cmd(
     )
     if coverage := data.coverage():
         console.print(coverage, highlight=False, soft_wrap=True)
+    judge_budget_line(list(judged.values()), max_cost)  # what was judged is in the page
 
 
 def _protocols(

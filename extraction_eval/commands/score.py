@@ -114,16 +114,16 @@ def _run(
         for store in opened:
             store.close()
     report = scored.report
-    if "judged" in report:  # --max-cost: one line when it left pairs unjudged
-        from extraction_eval.commands.common import judge_budget_line
-
-        judge_budget_line([report["judged"]], judging[0])
     if out is not None:
         _write("--out", out, _dump(report) + "\n")
     if per_item is not None:
         lines = scored.per_item_lines()
         _write("--per-item", per_item, "".join(_dump(x, indent=None) + "\n" for x in lines))
     _render(report, output_format, err)
+    if "judged" in report:  # --max-cost: one line, after the figures, when pairs went unjudged
+        from extraction_eval.commands.common import judge_budget_line
+
+        judge_budget_line([report["judged"]], judging[0])
 
 
 def _render(report: dict[str, Any], output_format: str, err: Console) -> None:
