@@ -72,23 +72,48 @@ def judge_run_items(
     return report, judged
 
 
+def judge_runs(
+    store: LocalStore,
+    runs: Sequence[RunRecord],
+    judges: Sequence[Judge],
+    *,
+    budget_usd: float | None = None,
+) -> list[tuple[dict[str, Any], list[JudgedItem]]]:
+    """Each run judged by its judge (verdicts cached in ``store``; the latest calibration of
+    the judge's identity backs its block), in order, sharing ``budget_usd``: each judge may
+    spend what the ones before it left (``--max-cost``: past it, the remaining pairs are
+    budget-refused judge errors, never matches; what was judged is kept)."""
+    out: list[tuple[dict[str, Any], list[JudgedItem]]] = []
+    left = budget_usd
+    for run, judge in zip(runs, judges, strict=True):
+        if hasattr(judge, "cache"):
+            judge.cache = store.cache()
+        if left is not None and hasattr(judge, "max_cost_usd"):
+            judge.max_cost_usd = left
+        calibration = store.latest_judge_calibration(judge.identity)
+        out.append(judge_run_items(store, run, judge, calibration))
+        if left is not None:
+            left = max(0.0, left - float(out[-1][0]["stats"]["cost_usd"]))
+    return out
+
+
 def judged_of_runs(
     store: LocalStore,
     runs: Sequence[RunRecord],
     judges: Sequence[Judge],
     items: list[list[JudgedItem]] | None = None,
+    max_cost: float | None = None,
 ) -> dict[str, Any]:
-    """Each run's judged block (``judge_run_items``), by run name; none without a judge.
+    """Each run's judged block (``judge_runs``), by run name; none without a judge.
     ``items`` (when given) gets each run's per-item judged counts, in ``runs``' order, for
-    the paired judged Δ (``compare``); ``report`` shows the blocks kept with each run."""
+    the paired judged Δ (``compare``); ``max_cost``: the judges' shared ceiling."""
     if not judges:
         return {}
     out: dict[str, Any] = {}
-    for run, judge in zip(runs, judges, strict=True):
-        if hasattr(judge, "cache"):
-            judge.cache = store.cache()
-        calibration = store.latest_judge_calibration(judge.identity)
-        out[run.name], judged = judge_run_items(store, run, judge, calibration)
+    for run, (report, judged) in zip(
+        runs, judge_runs(store, runs, judges, budget_usd=max_cost), strict=True
+    ):
+        out[run.name] = report
         if items is not None:
             items.append(judged)
     return out

@@ -6,7 +6,7 @@ from the best (paired bootstrap); each repeat group's spread and per-item agreem
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,6 +200,22 @@ def not_significantly_different(
             rows[name] = _count_rows(store, by_name[name].run, items, scoring, context)
         return rows[name]
 
+    return compare_with_best(list(by_name), counts, best, scoring, correction)
+
+
+CountRows = Callable[[str], tuple[NDArray[np.int64], NDArray[np.bool_]]]
+
+
+def compare_with_best(
+    names: Sequence[str],
+    counts: CountRows,
+    best: Mapping[str, tuple[str, ...]],
+    scoring: ScoringConfig,
+    correction: Correction = "holm",
+) -> tuple[dict[str, tuple[str, ...]], list[dict[str, Any]]]:
+    """:func:`not_significantly_different` on any per-item count rows: ``counts(name)`` is a
+    cell's (n × WIDTH) rows, the same n items in the same order for every cell, and which of
+    them it has (the string table's rows, or the judged counts of ``matrix --judge``)."""
     compared: dict[tuple[str, str], PairedComparison] = {}
     tests: list[dict[str, Any]] = []
     for metric in HEADLINE:
@@ -207,7 +223,7 @@ def not_significantly_different(
             continue
         reference = best[metric][0]
         ref_rows, ref_present = counts(reference)
-        for name in by_name:
+        for name in names:
             if name in best[metric]:
                 continue
             key = (reference, name)

@@ -124,16 +124,34 @@ def protocols_of_run(
     return found
 
 
-def judges_for(model: str | None, base_url: str | None, runs: int = 2) -> list[Judge]:
+def judges_for(
+    model: str | None,
+    base_url: str | None,
+    runs: int = 2,
+    *,
+    max_cost: float | None = None,
+    prompt_label: str | None = None,
+) -> list[Judge]:
     """``--judge``: one judge per run (each closes its client when done), built, and
-    refused, before anything is read."""
+    refused, before anything is read; with LangFuse keys set, a model judge's prompt is the
+    LangFuse one at ``--judge-prompt-label`` (read once for all of them)."""
     if model is None:
-        if base_url is not None:
-            raise UsageError("--judge-base-url needs --judge MODEL")
+        given = (("--judge-base-url", base_url), ("--max-cost", max_cost))
+        for option, value in (*given, ("--judge-prompt-label", prompt_label)):
+            if value is not None:
+                raise UsageError(f"{option} needs --judge MODEL")
         return []
+    if max_cost is not None and max_cost < 0:
+        raise UsageError(f"--max-cost must be >= 0, got {max_cost:g}")
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.managed import judge_prompt_when_keyed
+    from extraction_eval.judge.prompt import judge_prompt_label
 
-    return [make_judge(model, base_url=base_url) for _ in range(runs)]
+    label = judge_prompt_label(prompt_label)
+    judges = [make_judge(model, base_url=base_url) for _ in range(runs)]
+    for line in judge_prompt_when_keyed(judges, label):
+        err_console.print(line, highlight=False, soft_wrap=True, markup=False)
+    return judges
 
 
 def ppi_of_runs(store: LocalStore, runs: Sequence[RunRecord], human: Path) -> list[RunPPI]:

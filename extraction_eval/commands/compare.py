@@ -76,6 +76,8 @@ def compare_cmd(
     no_aliases: o.NoAliases = False,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
+    max_cost: o.JudgeMaxCost = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
     as_recorded: Annotated[
@@ -116,7 +118,7 @@ def compare_cmd(
     if protocol_tolerances and not protocol:
         fail("--fail-on-regression on a protocol metric needs --protocol (e.g. semeval)")
     alias_fields = alias_settings(aliases, no_aliases, err_console)
-    judges = judges_for(judge, judge_base_url)  # refused before the store is opened
+    judges = judges_for(judge, judge_base_url, max_cost=max_cost, prompt_label=judge_prompt_label)
     store = LocalStore()
     a, b = (get_or_pull(store, name, dataset, warn=warn_line) for name in (run_a, run_b))
     if alias_fields:  # both re-scored with these names of one entity (in memory only)
@@ -140,7 +142,7 @@ def compare_cmd(
     for warning in result.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = result.to_json()
-    extras = _extras(store, (a, b), human, judges, protocol, train, options, data)
+    extras = _extras(store, (a, b), human, (judges, max_cost), protocol, train, options, data)
     if fmt == "json":
         data["diff"] = diff.to_json()
         data.update(extras.json_blocks())
@@ -148,10 +150,21 @@ def compare_cmd(
     else:
         console.print(_scored_line(result, a, b, as_recorded), highlight=False)
         render_compare(data, diff, (a, b), extras, console, alias_lines=not alias_fields)
-    protocol_failed = protocol_gate_failed(extras.protocols, protocol_tolerances)
+    protocol_failed = _after_tables(extras, protocol_tolerances, max_cost)
     report_gate(result.gate_line(), bool(result.gate))
     if protocol_failed:
         raise typer.Exit(1)
+
+
+def _after_tables(
+    extras: CompareExtras, protocol_tolerances: dict[str, float], max_cost: float | None
+) -> bool:
+    """After the figures: the judge's ``stopped: budget`` line when ``--max-cost`` left pairs
+    unjudged, then the protocol gate's line; whether that gate failed."""
+    from extraction_eval.commands.common import judge_budget_line
+
+    judge_budget_line(list(extras.judged.values()), max_cost)
+    return protocol_gate_failed(extras.protocols, protocol_tolerances)
 
 
 def _scored_line(result: Any, a: Any, b: Any, as_recorded: bool) -> str:
@@ -169,20 +182,21 @@ def _extras(
     store: Any,
     runs: Sequence[Any],
     human: Path | None,
-    judges: list[Any],
+    judging: tuple[list[Any], float | None],
     protocol: list[str] | None,
     train: Path | None,
     options: Any,
     data: dict[str, Any],
 ) -> CompareExtras:
     """The blocks asked for beside the paired figures (``analysis.compare.extras``): PPI
-    with ``--human``, judged figures and their paired Δ with ``--judge``, protocols."""
+    with ``--human``, judged figures and their paired Δ with ``--judge`` (``judging``: the
+    judges and their ``--max-cost``), protocols."""
     from extraction_eval.analysis.compare.extras import CompareExtras
     from extraction_eval.analysis.judged_runs import judged_of_runs
 
     corrected = ppi_of_runs(store, runs, human) if human is not None else []
     judged_items: list[Any] = []
-    judged = judged_of_runs(store, runs, judges, judged_items)
+    judged = judged_of_runs(store, runs, judging[0], judged_items, judging[1])
     judged_paired = None
     if judged:  # B against A on judged figures: the string Δ's paired bootstrap
         from extraction_eval.analysis.judged_runs import paired_judged

@@ -98,6 +98,7 @@ def calibrate_cmd(
         typer.Option("--per-pair", help="Write each pair with its verdict and reason here."),
     ] = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
     output_format: Annotated[
         str, typer.Option("--format", help="table (for people) | json.")
     ] = "table",
@@ -120,12 +121,14 @@ def calibrate_cmd(
     from extraction_eval.datasets.pairs import read_pairs
     from extraction_eval.judge.calibrate import calibrate
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.prompt import judge_prompt_label as judge_prompt_label_of
     from extraction_eval.limits import MAX_RESAMPLES
 
     if output_format not in ("table", "json"):
         raise UsageError(f"--format must be one of table, json, got {output_format!r}")
     if not 0 <= resamples <= MAX_RESAMPLES:
         raise UsageError(f"--resamples must be from 0 to {MAX_RESAMPLES:,}, got {resamples:,}")
+    label = judge_prompt_label_of(judge_prompt_label)  # refused before any work
     check_readable("--pairs", pairs)
     if per_pair is not None:
         check_writable("--per-pair", per_pair)
@@ -138,7 +141,7 @@ def calibrate_cmd(
         if langfuse_configured():  # the judge prompt LangFuse mode runs with
             from extraction_eval.judge.managed import use_langfuse_prompt
 
-            _warn_plain(use_langfuse_prompt(the_judge))
+            _warn_plain(use_langfuse_prompt(the_judge, label))
         result, rows = calibrate(
             the_judge, labelled, resamples=resamples, seed=seed, source=pairs.name
         )

@@ -31,6 +31,7 @@ _NOT_SETTINGS = (
     "no_aliases",
     "judge",
     "judge_base_url",
+    "judge_prompt_label",
     "protocol",
     "train",
 )
@@ -89,6 +90,7 @@ def matrix_cmd(
     ] = None,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
     details: Annotated[
@@ -118,7 +120,7 @@ def matrix_cmd(
     if alias_fields:  # every cell scores with the same names of one entity
         scoring = dataclasses.replace(matrix.base.scoring, **alias_fields)  # type: ignore[arg-type]
         matrix = dataclasses.replace(matrix, base=dataclasses.replace(matrix.base, scoring=scoring))
-    judged_cells = _judged_cells(judge, judge_base_url, matrix.base.max_cost)  # refused now
+    judged_cells = _judged_cells(judge, judge_base_url, judge_prompt_label, matrix)  # refused now
     if protocol or train is not None:
         from extraction_eval.commands.common import check_protocol_options
 
@@ -144,39 +146,53 @@ def matrix_cmd(
         fail("; ".join(outcome.problems), 3)
 
 
-def _judged_cells(model: str | None, base_url: str | None, max_cost: float | None) -> Any:
+def _judged_cells(
+    model: str | None, base_url: str | None, prompt_label: str | None, matrix: Any
+) -> Any:
     """``--judge``: checked now (a bad judge is refused before any cell runs); returns what
-    prints each cell's string and judged F1 once the matrix has run, or None. ``max_cost``
-    counts the judge too: the cells' judges share what the matrix's runs left of it."""
+    prints each cell's string and judged F1, ranked on the judged F1s as the matrix table
+    ranks the string ones, once the matrix has run; or None. The matrix's ``--max-cost``
+    counts the judge too: the cells' judges share what the matrix's runs left of it. In
+    LangFuse mode, a model judge's prompt is LangFuse's at ``--judge-prompt-label``."""
     if model is None:
-        if base_url is not None:
-            fail("--judge-base-url needs --judge MODEL")
+        for option, value in (
+            ("--judge-base-url", base_url),
+            ("--judge-prompt-label", prompt_label),
+        ):
+            if value is not None:
+                fail(f"{option} needs --judge MODEL")
         return None
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.prompt import judge_prompt_label
 
     make_judge(model, base_url=base_url)  # refused here, before any cell runs
+    label = judge_prompt_label(prompt_label)
+    max_cost = matrix.base.max_cost
 
     def show(runs: list[Any]) -> None:
-        from extraction_eval.analysis.judged_runs import judge_run
+        from extraction_eval.analysis.judged_matrix import judged_ranking
+        from extraction_eval.analysis.judged_runs import judge_runs
         from extraction_eval.backends.local import LocalStore
+        from extraction_eval.experiments.run import uses_langfuse
+        from extraction_eval.judge.managed import judge_prompt_when_keyed
         from extraction_eval.views.judge import render_judged_cells
 
-        rows = []
+        judges = [make_judge(model, base_url=base_url) for _ in runs]
+        for line in judge_prompt_when_keyed(judges, label, langfuse=uses_langfuse(matrix.base)):
+            err_console.print(line, highlight=False, soft_wrap=True, markup=False)
         with LocalStore(seed=False) as store:
             records = [store.get_run_by_id(run.id) for run in runs]
             left = None
             if max_cost is not None:  # what the cells' runs left of the ceiling
                 spent = sum(float((r.summary or {}).get("cost_usd") or 0.0) for r in records)
                 left = max(0.0, max_cost - spent)
-            for record in records:
-                judge = make_judge(model, base_url=base_url, cache=store.cache())
-                if left is not None and hasattr(judge, "max_cost_usd"):
-                    judge.max_cost_usd = left
-                calibration = store.latest_judge_calibration(judge.identity)
-                rows.append((record, judge_run(store, record, judge, calibration)))
-                if left is not None:
-                    left = max(0.0, left - float(rows[-1][1]["stats"]["cost_usd"]))
-        render_judged_cells(rows, console)
+            judged = judge_runs(store, records, judges, budget_usd=left)
+        rows = [(record, report) for record, (report, _) in zip(records, judged, strict=True)]
+        cells = [
+            (r.name, report, items) for r, (report, items) in zip(records, judged, strict=True)
+        ]
+        ranking = judged_ranking(cells, matrix.base.scoring, matrix.correction)
+        render_judged_cells(rows, console, ranking)
         judge_budget_line([report for _, report in rows], max_cost)
 
     return show

@@ -220,3 +220,15 @@ _JUDGE_OVERRIDES = typer.Option(
 JudgeModel = Annotated[str | None, _JUDGE]
 JudgeOverrides = Annotated[Path | None, _JUDGE_OVERRIDES]
 JudgeBaseUrl = Annotated[str | None, _JUDGE_BASE_URL]
+_JUDGE_PROMPT_LABEL = typer.Option(
+    "--judge-prompt-label",
+    help="With LangFuse keys set: the label of the judge prompt read from LangFuse prompt"
+    " management (created from the built-in text when missing). [default: production]",
+)
+_JUDGE_MAX_COST = typer.Option(
+    "--max-cost",
+    help="USD ceiling for the --judge model's calls (this command makes no other): past it"
+    " the remaining pairs are not judged (judge errors, never matches); what was judged is kept.",
+)
+JudgePromptLabel = Annotated[str | None, _JUDGE_PROMPT_LABEL]
+JudgeMaxCost = Annotated[float | None, _JUDGE_MAX_COST]

@@ -18,6 +18,7 @@ from extraction_eval.commands.common import (
     console,
     err_console,
     handle_errors,
+    judge_budget_line,
     judges_for,
     protocols_of_run,
     warn_line,
@@ -31,6 +32,8 @@ def report_cmd(
     dataset: o.RunDataset = None,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
+    max_cost: o.JudgeMaxCost = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
     aliases: o.Aliases = None,
@@ -52,10 +55,12 @@ def report_cmd(
     check_writable("--out", out)
     check_protocol_options(protocol, train)
     alias_fields = alias_settings(aliases, no_aliases, err_console)
-    judges = judges_for(judge, judge_base_url, len(runs))  # refused before the store is opened
+    judges = judges_for(  # refused before the store is opened
+        judge, judge_base_url, len(runs), max_cost=max_cost, prompt_label=judge_prompt_label
+    )
     store = LocalStore()
     records = [get_or_pull(store, name, dataset, warn=warn_line) for name in runs]
-    judged_of_runs(store, records, judges)  # kept with each run: the report shows them
+    judged = judged_of_runs(store, records, judges, max_cost=max_cost)  # kept with each run
     items_for, close = run_items(store)
     try:
         data = build_report_data(store, records, items_for=items_for)
@@ -81,6 +86,7 @@ def report_cmd(
     )
     if coverage := data.coverage():
         console.print(coverage, highlight=False, soft_wrap=True)
+    judge_budget_line(list(judged.values()), max_cost)  # what was judged is in the page
 
 
 def _protocols(

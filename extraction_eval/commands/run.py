@@ -98,6 +98,7 @@ def run_cmd(
     no_aliases: o.NoAliases = False,
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
 ) -> None:
@@ -153,11 +154,11 @@ def run_cmd(
         baseline, fail_on_regression or [], config.dataset, protocols=protocol or []
     )
     check_ppi(ppi, human)
-    the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
+    the_judge = _make_judge(judge, judge_base_url, judge_prompt_label)  # refused: nothing spent
     if dry_run:
         _render_estimate(config)
         return
-    _run_and_render(config, base, human, the_judge, protocol or [], train)
+    _run_and_render(config, base, human, the_judge, protocol or [], train, judge_prompt_label)
 
 
 def _scoring(
@@ -200,6 +201,7 @@ def _run_and_render(
     the_judge: Any,
     protocol: list[str],
     train: Path | None,
+    judge_prompt_label: str | None = None,
 ) -> None:
     """The run under a progress bar, its tables between its warnings and their recap, then
     the checks after it (``_after_run``)."""
@@ -214,7 +216,7 @@ def _run_and_render(
     from extraction_eval.views.runs import render_run_summary
 
     if the_judge is not None:
-        _judge_prompt(the_judge, config)
+        _judge_prompt(the_judge, config, judge_prompt_label)
     try:
         with RichProgress(err_console) as progress:
             outcome = run_experiment(config, progress=progress)
@@ -307,29 +309,37 @@ def _after_run(
         raise typer.Exit(1)
 
 
-def _make_judge(model: str | None, base_url: str | None) -> Any:
+def _make_judge(model: str | None, base_url: str | None, prompt_label: str | None) -> Any:
     """``--judge``: the judge, built (and refused) before the run spends anything."""
     from extraction_eval.errors import UsageError
 
     if model is None:
-        if base_url is not None:
-            raise UsageError("--judge-base-url needs --judge MODEL")
+        for option, value in (
+            ("--judge-base-url", base_url),
+            ("--judge-prompt-label", prompt_label),
+        ):
+            if value is not None:
+                raise UsageError(f"{option} needs --judge MODEL")
         return None
     from extraction_eval.judge.factory import make_judge
+    from extraction_eval.judge.prompt import judge_prompt_label
 
+    judge_prompt_label(prompt_label)  # a label LangFuse could not have: refused now
     return make_judge(model, base_url=base_url)
 
 
-def _judge_prompt(judge: Any, config: RunConfig) -> None:
-    """LangFuse mode: a model judge's prompt from LangFuse prompt management (created from
-    the built-in text when missing); local mode keeps the built-in text."""
+def _judge_prompt(judge: Any, config: RunConfig, label: str | None) -> None:
+    """LangFuse mode: a model judge's prompt from LangFuse prompt management at ``label``
+    (``--judge-prompt-label``; created from the built-in text when missing); local mode
+    keeps the built-in text."""
     from extraction_eval.experiments.run import uses_langfuse
+    from extraction_eval.judge.managed import judge_prompt_when_keyed
+    from extraction_eval.judge.prompt import judge_prompt_label
 
-    if not uses_langfuse(config):
-        return
-    from extraction_eval.judge.managed import use_langfuse_prompt
-
-    for line in use_langfuse_prompt(judge):
+    lines = judge_prompt_when_keyed(
+        [judge], judge_prompt_label(label), langfuse=uses_langfuse(config)
+    )
+    for line in lines:
         err_console.print(line, highlight=False, soft_wrap=True, markup=False)
 
 

@@ -75,6 +75,7 @@ def _run(
     judge_overrides: Path | None = None,
     protocols: list[str] | None = None,
     train: Path | None = None,
+    judging: tuple[float | None, str | None] = (None, None),
 ) -> None:
     from extraction_eval.analysis.score_files import score_files
     from extraction_eval.datasets.bundled import example_paths
@@ -104,7 +105,7 @@ def _run(
     _check_protocols(protocols, train)
     opened: list[Any] = []  # the store the judge's cache lives in, closed after scoring
     try:
-        judged = _judge_setup(judge, judge_base_url, judge_overrides, err, opened)
+        judged = _judge_setup(judge, judge_base_url, judge_overrides, err, opened, judging)
         scored = score_files(
             gold,
             predictions,
@@ -125,6 +126,10 @@ def _run(
         lines = scored.per_item_lines()
         _write("--per-item", per_item, "".join(_dump(x, indent=None) + "\n" for x in lines))
     _render(report, output_format, err)
+    if "judged" in report:  # --max-cost: one line, after the figures, when pairs went unjudged
+        from extraction_eval.commands.common import judge_budget_line
+
+        judge_budget_line([report["judged"]], judging[0])
 
 
 def _render(report: dict[str, Any], output_format: str, err: Console) -> None:
@@ -194,24 +199,31 @@ def _judge_setup(
     overrides: Path | None,
     err: Console,
     opened: list[Any],
+    judging: tuple[float | None, str | None] = (None, None),
 ) -> dict[str, Any]:
     """``score_files``' judge arguments for ``--judge``: the judge (its verdicts cached in the
-    local store; people's verdicts from ``--judge-overrides`` on top) and the latest
-    calibration stored for its identity; none without it."""
+    local store; its prompt LangFuse's when keys are set; ``judging``: its ``--max-cost`` and
+    ``--judge-prompt-label``; people's verdicts from ``--judge-overrides`` on top) and the
+    latest calibration stored for its identity; none without it."""
+    from extraction_eval.commands.common import judges_for
+
     if model is None:
-        for option, value in (("--judge-base-url", base_url), ("--judge-overrides", overrides)):
-            if value is not None:
-                raise UsageError(f"{option} needs --judge MODEL")
+        judges_for(None, base_url, max_cost=judging[0], prompt_label=judging[1])  # refused
+        if overrides is not None:
+            raise UsageError("--judge-overrides needs --judge MODEL")
         return {}
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.judge.factory import make_judge
 
-    store = LocalStore(seed=False)
-    opened.append(store)
     try:
-        judge = make_judge(model, base_url=base_url, cache=store.cache())
+        (judge,) = judges_for(model, base_url, 1, max_cost=judging[0], prompt_label=judging[1])
     except InvalidValue as exc:
         raise UsageError(error_line(exc)) from None
+    store = LocalStore(seed=False)
+    opened.append(store)
+    if hasattr(judge, "cache"):
+        judge.cache = store.cache()
+    if judging[0] is not None and hasattr(judge, "max_cost_usd"):
+        judge.max_cost_usd = judging[0]
     calibration = store.latest_judge_calibration(judge.identity)
     if overrides is not None:
         from extraction_eval.datasets.pairs import read_pairs
@@ -271,6 +283,8 @@ def score(
     judge: o.JudgeModel = None,
     judge_base_url: o.JudgeBaseUrl = None,
     judge_overrides: o.JudgeOverrides = None,
+    judge_prompt_label: o.JudgePromptLabel = None,
+    max_cost: o.JudgeMaxCost = None,
     protocol: o.Protocol = None,
     train: o.Train = None,
 ) -> None:
@@ -306,4 +320,5 @@ def score(
         judge_overrides=judge_overrides,
         protocols=protocol,
         train=train,
+        judging=(max_cost, judge_prompt_label),
     )

@@ -7,6 +7,7 @@ is a warning and the built-in text, visibly (``source="fallback"``): judging goe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from extraction_eval.errors import ExtractionEvalError, one_line
@@ -60,12 +61,36 @@ def _builtin() -> str:
     return f"the built-in {JUDGE_PROMPT_VERSION} is used"
 
 
-def use_langfuse_prompt(judge: Judge) -> list[str]:
+def use_langfuse_prompt(judge: Judge, label: str = JUDGE_PROMPT_LABEL) -> list[str]:
     """Give a model judge the LangFuse judge prompt (before it judges: the prompt is in its
     identity and cache key); returns the lines to show. Other judges are left as they are."""
+    return share_langfuse_prompt([judge], label)
+
+
+def share_langfuse_prompt(judges: Sequence[Judge], label: str = JUDGE_PROMPT_LABEL) -> list[str]:
+    """Give every model judge of ``judges`` (one per run compared, per matrix cell) the one
+    LangFuse judge prompt at ``label``, read once: the same identity backs every judged
+    figure, and a LangFuse that cannot give it is one line, not one per judge."""
     from extraction_eval.judge.model import ModelJudge
 
-    if not isinstance(judge, ModelJudge):
+    models = [j for j in judges if isinstance(j, ModelJudge)]
+    if not models:
         return []
-    judge.prompt, lines = langfuse_prompt()
+    prompt, lines = langfuse_prompt(label=label)
+    for judge in models:
+        judge.prompt = prompt
     return lines
+
+
+def judge_prompt_when_keyed(
+    judges: Sequence[Judge], label: str = JUDGE_PROMPT_LABEL, *, langfuse: bool | None = None
+) -> list[str]:
+    """The LangFuse judge prompt for ``judges`` when LangFuse is used (``langfuse``; None:
+    when its keys are set, as ``score``, ``compare`` and ``report`` decide), so a judged
+    figure under keys is backed by the identity a calibration under keys measured; the
+    built-in text otherwise. Returns the lines to show."""
+    if langfuse is None:
+        from extraction_eval.backends.langfuse import langfuse_configured
+
+        langfuse = langfuse_configured()
+    return share_langfuse_prompt(judges, label) if langfuse else []

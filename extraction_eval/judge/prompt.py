@@ -26,6 +26,25 @@ JUDGE_PROMPT_VERSION = "judge-v1"
 JUDGE_PROMPT_NAME = "extraction-eval-judge"  # its name in LangFuse prompt management
 JUDGE_PROMPT_LABEL = "production"  # the label fetched (LangFuse's default)
 JUDGE_VARIABLES = ("context", "pairs")
+_LABEL = re.compile(r"[A-Za-z0-9_.\-]{1,36}")  # a LangFuse label: one short word
+
+
+def judge_prompt_label(label: str | None) -> str:
+    """The label the judge prompt is read at (None: ``JUDGE_PROMPT_LABEL``). Raises
+    ``InvalidValue`` for one LangFuse could not have (empty, spaces, control characters),
+    before any work, rather than a warning once a run has spent its budget."""
+    if label is None:
+        return JUDGE_PROMPT_LABEL
+    if not _LABEL.fullmatch(label):
+        from extraction_eval.errors import InvalidValue
+
+        raise InvalidValue(
+            "judge_prompt_label",
+            f"must be a LangFuse label (letters, digits, _ . -; at most 36), got {label!r}",
+        )
+    return label
+
+
 # Context sent with a batch: the whole text when it is short, else windows around the names
 MAX_CONTEXT_CHARS = 6_000
 CONTEXT_WINDOW = 400

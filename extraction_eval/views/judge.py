@@ -3,7 +3,7 @@ figures (``score --judge``). Plain JSON in, so a rendering never changes a numbe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -12,6 +12,9 @@ from rich.text import Text
 from extraction_eval.textsafe import escape_controls
 from extraction_eval.views.score_report import fmt_number
 from extraction_eval.views.tables import print_table
+
+if TYPE_CHECKING:
+    from extraction_eval.analysis.judged_matrix import JudgedRanking
 
 
 def render_calibration(report: dict[str, Any], console: Console) -> None:
@@ -93,32 +96,72 @@ def render_judged(
         print_table(console, Text(f"  judge error: {line}", style="yellow"))
 
 
-def render_judged_cells(rows: list[tuple[Any, dict[str, Any]]], console: Console) -> None:
+def render_judged_cells(
+    rows: list[tuple[Any, dict[str, Any]]],
+    console: Console,
+    ranking: JudgedRanking | None = None,
+) -> None:
     """``matrix --judge``: per cell, the string and judged F1 side by side (entities and
-    relationships), the judged matches, and the judge's errors."""
+    relationships; the typed entity F1 judged), the judged matches, and the judge's errors;
+    the judged F1s marked as the matrix table marks the string ones (``ranking``)."""
     if not rows:
         return
+    from extraction_eval.views.matrix import BEST, CLOSE
+
+    def judged(name: str, report: dict[str, Any], metric: str, block: str) -> Text:
+        text = Text(fmt_number((report.get(block) or {}).get("f1")), style="bold")
+        if ranking is not None and name in ranking.best.get(metric, ()):
+            text.append(BEST, style="bold green")
+        elif ranking is not None and name in ranking.similar.get(metric, ()):
+            text.append(CLOSE, style="green")
+        return text
+
     first = rows[0][1]
     table = Table(title_justify="left", show_edge=False, pad_edge=False)
-    for head in ("cell", "ent F1", "judged", "rel F1", "judged", "+judged", "errors"):
+    heads = ("cell", "ent F1", "judged", "typed judged", "rel F1", "judged", "+judged", "errors")
+    for head in heads:
         table.add_column(head, justify="left" if head == "cell" else "right")
-    for run, judged in rows:
-        report = (getattr(run, "summary", None) or {}).get("report") or {}
-        matches = judged.get("matches") or {}
+    for run, report in rows:
+        name = str(run.name)
+        string = (getattr(run, "summary", None) or {}).get("report") or {}
+        matches = report.get("matches") or {}
         table.add_row(
-            str(run.name),
-            fmt_number((report.get("entities") or {}).get("f1")),
-            Text(fmt_number((judged.get("entities") or {}).get("f1")), style="bold"),
-            fmt_number((report.get("relationships") or {}).get("f1")),
-            Text(fmt_number((judged.get("relationships") or {}).get("f1")), style="bold"),
+            name,
+            fmt_number((string.get("entities") or {}).get("f1")),
+            judged(name, report, "entity_f1", "entities"),
+            judged(name, report, "entity_typed_f1", "entities_typed"),
+            fmt_number((string.get("relationships") or {}).get("f1")),
+            judged(name, report, "relationship_f1", "relationships"),
             fmt_number(matches.get("entities")),
-            fmt_number((judged.get("stats") or {}).get("errors")),
+            fmt_number((report.get("stats") or {}).get("errors")),
         )
     print_table(
         console,
         Text.assemble(("judged", "bold"), f" by {first.get('judge')} — {first.get('backing')}"),
     )
     print_table(console, table)
+    if ranking is not None:
+        _ranking_legend(ranking, console)
+
+
+def _ranking_legend(ranking: JudgedRanking, console: Console) -> None:
+    """What ★ and ≈ mean on the judged F1s, and the comparisons made for them."""
+    from extraction_eval.evaluators.stats.multiple_testing import CORRECTION_TEXT
+    from extraction_eval.views.matrix import BEST, CLOSE
+
+    tests = ranking.tests
+    kept = sum(t["verdict"] in ("improved", "regressed") for t in tests)
+    few = sum(t["verdict"] == "insufficient" for t in tests)
+    too_few = f"; {few} with too few shared items for a verdict" if few else ""
+    console.print(
+        f"{BEST} best cell per judged F1; {CLOSE} judged F1 not significantly different from the"
+        " best (paired bootstrap CI of the difference over the items both were judged on"
+        " contains 0, or the difference does not survive the correction, or too few shared"
+        f" items); {len(tests)} comparisons with the best, corrected:"
+        f" {CORRECTION_TEXT[ranking.correction]}; {kept} significant{too_few}",
+        highlight=False,
+        style="dim",
+    )
 
 
 def judged_match_rows(matches: list[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
