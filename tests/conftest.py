@@ -10,6 +10,13 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+# A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment; Rich would
+# then fix every module-level console's width when the package is imported, where a lone
+# pytest process lets each test's own COLUMNS (CliRunner(env=...)) decide. Same rules in both.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
 # CI runs the property tests on a fixed seed so a green build stays green; locally they
 # explore new examples every run (and a failure found there becomes a named regression test).
 settings.register_profile("ci", derandomize=True, print_blob=True)
