@@ -24,6 +24,7 @@ from extraction_eval.commands.common import (
     err_console,
     fail,
     handle_errors,
+    judges_for,
 )
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
 
@@ -153,7 +154,8 @@ def run_cmd(
         baseline, fail_on_regression or [], config.dataset, protocols=protocol or []
     )
     check_ppi(ppi, human)
-    the_judge = _make_judge(judge, judge_base_url)  # refused before anything is spent
+    # the judge built (and refused) before the run spends anything
+    the_judge = next(iter(judges_for(judge, judge_base_url, runs=1)), None)
     if dry_run:
         _render_estimate(config)
         return
@@ -259,9 +261,9 @@ def _after_run(
         from extraction_eval.backends.local import LocalStore
         from extraction_eval.views.ppi import render_ppi
 
-        store = LocalStore()
-        for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
-            render_ppi(r, console)
+        with LocalStore() as store:
+            for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
+                render_ppi(r, console)
     if the_judge is not None:
         if config.max_cost is not None and hasattr(the_judge, "max_cost_usd"):
             # --max-cost counts the judge's calls too: it gets what the run left over
@@ -305,19 +307,6 @@ def _after_run(
         err_console.print(f"[{style}]protocol gate: {line}[/]", highlight=False, soft_wrap=True)
     if checks.failed:
         raise typer.Exit(1)
-
-
-def _make_judge(model: str | None, base_url: str | None) -> Any:
-    """``--judge``: the judge, built (and refused) before the run spends anything."""
-    from extraction_eval.errors import UsageError
-
-    if model is None:
-        if base_url is not None:
-            raise UsageError("--judge-base-url needs --judge MODEL")
-        return None
-    from extraction_eval.judge.factory import make_judge
-
-    return make_judge(model, base_url=base_url)
 
 
 def _judge_prompt(judge: Any, config: RunConfig) -> None:
