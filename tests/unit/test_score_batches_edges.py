@@ -163,3 +163,48 @@ def test_a_hostile_207_answer_is_counted_within_the_batch_and_not_resent(
         assert (said or "").count("m") == messages if messages else said is None
     finally:
         batches.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_failing_unconfirmed_callback_neither_resends_the_batch_nor_stops_the_sender(
+    wire: list[Handler], posted: list[str]
+) -> None:
+    wire.append(lambda request: httpx.Response(207, json={"rejected": 1, "errors": []}))
+    lf = FakeClient()
+
+    def broken(count: int, error: str | None) -> None:
+        raise RuntimeError("log full")
+
+    batches_for(lf, []).close()  # the client's target registered
+    batches = ScoreBatches(lf, on_unconfirmed=broken)  # type: ignore[arg-type]
+    try:
+        add(batches, "s0", "s1")
+        batches.flush()
+        assert lf.created == [] and batches.rejected == 1
+        wire.pop()
+        add(batches, "s2")
+        batches.flush()
+        assert posted == ["s2"]
+    finally:
+        batches.close()
+
+
+@pytest.mark.timeout(30)
+def test_one_score_over_the_body_limit_does_not_turn_the_batches_off(
+    wire: list[Handler], posted: list[str]
+) -> None:
+    def limited(request: httpx.Request) -> httpx.Response:
+        too_large = len(request.content) > module.MAX_BODY_BYTES
+        return httpx.Response(413 if too_large else 202, json={})
+
+    wire.append(limited)
+    lf = FakeClient()
+    batches = batches_for(lf, [])
+    try:
+        batches.add(Score(name="huge", value=0.5, comment="x" * 1_100_000), trace_id=TRACE)
+        batches.flush()
+        add(batches, "s1")
+        batches.flush()
+        assert lf.created == ["huge"] and posted == ["s1"] and batches.direct
+    finally:
+        batches.close()

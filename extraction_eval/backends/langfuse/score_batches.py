@@ -282,6 +282,9 @@ class ScoreBatches:
             self._send(batch[:half])
             self._send(batch[half:])
             return
+        if len(body) > MAX_BODY_BYTES:  # one score over the limit (a huge comment): its 413
+            self._to_sdk(batch)  # would send every later score the SDK's way
+            return
         try:
             response = self._http().post("/api/public/scores", content=body)
         except httpx.HTTPError as exc:
@@ -310,8 +313,8 @@ class ScoreBatches:
         self.rejected += rejected
         error = one_line("; ".join(errors))[:200] if errors else None
         log.info("LangFuse rejected %d of a batch of %d scores: %s", rejected, len(batch), error)
-        if self._on_unconfirmed is not None and rejected:
-            self._on_unconfirmed(rejected, error)
+        if rejected:
+            self._unconfirmed(rejected, error)
 
     def _to_sdk(self, batch: list[dict[str, Any]]) -> None:
         """The SDK's own path for ``batch``: same ids, so nothing is doubled. A score the SDK
@@ -336,10 +339,19 @@ class ScoreBatches:
             except Exception as exc:
                 error = f"score {body['name']!r}: {one_line(exc, with_type=True)}"
                 log.warning("LangFuse client refused %s", error)
-                if self._on_unconfirmed is not None:
-                    self._on_unconfirmed(1, error)
+                self._unconfirmed(1, error)
                 continue
             self.handed_to_sdk += 1
+
+    def _unconfirmed(self, count: int, error: str | None) -> None:
+        """Tell the caller; its callback failing must not make the sender resend the batch
+        (its accepted scores twice) or stop the thread."""
+        if self._on_unconfirmed is None:
+            return
+        try:
+            self._on_unconfirmed(count, error)
+        except Exception as exc:
+            log.warning("reporting %d unconfirmed scores failed: %s", count, one_line(exc))
 
     def _http(self) -> httpx.Client:
         if self._client is None:
