@@ -31,6 +31,7 @@ from extraction_eval.types import DatasetItem, Entity, Extraction
 from tests.support.live_langfuse import BASE_URL as _BASE_URL
 from tests.support.live_langfuse import PUBLIC_KEY as _PUBLIC_KEY
 from tests.support.live_langfuse import SECRET_KEY as _SECRET_KEY
+from tests.support.live_langfuse import api_get as _get
 from tests.support.live_langfuse import live_marks
 
 pytestmark = live_marks(300)
@@ -155,20 +156,6 @@ def test_run_experiment_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
         assert isinstance(json.loads(row["input"]), dict)
         assert isinstance(json.loads(row["output"]), dict)
         assert row["level"] != "ERROR"  # the offline baseline fails no item
-
-
-def _get(path: str, **params: str | None) -> Any:
-    """GET a public API route of the live server as plain JSON."""
-    import httpx
-
-    response = httpx.get(
-        f"{_BASE_URL.rstrip('/')}/api/public/{path}",
-        params=params,
-        auth=(_PUBLIC_KEY, _SECRET_KEY),
-        timeout=60,
-    )
-    response.raise_for_status()
-    return response.json()
 
 
 def _use_live(monkeypatch: pytest.MonkeyPatch) -> Any:

@@ -4,6 +4,7 @@ that skip them unless asked for explicitly (they write to a real server)."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -23,3 +24,17 @@ def live_marks(timeout_s: int) -> list[pytest.MarkDecorator]:
         ),
         pytest.mark.timeout(timeout_s),
     ]
+
+
+def api_get(path: str, **params: str | None) -> Any:
+    """GET a public API route of the live server as plain JSON."""
+    import httpx
+
+    response = httpx.get(
+        f"{BASE_URL.rstrip('/')}/api/public/{path}",
+        params=params,
+        auth=(PUBLIC_KEY, SECRET_KEY),
+        timeout=60,
+    )
+    response.raise_for_status()
+    return response.json()
