@@ -7,6 +7,7 @@ beside them (``run_judged``). People's verdicts on judged pairs (the dataset's `
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 import numpy as np
@@ -281,6 +282,8 @@ def post_judged_scores(
                 )
         close_client(lf)
     except Exception as exc:  # the SDK's own errors too: a warning, never a failed run
+        with suppress(Exception):  # the scores queued before the failure are delivered too
+            close_client(lf)
         return f"judged scores not posted to LangFuse: {one_line(exc, with_type=True)}"
     if untraced:
         return f"{untraced:,} items have no LangFuse trace: their judged scores were not posted"

@@ -261,9 +261,9 @@ def _after_run(
         from extraction_eval.backends.local import LocalStore
         from extraction_eval.views.ppi import render_ppi
 
-        store = LocalStore()
-        for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
-            render_ppi(r, console)
+        with LocalStore() as store:
+            for r in ppi_of_runs(store, [store.get_run_by_id(outcome.run.id)], human):
+                render_ppi(r, console)
     if the_judge is not None:
         if config.max_cost is not None and hasattr(the_judge, "max_cost_usd"):
             # --max-cost counts the judge's calls too: it gets what the run left over

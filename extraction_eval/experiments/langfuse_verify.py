@@ -108,7 +108,8 @@ class ScoreDeliveryLog(logging.Filter):
         return False
 
     def add(self, count: int, error: str | None) -> None:
-        """Count ``count`` scores a batch of ours could not confirm (a 207's rejections)."""
+        """Count ``count`` scores a batch of ours could not confirm (a 207's rejections, a
+        score the SDK refused when it took a failed batch)."""
         with self._lock:
             self.unconfirmed += count
             self.last_error = error or self.last_error

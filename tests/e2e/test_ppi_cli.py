@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
@@ -75,3 +78,21 @@ def test_a_verified_file_needs_no_text(tmp_path: Path) -> None:
     verified, warnings = read_human_gold(path)
     assert sorted(verified) == ["sample-001", "sample-002"] and warnings == []
     assert [e.name for e in verified["sample-001"].entities] == ["Mara Velloso"]
+
+
+def test_run_experiment_with_ppi_closes_the_store_it_opens_for_ppi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    human = _human_file(tmp_path, 5)
+    opened: list[LocalStore] = []  # by the command itself (the runner's are its own)
+    init = LocalStore.__init__
+
+    def recording_init(self: LocalStore, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if sys._getframe(1).f_code.co_filename.endswith(str(Path("commands", "run.py"))):
+            opened.append(self)
+
+    monkeypatch.setattr(LocalStore, "__init__", recording_init)
+    run = runner.invoke(_run_app, ["--name", "closed", "--ppi", "--human", str(human)])
+    assert run.exit_code == 0, run.stderr
+    assert opened and [s for s in opened if s._conn is not None] == []

@@ -20,9 +20,9 @@ from extraction_eval.judge.base import JudgePair
 from extraction_eval.judge.managed import langfuse_prompt, use_langfuse_prompt
 from extraction_eval.judge.model import ModelJudge
 from extraction_eval.judge.prompt import BUILTIN, JUDGE_PROMPT_NAME, SYSTEM
-from extraction_eval.llm.base import Completion
 from extraction_eval.llm.fake import FakeProvider, register_fake, unregister_fake
 from extraction_eval.llm.retry import RetryPolicy
+from tests.support.judging import DictCache
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import FakeLangfuse
 
@@ -43,17 +43,6 @@ CHANGED = [
     {"role": "system", "content": "Same entity? Answer JSON verdicts, nothing else."},
     {"role": "user", "content": "Text: {{context}}\nPairs:\n{{pairs}}"},
 ]
-
-
-class DictCache:
-    def __init__(self) -> None:
-        self.rows: dict[str, Completion] = {}
-
-    def get(self, key: str) -> Completion | None:
-        return self.rows.get(key)
-
-    def put(self, key: str, completion: Completion) -> None:
-        self.rows[key] = completion
 
 
 def _judge(cache: DictCache) -> tuple[ModelJudge, FakeProvider]:

@@ -80,13 +80,7 @@ def test_judged_item_scores_sit_beside_unchanged_string_scores(
     items = LocalStore().get_items(DATASET)[:3]
     upload(server, items, DATASET)
     use_langfuse(server, monkeypatch, "judged-items")
-    last_word = {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    last_word = last_word_answers(items)
     register_fake("lfjudge", {"items": last_word})
     try:
         plain = _run("lf-plain", [])

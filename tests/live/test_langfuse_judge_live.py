@@ -10,9 +10,7 @@ It writes only names starting with ``extraction-eval-live`` (a dataset, an exper
 
 from __future__ import annotations
 
-import os
 import uuid
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -24,22 +22,13 @@ from extraction_eval.backends.langfuse import (
     read_back,
 )
 from extraction_eval.types import DatasetItem, Entity, Extraction
+from tests.support.live_langfuse import BASE_URL as _BASE_URL
+from tests.support.live_langfuse import PUBLIC_KEY as _PUBLIC_KEY
+from tests.support.live_langfuse import SECRET_KEY as _SECRET_KEY
+from tests.support.live_langfuse import api_get as _get
+from tests.support.live_langfuse import live_marks
 
-_PUBLIC_KEY = os.environ.get("LANGFUSE_PUBLIC_KEY", "")
-_SECRET_KEY = os.environ.get("LANGFUSE_SECRET_KEY", "")
-_BASE_URL = os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST", "")
-_ENABLED = os.environ.get("EXTRACTION_EVAL_LIVE") == "1" and all(
-    (_PUBLIC_KEY, _SECRET_KEY, _BASE_URL)
-)
-
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.skipif(
-        not _ENABLED,
-        reason="live LangFuse test: set EXTRACTION_EVAL_LIVE=1 and the three LANGFUSE_* vars",
-    ),
-    pytest.mark.timeout(300),
-]
+pytestmark = live_marks(300)
 
 DATASET = "extraction-eval-live-smoke-judge"
 ITEM = DatasetItem(
@@ -62,20 +51,6 @@ SURNAMES = {
     ],
     "relationships": [],
 }
-
-
-def _get(path: str, **params: str | None) -> Any:
-    """GET a public API route of the live server as plain JSON."""
-    import httpx
-
-    response = httpx.get(
-        f"{_BASE_URL.rstrip('/')}/api/public/{path}",
-        params=params,
-        auth=(_PUBLIC_KEY, _SECRET_KEY),
-        timeout=60,
-    )
-    response.raise_for_status()
-    return response.json()
 
 
 def test_judged_scores_are_read_back_beside_the_string_ones(

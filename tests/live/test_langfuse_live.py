@@ -11,7 +11,6 @@ credentials from every test's environment. It writes only names starting with
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -29,22 +28,13 @@ from extraction_eval.backends.langfuse import (
 )
 from extraction_eval.seeds.from_trace import seed_from_traces
 from extraction_eval.types import DatasetItem, Entity, Extraction
+from tests.support.live_langfuse import BASE_URL as _BASE_URL
+from tests.support.live_langfuse import PUBLIC_KEY as _PUBLIC_KEY
+from tests.support.live_langfuse import SECRET_KEY as _SECRET_KEY
+from tests.support.live_langfuse import api_get as _get
+from tests.support.live_langfuse import live_marks
 
-_PUBLIC_KEY = os.environ.get("LANGFUSE_PUBLIC_KEY", "")
-_SECRET_KEY = os.environ.get("LANGFUSE_SECRET_KEY", "")
-_BASE_URL = os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST", "")
-_ENABLED = os.environ.get("EXTRACTION_EVAL_LIVE") == "1" and all(
-    (_PUBLIC_KEY, _SECRET_KEY, _BASE_URL)
-)
-
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.skipif(
-        not _ENABLED,
-        reason="live LangFuse test: set EXTRACTION_EVAL_LIVE=1 and the three LANGFUSE_* vars",
-    ),
-    pytest.mark.timeout(300),
-]
+pytestmark = live_marks(300)
 
 NAME = "extraction-eval-live-smoke"
 OUTPUT = {"entities": [{"name": "Ada Lovelace", "type": "person"}], "relationships": []}
@@ -166,20 +156,6 @@ def test_run_experiment_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
         assert isinstance(json.loads(row["input"]), dict)
         assert isinstance(json.loads(row["output"]), dict)
         assert row["level"] != "ERROR"  # the offline baseline fails no item
-
-
-def _get(path: str, **params: str | None) -> Any:
-    """GET a public API route of the live server as plain JSON."""
-    import httpx
-
-    response = httpx.get(
-        f"{_BASE_URL.rstrip('/')}/api/public/{path}",
-        params=params,
-        auth=(_PUBLIC_KEY, _SECRET_KEY),
-        timeout=60,
-    )
-    response.raise_for_status()
-    return response.json()
 
 
 def _use_live(monkeypatch: pytest.MonkeyPatch) -> Any:

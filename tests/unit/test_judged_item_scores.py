@@ -5,14 +5,17 @@ failed item scores 0 on both (never the both-empty 1.0)."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
+
+import pytest
 
 from extraction_eval.analysis.judged import judge_item
-from extraction_eval.analysis.judged_runs import item_judged_scores
+from extraction_eval.analysis.judged_runs import item_judged_scores, post_judged_scores
 from extraction_eval.evaluators import ScoringConfig, score_dataset_item
 from extraction_eval.evaluators.gold_view import scored_gold
 from extraction_eval.evaluators.scores import item_scores
 from extraction_eval.judge.rules import RulesJudge
-from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship
+from extraction_eval.types import DatasetItem, Entity, Extraction, Relationship, Score
 
 TEXT = "Barack Obama works for IBM in Paris."
 GOLD = Extraction(
@@ -67,3 +70,29 @@ def test_a_failed_item_scores_zero_on_both_even_with_empty_gold() -> None:
     string, twins = _judged(None, Extraction())
     assert set(twins.values()) == {0.0}
     assert all(string[n.removesuffix("_judged")] == 0.0 for n in twins)
+
+
+def test_posting_judged_scores_that_fails_midway_still_delivers_what_was_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import extraction_eval.backends.langfuse as langfuse_backend
+
+    flushed: list[int] = []
+    posted: list[str] = []
+
+    class Client:
+        def flush(self) -> None:
+            flushed.append(len(posted))
+
+    def post(lf: object, score: Score, **subject: object) -> None:
+        if posted:
+            raise RuntimeError("queue full")
+        posted.append(score.name)
+
+    monkeypatch.setattr(langfuse_backend, "connect", lambda **kwargs: Client())
+    monkeypatch.setattr(langfuse_backend, "post_score", post)
+    run = SimpleNamespace(backend="langfuse", experiment_id="exp-1")
+    report = {"judge": "offline:rules", "entities": {"f1": 0.5, "precision": 0.5}}
+    problem = post_judged_scores(run, report)  # type: ignore[arg-type]  # backend, id only
+    assert problem is not None and "queue full" in problem
+    assert flushed == [1]  # the one score queued before the failure is delivered

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -454,15 +455,16 @@ def change_moments(stored: Sequence[_Stored]) -> list[DatasetVersion]:
             groups[-1].append(event)
         else:
             groups.append([event])
+    # sorted once: items added one by one over days make a group each, and counting the
+    # active ones per group by walking every item would be quadratic
+    active_since = sorted(
+        s.created_at for s in stored if s.item.status == "ACTIVE" and s.created_at is not None
+    )
     out: list[DatasetVersion] = []
     for group in groups:
         last = group[-1][0]
         created = sum(1 for _, new in group if new)
-        active = sum(
-            1
-            for s in stored
-            if s.item.status == "ACTIVE" and s.created_at is not None and s.created_at <= last
-        )
+        active = bisect_right(active_since, last)
         parts = [f"{created} new"] if created else []
         parts += [f"{len(group) - created} changed"] if len(group) > created else []
         out.append(

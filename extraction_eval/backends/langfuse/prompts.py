@@ -142,25 +142,9 @@ def push_prompt(
     If the prompt at ``label`` already has exactly these messages, no new version is made
     (``force=True`` makes one anyway).
     """
-    from langfuse.api import NotFoundError as LangfuseNotFound
-
     template = template or load_local_prompt()
-    base = base_url_of(lf)
     if not force:
-        _install_sdk_filter()
-        token = _translating.set(True)
-        try:
-            current: Any = lf.get_prompt(
-                name, label=label, type="chat", cache_ttl_seconds=0, max_retries=0
-            )
-        except LangfuseNotFound:
-            current = None
-        except Exception as exc:
-            raise BackendError(
-                f"LangFuse at {base}: reading prompt {name!r} failed ({_fetch_failure(exc)})"
-            ) from None
-        finally:
-            _translating.reset(token)
+        current = _chat_prompt_or_none(lf, name, label, max_retries=0)
         if current is not None and messages_hash(_client_messages(current)) == (
             template.content_hash
         ):
@@ -177,6 +161,29 @@ def push_prompt(
     return int(created.version)
 
 
+def _chat_prompt_or_none(lf: Langfuse, name: str, label: str, *, max_retries: int) -> Any:
+    """The chat prompt ``name`` at ``label``, uncached (whoever asks is about to compare or
+    create it), or None when LangFuse has no such prompt: that answer is the caller's to act
+    on, while any other failure is one ``BackendError`` line."""
+    from langfuse.api import NotFoundError as LangfuseNotFound
+
+    _install_sdk_filter()
+    token = _translating.set(True)
+    try:
+        return lf.get_prompt(
+            name, label=label, type="chat", cache_ttl_seconds=0, max_retries=max_retries
+        )
+    except LangfuseNotFound:
+        return None
+    except Exception as exc:
+        raise BackendError(
+            f"LangFuse at {base_url_of(lf)}: reading prompt {name!r} (label {label!r}) failed"
+            f" ({_fetch_failure(exc)})"
+        ) from None
+    finally:
+        _translating.reset(token)
+
+
 def ensure_chat_prompt(
     lf: Langfuse,
     name: str,
@@ -189,23 +196,7 @@ def ensure_chat_prompt(
     ``messages`` with that label when the name does not exist yet. Returns its messages, its
     version and whether this call created it. Raises ``BackendError`` (one line) when
     LangFuse cannot be read or written."""
-    from langfuse.api import NotFoundError as LangfuseNotFound
-
-    _install_sdk_filter()
-    token = _translating.set(True)
-    try:
-        client: Any = lf.get_prompt(
-            name, label=label, type="chat", cache_ttl_seconds=0, max_retries=1
-        )
-    except LangfuseNotFound:
-        client = None
-    except Exception as exc:
-        raise BackendError(
-            f"LangFuse at {base_url_of(lf)}: reading prompt {name!r} (label {label!r}) failed"
-            f" ({_fetch_failure(exc)})"
-        ) from None
-    finally:
-        _translating.reset(token)
+    client = _chat_prompt_or_none(lf, name, label, max_retries=1)
     if client is not None:
         return _client_messages(client), int(client.version), False
     own = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]

@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 
 # POST /api/public/scores has Next.js's default body limit (the SDK caps its batches so too)
 MAX_BODY_BYTES = 1_000_000
+# a 207 answer is outside input: a larger one is not parsed, and a few of its errors suffice
+MAX_ANSWER_BYTES = MAX_BODY_BYTES  # an answer about a body within the limit is smaller
+MAX_ANSWER_ERRORS = 5
 SDK_DEFAULT_FLUSH_AT = 15
 SDK_DEFAULT_FLUSH_INTERVAL_S = 1.0
 SDK_DEFAULT_TIMEOUT_S = 5
@@ -94,7 +97,8 @@ def register_target(
     """Remember what ``connect`` gave the SDK (arguments first, then LANGFUSE_* as it reads
     them), so a run's scores can go to the same server with the same batch settings."""
     env = os.environ
-    batch = flush_at or int(env.get("LANGFUSE_FLUSH_AT") or SDK_DEFAULT_FLUSH_AT)
+    # at least one: a batch size of 0 would make the sender spin and lose what it holds
+    batch = max(1, flush_at or int(env.get("LANGFUSE_FLUSH_AT") or SDK_DEFAULT_FLUSH_AT))
     interval = flush_interval or float(
         env.get("LANGFUSE_FLUSH_INTERVAL") or SDK_DEFAULT_FLUSH_INTERVAL_S
     )
@@ -117,6 +121,22 @@ def _direct_target(lf: Langfuse) -> RestTarget | None:
 def _timestamp() -> str:
     """Now, as the SDK's serializer writes a UTC time."""
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _rejections(response: httpx.Response, sent: int) -> tuple[int, list[str]]:
+    """How many of ``sent`` scores a 207 answer refused (within 0..sent), and its first few
+    error messages. The body is outside input: one too large or not of the documented shape
+    ``{accepted, rejected, errors}`` counts as all refused, with no messages."""
+    try:
+        if len(response.content) > MAX_ANSWER_BYTES:
+            raise ValueError("answer too large")
+        answer = response.json()
+        rejected = min(max(int(answer.get("rejected", 0)), 0), sent)
+        listed = answer.get("errors") or []
+        errors = [str(e.get("message", e))[:200] for e in listed[:MAX_ANSWER_ERRORS]]
+    except (ValueError, TypeError, AttributeError, OverflowError):
+        return sent, []
+    return rejected, errors
 
 
 class ScoreBatches:
@@ -149,8 +169,7 @@ class ScoreBatches:
     def add(self, score: Score, *, score_id: str | None = None, **subject: str | None) -> None:
         """Queue ``score`` on ``subject`` (``trace_id`` / ``observation_id`` /
         ``dataset_run_id``, ``config_id``), with ``score_id`` (a random one if None)."""
-        target = self._target
-        if target is None or self._closed:
+        if self._target is None or self._closed:
             post_score(self._lf, score, score_id=score_id, **subject)
             return
         value: Any = score.value
@@ -171,11 +190,16 @@ class ScoreBatches:
         }
         body = {k: v for k, v in body.items() if v is not None}
         with self._cond:
-            self._pending.append(body)
-            if self._thread is None:
-                self._start()
-            if len(self._pending) >= target.batch_size:
-                self._cond.notify_all()
+            target = self._target
+            late = target is None or self._closed  # closed meanwhile: the thread may be gone
+            if target is not None and not late:
+                self._pending.append(body)
+                if self._thread is None:
+                    self._start()
+                if len(self._pending) >= target.batch_size:
+                    self._cond.notify_all()
+        if late:
+            self._to_sdk([body])
 
     def flush(self) -> None:
         """Block until every score added so far was posted, or handed to the SDK's queue
@@ -258,6 +282,9 @@ class ScoreBatches:
             self._send(batch[:half])
             self._send(batch[half:])
             return
+        if len(body) > MAX_BODY_BYTES:  # one score over the limit (a huge comment): its 413
+            self._to_sdk(batch)  # would send every later score the SDK's way
+            return
         try:
             response = self._http().post("/api/public/scores", content=body)
         except httpx.HTTPError as exc:
@@ -282,35 +309,49 @@ class ScoreBatches:
         """A 207: the accepted scores are in, the rejected ones are counted and reported (as
         the SDK does, not retried: the server found them invalid)."""
         self.batches += 1
-        try:
-            answer = response.json()
-            rejected = int(answer.get("rejected", 0))
-            errors = [str(e.get("message", e)) for e in answer.get("errors") or []]
-        except (ValueError, TypeError, AttributeError):
-            rejected, errors = len(batch), []
+        rejected, errors = _rejections(response, len(batch))
         self.rejected += rejected
         error = one_line("; ".join(errors))[:200] if errors else None
         log.info("LangFuse rejected %d of a batch of %d scores: %s", rejected, len(batch), error)
-        if self._on_unconfirmed is not None and rejected:
-            self._on_unconfirmed(rejected, error)
+        if rejected:
+            self._unconfirmed(rejected, error)
 
     def _to_sdk(self, batch: list[dict[str, Any]]) -> None:
-        """The SDK's own path for ``batch``: same ids, so nothing is doubled."""
+        """The SDK's own path for ``batch``: same ids, so nothing is doubled. A score the SDK
+        refuses is reported as unconfirmed and the rest still go: raising here would make the
+        caller hand the whole batch over again (the ones before it twice) and stop the thread
+        that sends every later score."""
         create: Any = self._lf.create_score  # overloaded per data type
         for body in batch:
-            create(
-                name=body["name"],
-                value=body["value"],
-                score_id=body["id"],
-                trace_id=body.get("traceId"),
-                observation_id=body.get("observationId"),
-                dataset_run_id=body.get("datasetRunId"),
-                data_type=body.get("dataType"),
-                comment=body.get("comment"),
-                config_id=body.get("configId"),
-                timestamp=datetime.fromisoformat(body["timestamp"]),
-            )
-        self.handed_to_sdk += len(batch)
+            try:
+                create(
+                    name=body["name"],
+                    value=body["value"],
+                    score_id=body["id"],
+                    trace_id=body.get("traceId"),
+                    observation_id=body.get("observationId"),
+                    dataset_run_id=body.get("datasetRunId"),
+                    data_type=body.get("dataType"),
+                    comment=body.get("comment"),
+                    config_id=body.get("configId"),
+                    timestamp=datetime.fromisoformat(body["timestamp"]),
+                )
+            except Exception as exc:
+                error = f"score {body['name']!r}: {one_line(exc, with_type=True)}"
+                log.warning("LangFuse client refused %s", error)
+                self._unconfirmed(1, error)
+                continue
+            self.handed_to_sdk += 1
+
+    def _unconfirmed(self, count: int, error: str | None) -> None:
+        """Tell the caller; its callback failing must not make the sender resend the batch
+        (its accepted scores twice) or stop the thread."""
+        if self._on_unconfirmed is None:
+            return
+        try:
+            self._on_unconfirmed(count, error)
+        except Exception as exc:
+            log.warning("reporting %d unconfirmed scores failed: %s", count, one_line(exc))
 
     def _http(self) -> httpx.Client:
         if self._client is None:
