@@ -38,6 +38,14 @@ def report_cmd(
     train: o.Train = None,
     aliases: o.Aliases = None,
     no_aliases: o.NoAliases = False,
+    as_recorded: Annotated[
+        bool,
+        typer.Option(
+            "--as-recorded",
+            help="Two runs: score each with its own recorded settings in the paired section"
+            " (as compare --as-recorded; default: both with A's).",
+        ),
+    ] = False,
 ) -> None:
     """An HTML report that opens offline: configs, metrics with CIs, per-type F1, failure
     taxonomy, latency and cost, and every item with its evidence highlighted in the text.
@@ -63,7 +71,7 @@ def report_cmd(
     judged = judged_of_runs(store, records, judges, max_cost=max_cost)  # kept with each run
     items_for, close = run_items(store)
     try:
-        data = build_report_data(store, records, items_for=items_for)
+        data = build_report_data(store, records, items_for=items_for, as_recorded=as_recorded)
     finally:
         close()
     if alias_fields:  # beside the stored figures, labelled: the page's items stay as stored

@@ -4,7 +4,10 @@ stability, refusals and ``--force``, the regression gate on ``compare`` and on
 
 from __future__ import annotations
 
+import html as html_mod
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -311,3 +314,44 @@ def test_as_recorded_scores_each_run_with_its_own_settings(two_match_modes: None
     assert _first_line(out).startswith(
         "each run scored with its own recorded settings: A match=casefold"
     )
+
+
+def _paired_section(html: str) -> tuple[str, dict[str, list[str]]]:
+    """The report's paired section: its first line (the settings) and its table by metric."""
+    section = html.split('<section id="paired">', 1)[1].split("</section>", 1)[0]
+    first = re.search(r'<p class="scored-with" id="paired-scored-with">(.*?)</p>', section, re.S)
+    assert first is not None, section[:2000]
+    rows = {
+        m[0]: [v.strip() for v in re.findall(r'<td class="num">(.*?)</td>', m[1])]
+        for m in re.findall(r"<tr[^>]*><th>(.*?)</th>(.*?)</tr>", section, re.S)
+    }
+    return html_mod.unescape(" ".join(first.group(1).split())), rows
+
+
+@pytest.mark.parametrize("as_recorded", [False, True])
+def test_report_paired_section_says_which_settings_and_as_recorded_uses_each_runs_own(
+    two_match_modes: None, tmp_path: Path, as_recorded: bool
+) -> None:
+    """As compare: the default scores both runs with A's settings, --as-recorded each with its
+    own, and the section's first line says which, in compare's words."""
+    out = tmp_path / "r.html"
+    args = ["report", "folded", "exact", "--out", str(out)]
+    code, _, err = _invoke(*args, *(["--as-recorded"] if as_recorded else []))
+    assert code == 0, err
+    first, rows = _paired_section(out.read_text(encoding="utf-8"))
+    _, printed, _ = _invoke(
+        "compare", "folded", "exact", *(["--as-recorded"] if as_recorded else [])
+    )
+    assert first and _first_line(printed).startswith(first)  # compare's first line, word for word
+    a, b = rows["entity_f1"][:2]
+    if as_recorded:
+        assert first.startswith("each run scored with its own recorded settings: A match=casefold")
+        assert float(b) < float(a)  # exact matching fails on the capitalised names
+        store = LocalStore()
+        for value, name in ((a, "folded"), (b, "exact")):
+            run = store.get_run(name)
+            assert run is not None and run.summary is not None
+            assert float(value) == pytest.approx(run.summary["values"]["entity_f1"], abs=1e-4)
+    else:
+        assert first.startswith("both runs scored with A's settings (folded): match=casefold")
+        assert a == b

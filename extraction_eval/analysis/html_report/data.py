@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction_eval.analysis.compare.runs import GoldLoader
+from extraction_eval.analysis.compare.runs import CompareOptions, GoldLoader, compare_runs
 from extraction_eval.analysis.html_report.build import (
     CHUNK,
     ItemStream,
@@ -299,6 +299,7 @@ def build_report_data(
     *,
     items_for: ItemsFor | None = None,
     split: int | None = None,
+    as_recorded: bool = False,
 ) -> ReportData:
     """The report of one or more stored runs on the same dataset.
 
@@ -311,12 +312,22 @@ def build_report_data(
     Streamed runs of at least ``SPLIT_AT`` items are built in two processes: a worker builds
     the items after the first ``split`` (default: a chunk past half, on a chunk boundary) while this
     process builds those; the parts are joined in dataset order, the same report byte for
-    byte. ``split=0`` builds in this process only."""
+    byte. ``split=0`` builds in this process only.
+
+    ``as_recorded``: the paired section scores each run with its own recorded settings
+    (``compare --as-recorded``, to compare scoring choices) rather than both with A's; those
+    figures are counted by ``compare`` itself, in a second pass over both runs."""
     if not runs:
         raise InvalidValue("runs", "name at least one run")
     # only the items some run ran are listed (and the report says how many of the dataset's)
     with collector_paused(), ThreadPoolExecutor(1, thread_name_prefix="report-zlib") as pool:
-        return _build(store, runs, items_for, pool, split)
+        data = _build(store, runs, items_for, pool, split)
+    if as_recorded and data.comparison is not None:
+        recorded = compare_runs(
+            runs[0], runs[1], store=store, options=CompareOptions(force=True, as_recorded=True)
+        )
+        data.comparison = {**comparison_view(recorded), "diff": data.comparison["diff"]}
+    return data
 
 
 def _build(

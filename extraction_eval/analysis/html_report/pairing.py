@@ -111,9 +111,10 @@ def comparison_view(result: RunComparison) -> dict[str, Any]:
         for t in (*paired.entity_types, *paired.relationship_types)
     ]
     return {
+        "scored_with": result.scored_with(),  # the section's first line, as compare's
         "note": (
-            f"{paired.items} items paired by id, both runs' outputs scored with A's settings"
-            f" (the figures of `compare A B`). Δ = B − A with a paired"
+            f"{paired.items} items paired by id, scored as the line above says (the figures"
+            f" `compare A B` prints when it scores so). Δ = B − A with a paired"
             f" {METHOD_TEXT[paired.ci_method]} {paired.confidence:.0%} CI"
             f" ({paired.resamples:,} resamples of the items, seed {paired.seed}); the verdict"
             " says improved or regressed only when the CI excludes 0 and the p-value,"
