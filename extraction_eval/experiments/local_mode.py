@@ -77,7 +77,9 @@ async def _use_pool(pool: ItemPool, prep: PreparedRun, store: LocalStore, driver
 
     if not prep.todo_ids:
         return
-    await pool.start(job_for(prep.runner, store, prep.config.pipeline))
+    if not await pool.start(job_for(prep.runner, store, prep.config.pipeline)):
+        prep.warnings.append("no worker process could start: the items run in this process")
+        return
     cache = getattr(prep.runner.pipeline, "cache", None)
     cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
     held = cache if isinstance(cache, SQLiteResponseCache) else None

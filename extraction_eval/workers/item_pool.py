@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import os
 import pickle
 import queue
 import subprocess
@@ -25,7 +27,7 @@ from typing import Any
 
 from extraction_eval.backends.local import SQLiteResponseCache
 from extraction_eval.backends.local.cache import CacheRow
-from extraction_eval.errors import BackendError
+from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.runner import ItemRunner
 from extraction_eval.types import DatasetItem, ItemResult
@@ -40,6 +42,28 @@ _CODE = (
 _NOTHING = object()  # no message held back by the writer
 # how long a worker told to stop may take to exit before it is killed
 _STOP_WAIT_S = 5.0
+# How long the workers may take to be set up (imports, pipeline, clients: about 2 s of CPU
+# each, far more on a loaded machine) before one still not ready is killed and counted as
+# a worker that could not start; the run goes on without it. A setup that hangs (a pipeline
+# whose import waits on a lock or the network) would otherwise hang the run before any item.
+# Overridden by the environment variable below (seconds; for slow machines and the tests).
+START_TIMEOUT_S = 120.0
+START_TIMEOUT_ENV = "EXTRACTION_EVAL_WORKER_START_TIMEOUT"
+
+
+def start_timeout() -> float:
+    """:data:`START_TIMEOUT_S`, or the environment's number of seconds (> 0); anything else
+    is the run's one-line error, before a worker starts."""
+    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return START_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{START_TIMEOUT_ENV} must be a number of seconds > 0, got {raw!r}")
+    return value
 
 
 class WorkerDied(Exception):
@@ -121,6 +145,7 @@ class ItemPool:
         self.workers: list[_Worker] = []
         self.warnings: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._start_timeout = start_timeout()  # a bad value: refused before any process
         try:
             for i in range(count):
                 self.workers.append(_Worker(i))
@@ -128,11 +153,12 @@ class ItemPool:
             self.stop()
             raise
 
-    async def start(self, job: Job) -> None:
+    async def start(self, job: Job) -> bool:
         """Send the run's job; wait until every worker is set up or failed (they start at
         once, so the last is ready soon after the first; the items are then spread over all
-        from the start). A worker whose setup failed is left out (a warning); none set up is
-        the run's error, before any item ran."""
+        from the start), at most :func:`start_timeout` seconds: a worker not ready by then
+        is killed. A worker that did not start is left out (a warning); False when none
+        started (the caller runs the items in its own process)."""
         loop = self._loop = asyncio.get_running_loop()
         for worker in self.workers:
             worker.ready = loop.create_future()
@@ -140,9 +166,17 @@ class ItemPool:
                 target=self._read, args=(worker, loop), daemon=True, name="pool-reader"
             ).start()
             worker.send(job)
-        await asyncio.gather(*(w.ready for w in self.workers if w.ready is not None))
-        if not any(w.is_ready for w in self.workers):
-            raise BackendError(f"no worker process could start ({self.workers[0].dead})")
+        waiting = [w.ready for w in self.workers if w.ready is not None]
+        limit = self._start_timeout
+        _, late = await asyncio.wait(waiting, timeout=limit)
+        if late:
+            for worker in self.workers:
+                if worker.ready is not None and not worker.ready.done():
+                    worker.dead = f"it was not set up after {limit:g} s, so it was stopped"
+                    _settle(worker.ready, result=False)
+                    with contextlib.suppress(OSError):
+                        worker.proc.kill()
+        return any(w.is_ready for w in self.workers)
 
     async def run(self, item: DatasetItem) -> Answer:
         """``item`` run in the ready worker with the fewest items in flight."""

@@ -220,3 +220,24 @@ def test_a_worker_killed_mid_run_turns_its_items_into_rows_and_the_run_goes_on(
     lost = [r for r in rows if r.error is not None]
     assert 1 <= len(lost) <= 2  # what the killed worker held (concurrency 2 over 2 workers)
     assert all("worker process exited" in (r.error or "") for r in lost)
+
+
+def test_a_worker_stuck_in_its_setup_is_stopped_and_the_run_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workers whose setup never ends (a pipeline whose import hangs there): after the start
+    bound each is killed and said to have not started, and the run's own process runs every
+    item, storing what one process stores."""
+    monkeypatch.setenv("E2E_RUN_PID", str(os.getpid()))
+    monkeypatch.setenv("EXTRACTION_EVAL_WORKER_START_TIMEOUT", "3")
+    common = ["--limit", "5", "--pipeline", "tests.support.hangs_in_worker:first_entity"]
+    one = _run(*common, "--name", "one")
+    assert one.exit_code == 0, one.stderr
+    started = time.monotonic()
+    two = _run(*common, "--name", "two", "--concurrency", "2", "--workers", "2")
+    assert two.exit_code == 0, two.stderr
+    assert time.monotonic() - started < 60
+    for n in (1, 2):
+        assert f"worker process {n} could not start (it was not set up after 3 s" in two.stderr
+    assert "the items run in this process" in two.stderr
+    assert _export("one").replace('"one"', "N") == _export("two").replace('"two"', "N")
