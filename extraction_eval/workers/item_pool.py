@@ -1,5 +1,6 @@
 """The run's side of ``--workers N``: N item worker processes (``workers/item_worker.py``),
-started before the run's setup so their imports overlap it, then fed the run's items.
+started before the run's setup so their imports overlap it, then fed the run's items; until
+one is ready the run's process runs the items itself (:meth:`ItemPool.runs_here`).
 
 The run's process keeps everything a run has one of: the scheduler (``run_bounded``, at most
 ``concurrency`` items in flight over all workers, the next item going to the worker with the
@@ -49,6 +50,9 @@ _STOP_WAIT_S = 5.0
 # Overridden by the environment variable below (seconds; for slow machines and the tests).
 START_TIMEOUT_S = 120.0
 START_TIMEOUT_ENV = "EXTRACTION_EVAL_WORKER_START_TIMEOUT"
+# Tests only (not a user setting): "1" makes every item wait for a worker, none run in the
+# run's process while the workers start, so which process ran an item is deterministic.
+WORKERS_ONLY_ENV = "_EXTRACTION_EVAL_WORKERS_ONLY"
 
 
 def start_timeout() -> float:
@@ -79,6 +83,7 @@ class _Worker:
         self.pending: dict[str, asyncio.Future[Answer]] = {}
         self.ready: asyncio.Future[bool] | None = None
         self.dead: str | None = None  # why it is not running items
+        self.unneeded = False  # stopped while still starting: the run had ended first
         self.set_up = False  # it said it is ready (and did not fail since)
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._outbox.put(list(sys.path))  # first: the child imports nothing before it
@@ -146,6 +151,9 @@ class ItemPool:
         self.warnings: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_timeout = start_timeout()  # a bad value: refused before any process
+        self._starting: asyncio.Task[bool] | None = None
+        self.started = False  # every worker is set up, failed or was stopped as late
+        self._workers_only = os.environ.get(WORKERS_ONLY_ENV) == "1"
         try:
             for i in range(count):
                 self.workers.append(_Worker(i))
@@ -176,7 +184,31 @@ class ItemPool:
                     _settle(worker.ready, result=False)
                     with contextlib.suppress(OSError):
                         worker.proc.kill()
+        self.started = True
         return any(w.is_ready for w in self.workers)
+
+    def begin(self, job: Job) -> asyncio.Task[bool]:
+        """:meth:`start` in the background: the run's process runs items itself meanwhile
+        (:meth:`runs_here`), so a worker's start-up (about 2 s of CPU) delays no item."""
+        self._starting = asyncio.get_running_loop().create_task(self.start(job))
+        return self._starting
+
+    async def settle(self) -> None:
+        """Workers only (tests): wait until every worker is set up or failed, so the items
+        spread over all from the start; otherwise nothing to wait for."""
+        if self._workers_only and not self.started and self._starting is not None:
+            with contextlib.suppress(Exception):  # its failure: no worker, said by run()
+                await asyncio.shield(self._starting)
+
+    def runs_here(self) -> bool:
+        """Whether the next item runs in the run's process: while no worker is ready yet
+        (they are starting), or when none could start; never once one ran items (with none
+        left, :meth:`run` stops the run as before)."""
+        if any(w.is_ready for w in self.workers):
+            return False
+        if any(w.set_up for w in self.workers):
+            return False
+        return self.started or not self._workers_only
 
     async def run(self, item: DatasetItem) -> Answer:
         """``item`` run in the ready worker with the fewest items in flight."""
@@ -233,8 +265,16 @@ class ItemPool:
 
     def stop(self) -> None:
         """Tell every worker to stop, wait a little, kill what is left; no orphan stays.
-        ``warnings`` then says which could not start."""
+        ``warnings`` then says which could not start. A worker still starting is killed at
+        once (it holds no item: the run ended before it was needed)."""
+        if self._starting is not None:
+            self._starting.cancel()
         for worker in self.workers:
+            if not worker.set_up and worker.dead is None and worker.proc.poll() is None:
+                worker.unneeded = True
+                with contextlib.suppress(OSError):
+                    worker.proc.kill()
+                continue
             if worker.dead is not None:
                 what = "exited during the run" if worker.set_up else "could not start"
                 self.warnings.append(f"worker process {worker.index + 1} {what} ({worker.dead})")
@@ -263,9 +303,14 @@ def remote_scorer(
     pool: ItemPool, runner: ItemRunner, cache: SQLiteResponseCache | None
 ) -> Callable[[DatasetItem], Awaitable[tuple[ItemResult, ItemScore]]]:
     """``runner.run_scored`` through the pool: the worker's result and score, its cache
-    writes held for the result's transaction; an item whose worker died is an error row."""
+    writes held for the result's transaction; an item whose worker died is an error row.
+    While no worker is ready (:meth:`ItemPool.runs_here`) ``runner`` runs it here: the
+    result is the same (a worker runs the same runner), so who ran an item does not show."""
 
     async def run_scored(item: DatasetItem) -> tuple[ItemResult, ItemScore]:
+        await pool.settle()
+        if pool.runs_here():
+            return await runner.run_scored(item)
         try:
             result, scored, rows = await pool.run(item)
         except WorkerDied as exc:
