@@ -83,7 +83,6 @@ class _Worker:
         self.pending: dict[str, asyncio.Future[Answer]] = {}
         self.ready: asyncio.Future[bool] | None = None
         self.dead: str | None = None  # why it is not running items
-        self.unneeded = False  # stopped while still starting: the run had ended first
         self.set_up = False  # it said it is ready (and did not fail since)
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._outbox.put(list(sys.path))  # first: the child imports nothing before it
@@ -271,11 +270,9 @@ class ItemPool:
             self._starting.cancel()
         for worker in self.workers:
             if not worker.set_up and worker.dead is None and worker.proc.poll() is None:
-                worker.unneeded = True
                 with contextlib.suppress(OSError):
                     worker.proc.kill()
-                continue
-            if worker.dead is not None:
+            elif worker.dead is not None:
                 what = "exited during the run" if worker.set_up else "could not start"
                 self.warnings.append(f"worker process {worker.index + 1} {what} ({worker.dead})")
             worker.send(None)
