@@ -269,3 +269,15 @@ def test_the_run_runs_items_itself_until_a_worker_is_ready(
     ran_in = [line.split()[1] for line in pids.read_text().splitlines()]
     assert ran_in == [str(os.getpid())] * 12
     assert _export("one").replace('"one"', "N") == _export("two").replace('"two"', "N")
+
+
+def test_a_bad_start_bound_is_one_line_before_any_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start bound that is not a positive number of seconds: one line naming it, no run."""
+    monkeypatch.setenv("EXTRACTION_EVAL_WORKER_START_TIMEOUT", "soon")
+    out = _run("--limit", "2", "--name", "bad-bound", "--workers", "2")
+    assert out.exit_code != 0
+    assert "EXTRACTION_EVAL_WORKER_START_TIMEOUT must be a number of seconds > 0, got 'soon'" in (
+        out.stderr
+    )
+    assert "Traceback" not in out.stderr
+    assert LocalStore().get_run("bad-bound") is None
