@@ -5,6 +5,7 @@ while this process schedules, stores and shows them."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from extraction_eval.backends.local import LocalStore, SQLiteResponseCache
@@ -77,8 +78,14 @@ async def _use_pool(pool: ItemPool, prep: PreparedRun, store: LocalStore, driver
 
     if not prep.todo_ids:
         return
-    await pool.start(job_for(prep.runner, store, prep.config.pipeline))
+    starting = pool.begin(job_for(prep.runner, store, prep.config.pipeline))
+    starting.add_done_callback(lambda task: _none_started(task, prep))
     cache = getattr(prep.runner.pipeline, "cache", None)
     cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
     held = cache if isinstance(cache, SQLiteResponseCache) else None
-    driver.use(remote_scorer(pool, prep.runner, held))
+    driver.use(remote_scorer(pool, prep.runner, held))  # here until a worker is ready
+
+
+def _none_started(task: asyncio.Task[bool], prep: PreparedRun) -> None:
+    if not task.cancelled() and task.exception() is None and not task.result():
+        prep.warnings.append("no worker process could start: the items ran in this process")

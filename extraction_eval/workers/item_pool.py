@@ -1,5 +1,6 @@
 """The run's side of ``--workers N``: N item worker processes (``workers/item_worker.py``),
-started before the run's setup so their imports overlap it, then fed the run's items.
+started before the run's setup so their imports overlap it, then fed the run's items; until
+one is ready the run's process runs the items itself (:meth:`ItemPool.runs_here`).
 
 The run's process keeps everything a run has one of: the scheduler (``run_bounded``, at most
 ``concurrency`` items in flight over all workers, the next item going to the worker with the
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import os
 import pickle
 import queue
 import subprocess
@@ -25,7 +28,7 @@ from typing import Any
 
 from extraction_eval.backends.local import SQLiteResponseCache
 from extraction_eval.backends.local.cache import CacheRow
-from extraction_eval.errors import BackendError
+from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.runner import ItemRunner
 from extraction_eval.types import DatasetItem, ItemResult
@@ -40,6 +43,31 @@ _CODE = (
 _NOTHING = object()  # no message held back by the writer
 # how long a worker told to stop may take to exit before it is killed
 _STOP_WAIT_S = 5.0
+# How long the workers may take to be set up (imports, pipeline, clients: about 2 s of CPU
+# each, far more on a loaded machine) before one still not ready is killed and counted as
+# a worker that could not start; the run goes on without it. A setup that hangs (a pipeline
+# whose import waits on a lock or the network) would otherwise hang the run before any item.
+# Overridden by the environment variable below (seconds; for slow machines and the tests).
+START_TIMEOUT_S = 120.0
+START_TIMEOUT_ENV = "EXTRACTION_EVAL_WORKER_START_TIMEOUT"
+# Tests only (not a user setting): "1" makes every item wait for a worker, none run in the
+# run's process while the workers start, so which process ran an item is deterministic.
+WORKERS_ONLY_ENV = "_EXTRACTION_EVAL_WORKERS_ONLY"
+
+
+def start_timeout() -> float:
+    """:data:`START_TIMEOUT_S`, or the environment's number of seconds (> 0); anything else
+    is the run's one-line error, before a worker starts."""
+    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return START_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{START_TIMEOUT_ENV} must be a number of seconds > 0, got {raw!r}")
+    return value
 
 
 class WorkerDied(Exception):
@@ -121,6 +149,10 @@ class ItemPool:
         self.workers: list[_Worker] = []
         self.warnings: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._start_timeout = start_timeout()  # a bad value: refused before any process
+        self._starting: asyncio.Task[bool] | None = None
+        self.started = False  # every worker is set up, failed or was stopped as late
+        self._workers_only = os.environ.get(WORKERS_ONLY_ENV) == "1"
         try:
             for i in range(count):
                 self.workers.append(_Worker(i))
@@ -128,11 +160,12 @@ class ItemPool:
             self.stop()
             raise
 
-    async def start(self, job: Job) -> None:
+    async def start(self, job: Job) -> bool:
         """Send the run's job; wait until every worker is set up or failed (they start at
         once, so the last is ready soon after the first; the items are then spread over all
-        from the start). A worker whose setup failed is left out (a warning); none set up is
-        the run's error, before any item ran."""
+        from the start), at most :func:`start_timeout` seconds: a worker not ready by then
+        is killed. A worker that did not start is left out (a warning); False when none
+        started (the caller runs the items in its own process)."""
         loop = self._loop = asyncio.get_running_loop()
         for worker in self.workers:
             worker.ready = loop.create_future()
@@ -140,9 +173,41 @@ class ItemPool:
                 target=self._read, args=(worker, loop), daemon=True, name="pool-reader"
             ).start()
             worker.send(job)
-        await asyncio.gather(*(w.ready for w in self.workers if w.ready is not None))
-        if not any(w.is_ready for w in self.workers):
-            raise BackendError(f"no worker process could start ({self.workers[0].dead})")
+        waiting = [w.ready for w in self.workers if w.ready is not None]
+        limit = self._start_timeout
+        _, late = await asyncio.wait(waiting, timeout=limit)
+        if late:
+            for worker in self.workers:
+                if worker.ready is not None and not worker.ready.done():
+                    worker.dead = f"it was not set up after {limit:g} s, so it was stopped"
+                    _settle(worker.ready, result=False)
+                    with contextlib.suppress(OSError):
+                        worker.proc.kill()
+        self.started = True
+        return any(w.is_ready for w in self.workers)
+
+    def begin(self, job: Job) -> asyncio.Task[bool]:
+        """:meth:`start` in the background: the run's process runs items itself meanwhile
+        (:meth:`runs_here`), so a worker's start-up (about 2 s of CPU) delays no item."""
+        self._starting = asyncio.get_running_loop().create_task(self.start(job))
+        return self._starting
+
+    async def settle(self) -> None:
+        """Workers only (tests): wait until every worker is set up or failed, so the items
+        spread over all from the start; otherwise nothing to wait for."""
+        if self._workers_only and not self.started and self._starting is not None:
+            with contextlib.suppress(Exception):  # its failure: no worker, said by run()
+                await asyncio.shield(self._starting)
+
+    def runs_here(self) -> bool:
+        """Whether the next item runs in the run's process: while no worker is ready yet
+        (they are starting), or when none could start; never once one ran items (with none
+        left, :meth:`run` stops the run as before)."""
+        if any(w.is_ready for w in self.workers):
+            return False
+        if any(w.set_up for w in self.workers):
+            return False
+        return self.started or not self._workers_only
 
     async def run(self, item: DatasetItem) -> Answer:
         """``item`` run in the ready worker with the fewest items in flight."""
@@ -199,9 +264,15 @@ class ItemPool:
 
     def stop(self) -> None:
         """Tell every worker to stop, wait a little, kill what is left; no orphan stays.
-        ``warnings`` then says which could not start."""
+        ``warnings`` then says which could not start. A worker still starting is killed at
+        once (it holds no item: the run ended before it was needed)."""
+        if self._starting is not None:
+            self._starting.cancel()
         for worker in self.workers:
-            if worker.dead is not None:
+            if not worker.set_up and worker.dead is None and worker.proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    worker.proc.kill()
+            elif worker.dead is not None:
                 what = "exited during the run" if worker.set_up else "could not start"
                 self.warnings.append(f"worker process {worker.index + 1} {what} ({worker.dead})")
             worker.send(None)
@@ -229,9 +300,14 @@ def remote_scorer(
     pool: ItemPool, runner: ItemRunner, cache: SQLiteResponseCache | None
 ) -> Callable[[DatasetItem], Awaitable[tuple[ItemResult, ItemScore]]]:
     """``runner.run_scored`` through the pool: the worker's result and score, its cache
-    writes held for the result's transaction; an item whose worker died is an error row."""
+    writes held for the result's transaction; an item whose worker died is an error row.
+    While no worker is ready (:meth:`ItemPool.runs_here`) ``runner`` runs it here: the
+    result is the same (a worker runs the same runner), so who ran an item does not show."""
 
     async def run_scored(item: DatasetItem) -> tuple[ItemResult, ItemScore]:
+        await pool.settle()
+        if pool.runs_here():
+            return await runner.run_scored(item)
         try:
             result, scored, rows = await pool.run(item)
         except WorkerDied as exc:

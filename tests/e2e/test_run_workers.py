@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
+from extraction_eval.workers.item_pool import WORKERS_ONLY_ENV
 from tests.support.fake_log import read_fake_log
 from tests.support.resume import resume_runs_the_rest
 
@@ -44,6 +45,7 @@ def test_workers_store_what_one_process_stores_and_each_failure_is_a_row(
     items = LocalStore().get_items("extraction-eval")[:12]
     monkeypatch.setenv("E2E_FAIL", items[0].id)
     monkeypatch.setenv("E2E_BAD", items[1].id)
+    monkeypatch.setenv(WORKERS_ONLY_ENV, "1")  # no item runs here while the workers start
     pids = tmp_path / "pids.log"
     common = ["--limit", "12", "--pipeline", "tests.support.pipelines:fails_two_ways"]
     one = _run(*common, "--name", "one", "--concurrency", "4")
@@ -85,6 +87,7 @@ def test_the_budget_holds_across_workers(tmp_path: Path, monkeypatch: pytest.Mon
     log = tmp_path / "calls.jsonl"
     monkeypatch.setenv("EXTRACTION_EVAL_FAKE_SCRIPT", str(path))
     monkeypatch.setenv("EXTRACTION_EVAL_FAKE_LOG", str(log))
+    monkeypatch.setenv(WORKERS_ONLY_ENV, "1")  # every call in a worker
     prices = ["--price-in", "1", "--price-out", "1"]
     stopped = _run(
         "--limit", "6", "--model", "fake:budget", *prices, "--name", "capped",
@@ -148,6 +151,7 @@ def _start_killable(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[str],
     the whole process group); returned once it has stored 6 results."""
     env = {**os.environ, "E2E_CALL_LOG": str(tmp_path / "calls.log"), "E2E_DELAY": "0.15"}
     env["PYTHONPATH"] = str(REPO)
+    env[WORKERS_ONLY_ENV] = "1"  # the workers run every item (one is killed mid-run)
     cmd = [sys.executable, "-m", "extraction_eval", "run", "--name", "killed", "--limit", "30"]
     cmd += ["--pipeline", "tests.support.pipelines:first_entity", "--concurrency", "2"]
     cmd += ["--workers", "2", "--backend", "local"]
@@ -220,3 +224,60 @@ def test_a_worker_killed_mid_run_turns_its_items_into_rows_and_the_run_goes_on(
     lost = [r for r in rows if r.error is not None]
     assert 1 <= len(lost) <= 2  # what the killed worker held (concurrency 2 over 2 workers)
     assert all("worker process exited" in (r.error or "") for r in lost)
+
+
+def test_a_worker_stuck_in_its_setup_is_stopped_and_the_run_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workers whose setup never ends (a pipeline whose import hangs there): after the start
+    bound each is killed and said to have not started, and the run's own process runs every
+    item, storing what one process stores."""
+    monkeypatch.setenv("E2E_RUN_PID", str(os.getpid()))
+    monkeypatch.setenv("EXTRACTION_EVAL_WORKER_START_TIMEOUT", "3")
+    monkeypatch.setenv(WORKERS_ONLY_ENV, "1")  # the items wait for the workers' start
+    common = ["--limit", "5", "--pipeline", "tests.support.hangs_in_worker:first_entity"]
+    one = _run(*common, "--name", "one")
+    assert one.exit_code == 0, one.stderr
+    started = time.monotonic()
+    two = _run(*common, "--name", "two", "--concurrency", "2", "--workers", "2")
+    assert two.exit_code == 0, two.stderr
+    assert time.monotonic() - started < 60
+    for n in (1, 2):
+        assert f"worker process {n} could not start (it was not set up after 3" in two.stderr
+    assert "the items ran in this process" in two.stderr, two.stderr
+    assert _export("one").replace('"one"', "N") == _export("two").replace('"two"', "N")
+
+
+def test_the_run_runs_items_itself_until_a_worker_is_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers slow to start (their pipeline's import takes 40 s there): the run's own
+    process runs the items meanwhile, so a small run does not wait for them; they are
+    stopped unused, no warning, and the export is that of one process."""
+    monkeypatch.setenv("E2E_RUN_PID", str(os.getpid()))
+    monkeypatch.setenv("E2E_WORKER_SETUP_S", "40")
+    pids = tmp_path / "pids.log"
+    monkeypatch.setenv("E2E_PID_LOG", str(pids))
+    common = ["--limit", "6", "--pipeline", "tests.support.hangs_in_worker:first_entity"]
+    one = _run(*common, "--name", "one")
+    assert one.exit_code == 0, one.stderr
+    started = time.monotonic()
+    two = _run(*common, "--name", "two", "--concurrency", "2", "--workers", "2")
+    assert two.exit_code == 0, two.stderr
+    assert time.monotonic() - started < 30
+    assert "worker process" not in two.stderr, two.stderr
+    ran_in = [line.split()[1] for line in pids.read_text().splitlines()]
+    assert ran_in == [str(os.getpid())] * 12
+    assert _export("one").replace('"one"', "N") == _export("two").replace('"two"', "N")
+
+
+def test_a_bad_start_bound_is_one_line_before_any_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start bound that is not a positive number of seconds: one line naming it, no run."""
+    monkeypatch.setenv("EXTRACTION_EVAL_WORKER_START_TIMEOUT", "soon")
+    out = _run("--limit", "2", "--name", "bad-bound", "--workers", "2")
+    assert out.exit_code != 0
+    assert "EXTRACTION_EVAL_WORKER_START_TIMEOUT must be a number of seconds > 0, got 'soon'" in (
+        out.stderr
+    )
+    assert "Traceback" not in out.stderr
+    assert LocalStore().get_run("bad-bound") is None
