@@ -48,7 +48,7 @@ def test_pull_brings_another_machines_experiment_into_the_mirror(
     assert LocalStore().list_runs() == []
     result = cli.invoke(app, ["runs", "pull", "ci-run"])
     assert result.exit_code == 0, result.stderr
-    assert "6 items, 1 failed" in result.stdout
+    assert "6 items, 1 errored" in result.stdout
     assert server.requests_to("/api/public/experiments", "GET")
     assert server.requests_to("/api/public/experiment-items", "GET")
     here = _snapshot("ci-run")
