@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.llm.fake import FakeProvider, register_fake, unregister_fake
+from tests.support.judging import last_word_answers, last_word_files
 
 runner = CliRunner(env={"COLUMNS": "200"})
 DATASET = "extraction-eval"
@@ -40,14 +41,7 @@ def _judge(cost: float) -> FakeProvider:
 
 
 def _last_word(n: int) -> dict[str, Any]:
-    items = LocalStore().get_items(DATASET)[:n]
-    return {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    return last_word_answers(LocalStore().get_items(DATASET)[:n])
 
 
 def _runs(*names: str) -> None:
@@ -72,19 +66,7 @@ def _kept(name: str) -> dict[str, Any]:
 def test_score_stops_the_judge_at_its_ceiling_and_keeps_what_it_judged(
     fakes: None, tmp_path: Path
 ) -> None:
-    items = LocalStore().get_items(DATASET)[:3]
-    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
-    gold.write_text(
-        "".join(
-            json.dumps({"id": i.id, "text": i.text, **i.expected.model_dump(mode="json")}) + "\n"
-            for i in items
-        ),
-        encoding="utf-8",
-    )
-    pred.write_text(
-        "".join(json.dumps({"id": k, **v}) + "\n" for k, v in _last_word(3).items()),
-        encoding="utf-8",
-    )
+    gold, pred = last_word_files(tmp_path, LocalStore().get_items(DATASET)[:3])
     fake = _judge(cost=1.0)  # one call spends twice the ceiling
     done = runner.invoke(
         app,

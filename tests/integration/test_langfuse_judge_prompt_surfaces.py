@@ -19,6 +19,7 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
 from extraction_eval.judge.prompt import BUILTIN, JUDGE_PROMPT_NAME, SYSTEM
 from extraction_eval.llm.fake import FakeProvider, register_fake, unregister_fake
+from tests.support.judging import last_word_answers, last_word_files
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import FakeLangfuse
 
@@ -51,32 +52,12 @@ def _judge() -> FakeProvider:
 
 def _last_word(n: int) -> dict[str, Any]:
     """Outputs naming every entity by its last word: the judge has pairs to settle."""
-    items = LocalStore().get_items(DATASET)[:n]
-    return {
-        i.id: {
-            "entities": [{"name": e.name.split()[-1], "type": e.type} for e in i.expected.entities],
-            "relationships": [],
-        }
-        for i in items
-    }
+    return last_word_answers(LocalStore().get_items(DATASET)[:n])
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:
     """Gold and last-word predictions of three items, as ``score`` reads them."""
-    items = LocalStore().get_items(DATASET)[:3]
-    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
-    gold.write_text(
-        "".join(
-            json.dumps({"id": i.id, "text": i.text, **i.expected.model_dump(mode="json")}) + "\n"
-            for i in items
-        ),
-        encoding="utf-8",
-    )
-    pred.write_text(
-        "".join(json.dumps({"id": k, **v}) + "\n" for k, v in _last_word(3).items()),
-        encoding="utf-8",
-    )
-    return gold, pred
+    return last_word_files(tmp_path, LocalStore().get_items(DATASET)[:3])
 
 
 def _local_runs(*names: str) -> None:

@@ -69,3 +69,21 @@ def last_word_answers(items: Iterable[DatasetItem]) -> dict[str, Any]:
         }
         for i in items
     }
+
+
+def last_word_files(directory: Path, items: list[DatasetItem]) -> tuple[Path, Path]:
+    """``items``' gold and predictions naming each entity by its last word
+    (``last_word_answers``), written as ``score --gold / --predictions`` read them."""
+    gold, pred = directory / "gold.jsonl", directory / "pred.jsonl"
+    gold.write_text(
+        "".join(
+            json.dumps({"id": i.id, "text": i.text, **i.expected.model_dump(mode="json")}) + "\n"
+            for i in items
+        ),
+        encoding="utf-8",
+    )
+    pred.write_text(
+        "".join(json.dumps({"id": k, **v}) + "\n" for k, v in last_word_answers(items).items()),
+        encoding="utf-8",
+    )
+    return gold, pred
