@@ -6,9 +6,12 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
+
+from tests.support.tally import TALLY
 
 # A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment; Rich would
 # then fix every module-level console's width when the package is imported, where a lone
@@ -67,3 +70,22 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared gold data not found at {path}")
     return path
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its adversarial tally to the controller (``workeroutput``)."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["adversarial_tally"] = TALLY.as_dict()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller: a finished worker's tally added to the session's."""
+    TALLY.add(getattr(node, "workeroutput", {}).get("adversarial_tally") or {})
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    line = TALLY.line()
+    if line is not None:
+        terminalreporter.write_line(line)

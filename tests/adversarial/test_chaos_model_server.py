@@ -10,7 +10,6 @@ from extraction_eval.backends.local import LocalStore
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import arun_local
 from extraction_eval.pipeline.base import PipelineConfig
-from tests.adversarial.conftest import Tally
 from tests.support.openai_server import (
     LoopbackServer,
     baseline_answer,
@@ -25,6 +24,7 @@ from tests.support.openai_server import (
     server_error,
     truncated,
 )
+from tests.support.tally import Tally
 
 ITEMS = 16
 NO_WAITS = {  # backoff and Retry-After waits cut short: the faults are the point, not the clock

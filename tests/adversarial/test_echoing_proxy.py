@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore, default_home
 from extraction_eval.cli import app
-from tests.adversarial.conftest import Tally
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import running_fake_langfuse
 from tests.support.openai_server import LoopbackServer, baseline_answer, echo_auth
+from tests.support.tally import Tally
 
 SECRET = "sk-proj-ECHOED-9b7d2e41c0"  # shaped like a real key: the pattern rule applies too
 ODD_SECRET = "zq81-odd-shaped-credential-55"  # no known shape: only the value rule finds it

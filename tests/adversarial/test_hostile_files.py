@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.cli import app
 from extraction_eval.limits import DEFAULT_MAX_OBJECTS
-from tests.adversarial.conftest import Tally
+from tests.support.tally import Tally
 
 runner = CliRunner()
 TEXT = "Ada Lovelace met Charles Babbage."

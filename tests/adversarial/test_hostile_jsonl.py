@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from extraction_eval.cli import app
-from tests.adversarial.conftest import Tally
+from tests.support.tally import Tally
 
 runner = CliRunner()
 GOOD = 4  # good lines between (and around) the hostile ones

@@ -21,7 +21,6 @@ from typer.testing import CliRunner, Result
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import _run_app, app
-from tests.adversarial.conftest import Tally
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import (
     FakeLangfuse,
@@ -30,6 +29,7 @@ from tests.support.langfuse_server import (
     client_for,
     running_fake_langfuse,
 )
+from tests.support.tally import Tally
 
 DATASET = "extraction-eval"
 PIPE = "tests.support.pipelines:first_entity"

@@ -22,8 +22,8 @@ from extraction_eval.limits import MAX_REPORTED_TOKENS
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.pricing import Pricer
 from extraction_eval.types import Usage
-from tests.adversarial.conftest import Tally
 from tests.support.openai_server import OMIT_USAGE, LoopbackServer, baseline_answer, input_text
+from tests.support.tally import Tally
 
 DATASET = "extraction-eval"
 PRICE = 1.0  # USD per 1M tokens, in and out

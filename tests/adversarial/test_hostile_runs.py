@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from tests.adversarial.conftest import Tally
+from tests.support.tally import Tally
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = "extraction-eval"

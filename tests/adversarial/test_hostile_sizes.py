@@ -18,9 +18,9 @@ from extraction_eval.cli import app
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.run import arun_local, run_experiment
 from extraction_eval.pipeline.base import PipelineConfig
-from tests.adversarial.conftest import Tally
 from tests.support.openai_batch_server import Batch, BatchServer
 from tests.support.openai_server import LoopbackServer, baseline_answer, content
+from tests.support.tally import Tally
 
 runner = CliRunner()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from extraction_eval.limits import MAX_DOTENV_BYTES, MAX_FAKE_SCRIPT_BYTES, MAX_SCHEMA_BYTES
-from tests.adversarial.conftest import Tally
+from tests.support.tally import Tally
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from extraction_eval.cli import app
 from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.partition import Shard
 from extraction_eval.experiments.run import run_experiment
-from tests.adversarial.conftest import Tally
+from tests.support.tally import Tally
 
 DATASET = "extraction-eval"
 runner = CliRunner()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.cli import app
-from tests.adversarial.conftest import Tally
+from tests.support.tally import Tally
 
 runner = CliRunner()
 

@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 
 from extraction_eval.backends.local import LocalStore, default_home
 from extraction_eval.cli import app
-from tests.adversarial.conftest import Tally
 from tests.support.hostile_pipelines import KEY_ENV
 from tests.support.langfuse_env import upload, use_langfuse
 from tests.support.langfuse_server import running_fake_langfuse
 from tests.support.openai_server import LoopbackServer
+from tests.support.tally import Tally
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = "extraction-eval"
