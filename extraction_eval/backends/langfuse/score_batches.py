@@ -251,7 +251,13 @@ class ScoreBatches:
                     )
                     if self._closed and not self._pending:
                         return
-                    batch, self._pending = self._pending, []
+                    # Full batches only while scores keep coming (the thread may wake to 14
+                    # pending with a batch of 10: 4 wait for the next 6); everything on a
+                    # flush, at close, or when the interval passed with less than a batch.
+                    full = len(self._pending) // target.batch_size * target.batch_size
+                    if self._closed or self._flushing > 0 or full == 0:
+                        full = len(self._pending)
+                    batch, self._pending = self._pending[:full], self._pending[full:]
                     self._in_flight = len(batch)
                 try:
                     for start in range(0, len(batch), target.batch_size):
