@@ -43,9 +43,10 @@ from extraction_eval.backends.langfuse import (
     item_score_id,
     post_score,
     run_score_id,
+    wire_json,
 )
 from extraction_eval.backends.langfuse.reads import bound_sdk_reads, bounded_reads
-from extraction_eval.backends.langfuse.score_batches import ScoreBatches
+from extraction_eval.backends.langfuse.score_batches import ScoreBatches, score_timestamp
 from extraction_eval.backends.langfuse.score_configs import ensure_score_configs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import ExtractionEvalError, one_line
@@ -163,10 +164,12 @@ def _trace_url_prefix(lf: Langfuse) -> str | None:
 
 # --- the run --------------------------------------------------------------------------------
 
-# Scores per POST (the SDK's default is 15; LANGFUSE_FLUSH_AT, when set, wins; spans keep
-# about their default batch of 512). A run posts a dozen scores per item, each batch from the
-# SDK's background thread on the same GIL as the run's event loop: 15 a batch cost ~0.9 ms of
-# CPU per item more (benchmarks/bench_vs_peers.py, mode b), with 13 times as many requests.
+# Scores per POST (the SDK's default is 15; LANGFUSE_FLUSH_AT, when set, wins). A run posts a
+# dozen scores per item, each batch from a background thread on the same GIL as the run's
+# event loop: 15 a batch cost ~0.9 ms of CPU per item more (benchmarks/bench_vs_peers.py,
+# mode b), with 13 times as many requests. The SDK sizes its span exports with the same
+# setting: 100, 512 or 1000 spans an export measured the same exporter CPU (2.0 s for 2,000
+# items, 3 spans each: encoding the spans is the cost, not the requests), so one setting it is.
 #
 # A batch must also be stored within the request timeout: a slow self-hosted server took
 # 5-12 s per 500-score batch, past the SDK's 5 s default, so the SDK reported batches as
@@ -321,7 +324,8 @@ def run_prepared(
     except BaseException:
         release_lock(store, prep)
         raise
-    driver = Driver(prep, store, progress=progress, scores=scores)
+    # the results of one turn of the SDK's loop committed together, as in local mode
+    driver = Driver(prep, store, progress=progress, scores=scores, group_commits=True)
     # read-back window: a second of slack for clock rounding of span start times
     started = datetime.now(UTC) - timedelta(seconds=1)
     try:
@@ -408,17 +412,18 @@ NOT_RUN = "not run: the run's cost ceiling was reached"
 
 
 def item_output(lf: Langfuse, result: ItemResult) -> Any:
-    """The task's return value: the item trace's output, a JSON object either way.
+    """The task's return value: the item trace's output, a JSON object either way, as its
+    JSON text (``wire_json``: the SDK puts it on two spans, and would walk it twice).
 
     A failed item returns too (rather than raising, which the SDK answers by leaving the
     trace without input or metadata and marking two observations ERROR): its task span, the
     item's root observation, is marked ERROR here, the one ERROR observation of the item, so
     LangFuse's error count is ours."""
     if result.ok:
-        return result.output.model_dump(mode="json") if result.output else {}
+        return wire_json(result.output.model_dump(mode="json") if result.output else {})
     message = result.error or "extraction failed"
     lf.update_current_span(level="ERROR", status_message=message)
-    return {"error": message, "error_kind": result.error_kind}
+    return wire_json({"error": message, "error_kind": result.error_kind})
 
 
 def _score_configs(lf: Langfuse, prep: PreparedRun) -> Mapping[str, str]:
@@ -462,6 +467,7 @@ class LangfuseScores:
         observation_id = self.lf.get_current_observation_id()  # the SDK's task span
         if result.trace_id and observation_id:
             self.observations[result.trace_id] = observation_id  # for a re-post
+        stamp = score_timestamp()  # the item's scores are made at one moment
         for score in result.scores:
             self.batches.add(
                 score,
@@ -469,6 +475,7 @@ class LangfuseScores:
                 observation_id=observation_id,
                 score_id=item_score_id(result.trace_id, score) if result.trace_id else None,
                 config_id=self.config_ids.get(score.name),
+                timestamp=stamp,
             )
 
     def post_run(self, summary: RunSummary) -> None:

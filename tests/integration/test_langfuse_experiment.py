@@ -731,12 +731,12 @@ def test_ctrl_c_while_an_item_is_being_mirrored_still_scores_its_trace(
     record = LocalStore.record_result
     writes: list[str] = []
 
-    def slow_record(self: LocalStore, run_id: int, result: Any) -> None:
+    def slow_record(self: LocalStore, run_id: int, result: Any, **kwargs: Any) -> None:
         writes.append(result.item_id)
         if len(writes) == 2:
             os.kill(os.getpid(), signal.SIGINT)  # asyncio cancels the run's tasks
             time.sleep(0.3)
-        record(self, run_id, result)
+        record(self, run_id, result, **kwargs)
 
     monkeypatch.setattr(LocalStore, "record_result", slow_record)
     config = RunConfig(

@@ -88,8 +88,8 @@ def test_an_interrupted_langfuse_run_hands_the_sigint_handler_back(
     use_langfuse(server, monkeypatch, "sigint-handback")
     record = LocalStore.record_result
 
-    def interrupting_record(self: LocalStore, run_id: int, result: Any) -> None:
-        record(self, run_id, result)
+    def interrupting_record(self: LocalStore, run_id: int, result: Any, **how: Any) -> None:
+        record(self, run_id, result, **how)
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.2)
 

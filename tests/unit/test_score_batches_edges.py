@@ -105,7 +105,7 @@ def test_an_add_that_meets_close_is_still_delivered(
 ) -> None:
     lf, record = FakeClient(), []
     batches = batches_for(lf, record)
-    stamp = module._timestamp
+    stamp = module.score_timestamp
     calls: list[int] = []
 
     def closing_stamp() -> str:
@@ -114,7 +114,7 @@ def test_an_add_that_meets_close_is_still_delivered(
             batches.close()
         return stamp()
 
-    monkeypatch.setattr(module, "_timestamp", closing_stamp)
+    monkeypatch.setattr(module, "score_timestamp", closing_stamp)
     add(batches, "s0", "s1")
     batches.flush()
     assert posted + lf.created == ["s0", "s1"]

@@ -53,7 +53,7 @@ from extraction_eval.backends.langfuse.readback import (
     verify_timeout_s,
 )
 from extraction_eval.backends.langfuse.scores import item_score_id, post_score, run_score_id
-from extraction_eval.backends.langfuse.tracer import LangfuseTracer
+from extraction_eval.backends.langfuse.tracer import LangfuseTracer, wire_json
 
 __all__ = [
     "ALLOW_OLD_ENV",
@@ -90,4 +90,5 @@ __all__ = [
     "run_score_id",
     "verify_run",
     "verify_timeout_s",
+    "wire_json",
 ]

@@ -41,7 +41,7 @@ from extraction_eval.types import Score
 if TYPE_CHECKING:
     from langfuse import Langfuse
 
-__all__ = ["RestTarget", "ScoreBatches", "register_target"]
+__all__ = ["RestTarget", "ScoreBatches", "register_target", "score_timestamp"]
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,9 @@ def _direct_target(lf: Langfuse) -> RestTarget | None:
     return _targets.get(lf)
 
 
-def _timestamp() -> str:
-    """Now, as the SDK's serializer writes a UTC time."""
+def score_timestamp() -> str:
+    """Now, as the SDK's serializer writes a UTC time (the scores of one item share one:
+    ``ScoreBatches.add``'s ``timestamp``)."""
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
@@ -166,9 +167,17 @@ class ScoreBatches:
         """True while scores go straight to the server (False: the SDK's path)."""
         return self._target is not None
 
-    def add(self, score: Score, *, score_id: str | None = None, **subject: str | None) -> None:
+    def add(
+        self,
+        score: Score,
+        *,
+        score_id: str | None = None,
+        timestamp: str | None = None,
+        **subject: str | None,
+    ) -> None:
         """Queue ``score`` on ``subject`` (``trace_id`` / ``observation_id`` /
-        ``dataset_run_id``, ``config_id``), with ``score_id`` (a random one if None)."""
+        ``dataset_run_id``, ``config_id``), with ``score_id`` (a random one if None) and
+        ``timestamp`` (``score_timestamp()``: now if None)."""
         if self._target is None or self._closed:
             post_score(self._lf, score, score_id=score_id, **subject)
             return
@@ -186,7 +195,7 @@ class ScoreBatches:
             "environment": self._environment,
             "dataType": score.data_type,
             "configId": subject.get("config_id"),
-            "timestamp": _timestamp(),
+            "timestamp": timestamp or score_timestamp(),
         }
         body = {k: v for k, v in body.items() if v is not None}
         with self._cond:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -12,6 +14,36 @@ from extraction_eval.prompts.template import PromptTemplate
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
+
+
+# A run of 16+ digits not part of a decimal or exponent: perhaps an integer beyond
+# JavaScript's safe range, which the SDK's serializer writes as a string (so does ``wire_json``
+# then, by leaving the value to it). Digits inside a string match too: the SDK's path, no harm.
+_LONG_INTEGER = re.compile(r"(?<![\d.])\d{16,}(?![\d.eE])")
+# the same, first looked for fast (the regex takes ~0.3 ms on a 5 KB prompt, this ~10 us)
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
+_SIXTEEN_DIGITS = "0" * 16
+
+
+def wire_json(value: Any) -> Any:
+    """``value`` as the JSON text the SDK would put on the span, made in C by ``json.dumps``.
+
+    The SDK serializes an observation's input, output, usage and cost with a JSON encoder
+    that first walks the whole value in Python (``EventSerializer.default``, for types JSON
+    lacks) and then passes a string through as it is; on plain JSON data (dicts, lists,
+    strings, finite floats, safe integers) that walk changes nothing, so the text made here
+    is byte for byte the attribute the SDK would have sent, at a fraction of the CPU. What
+    is not plain (a NaN, an integer past 2**53, an object) is left to the SDK, as is a
+    string (the SDK sends a string as the string, not JSON-quoted)."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return value
+    if _SIXTEEN_DIGITS in text.translate(_DIGITS_AS_ZERO) and _LONG_INTEGER.search(text):
+        return value
+    return text
 
 
 def _prompt_client(prompt: Any) -> Any:
@@ -45,9 +77,9 @@ class _Generation:
             self.level_set = True
             level = self._error_level if level == "ERROR" else level
         self._observation.update(
-            output=output,
-            usage_details=usage_details,
-            cost_details=cost_details,
+            output=wire_json(output),
+            usage_details=wire_json(usage_details),
+            cost_details=wire_json(cost_details),
             level=level,
             status_message=status_message,
             metadata=metadata,
@@ -83,8 +115,8 @@ class LangfuseTracer:
             as_type="generation",
             name=name,
             model=model,
-            model_parameters=model_parameters,
-            input=input,
+            model_parameters=wire_json(model_parameters),
+            input=wire_json(input),
             prompt=_prompt_client(prompt),
             metadata=metadata,
         ) as observation:
