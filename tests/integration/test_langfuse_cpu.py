@@ -73,7 +73,7 @@ def test_a_runs_span_values_are_the_sdks_text_made_without_its_walk(
     for span in mine:
         for key in VALUES:
             text = span["attributes"].get(f"langfuse.observation.{key}")
-            if text is None or span["name"] != "extract" and key != "output":
+            if text is None or (span["name"] != "extract" and key != "output"):
                 continue  # the SDK's own values (the item's input) are the SDK's business
             value = json.loads(text)
             assert text == _serialize(value), (span["name"], key)  # as the SDK writes it

@@ -12,7 +12,7 @@ from extraction_eval.backends.langfuse import wire_json
 
 PLAIN: list[Any] = [
     {"entities": [{"name": "Ada Lovelace", "type": "person", "confidence": 0.9}]},
-    [{"role": "system", "content": "Extract.\n\t\"quoted\" é ✓ 😀"}, {"role": "user", "content": ""}],
+    [{"role": "system", "content": 'Extract.\n\t"quoted" é ✓ 😀'}, {"role": "user", "content": ""}],
     {"input": 12, "output": 5, "total": 17},
     {"temperature": 0.0, "top_p": 1e-7, "seed": 9_007_199_254_740_991 // 10},
     {"flags": [True, False, None], "nested": {"a": {"b": {"c": [1, 2.5, -3]}}}},
