@@ -149,9 +149,9 @@ def _setup(job: Job) -> tuple[ItemRunner, SQLiteResponseCache | None, LocalStore
     runner = ItemRunner(**(job.runner_fields | {"pipeline": pipeline}))
     cache = getattr(pipeline, "cache", None)
     cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
-    from extraction_eval.evaluators.stats.scipy_preload import preload_scoring
-
-    preload_scoring()  # before the loop, as the run's process does while it probes
+    # scipy is not preloaded: the first item whose alignment needs the solver imports it (in
+    # this worker's loop, holding up only its own items); a run none of whose items needs it
+    # no longer pays for the import in every worker while the run's process runs items
     return runner, cache if isinstance(cache, SQLiteResponseCache) else None, store
 
 
