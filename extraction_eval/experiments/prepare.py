@@ -17,7 +17,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex, GoldView
-from extraction_eval.evaluators.stats.scipy_preload import preload_scoring
+from extraction_eval.evaluators.stats.scipy_preload import preload_intervals, preload_scoring
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import (
     Budget,
@@ -262,8 +262,9 @@ def plan(
 
     ``detect``: settle the response format of an OpenAI-compatible server now (``auto`` probes
     it, ``llm/formats.py``); False (``--dry-run``) makes no call and records it as not probed.
-    ``scores_here``: this process scores the items (False: worker processes do, and import
-    what scoring needs themselves), so it imports scipy while the probe waits; otherwise not.
+    ``scores_here``: this process scores the items, so it imports scipy's solver and sparse
+    matrices while the probe waits (False: worker processes score, and import them if an item
+    needs them; only what the run's intervals need is imported here).
 
     The items are never all held: what needs every item (the context index, the shard's
     fingerprint, the estimate, the gold-confidence count) reads them as a stream."""
@@ -452,8 +453,9 @@ def _response_format(
     preload: bool = True,
 ) -> FormatChoice | None:
     """How the run asks its server for JSON (None: not a model pipeline with the choice).
-    The first item's prompt and schema make the probe; ``preload``: scipy is imported while
-    it waits (a run whose workers score needs none of it before its first item)."""
+    The first item's prompt and schema make the probe; while it waits, scipy is imported:
+    what scoring needs (``preload``), else only what the run's intervals need (a run whose
+    workers score needs no solver here)."""
     resolve = getattr(pipeline, "resolve_format", None)
     provider = getattr(pipeline, "provider", None)
     if resolve is None or getattr(provider, "response_format", None) is None:
@@ -465,7 +467,8 @@ def _response_format(
         return None
     # while the probe waits for the server, this thread imports what scoring defers (scipy):
     # otherwise the first item needing the solver imports it in the loop, every call waiting
-    choice: FormatChoice | None = resolve(first, meanwhile=preload_scoring if preload else None)
+    meanwhile = preload_scoring if preload else preload_intervals
+    choice: FormatChoice | None = resolve(first, meanwhile=meanwhile)
     return choice
 
 
