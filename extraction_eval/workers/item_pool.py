@@ -311,7 +311,10 @@ def remote_scorer(
     def task_for(item: DatasetItem) -> Task | None:
         if cache is None or key_for is None:
             return None
-        key = key_for(asked_item(runner.view.item(item)))  # as the pipeline will look it up
+        try:  # as the pipeline will look it up (the estimate did the same, so it cannot fail
+            key = key_for(asked_item(runner.view.item(item)))  # here: a bug is no lost item)
+        except Exception:
+            return None  # the worker looks it up itself (and makes the item's error row)
         known, answer = cache.recall(key)
         return Task(item, key, answer) if known else None
 
