@@ -212,3 +212,26 @@ def test_the_run_s_process_sends_each_item_with_what_its_estimate_read(tmp_path:
     assert pool.sent == [Task(looked_up, key, None), None]
     assert cache.recall(key) == (False, None)  # handed over, not kept here
     store.close()
+
+
+def test_an_item_whose_cache_key_cannot_be_made_here_goes_bare(tmp_path: Path) -> None:
+    """The hand-over never costs an item: should making its key fail in the run's process,
+    the item goes without it and its worker (which makes its row) looks it up itself."""
+    from extraction_eval.backends.local import LocalStore
+    from extraction_eval.evaluators import ScoringConfig
+    from extraction_eval.experiments.runner import ItemRunner
+    from extraction_eval.workers.item_pool import remote_scorer
+
+    class _NoKey:
+        cache = None
+
+        def key_for(self, item: DatasetItem) -> str:
+            raise ValueError("no key for this item")
+
+    store = LocalStore(tmp_path / "s.db", sample=False)
+    runner = ItemRunner(pipeline=_NoKey(), scoring=ScoringConfig())  # type: ignore[arg-type]
+    pool = _TellingPool()
+    run_scored = remote_scorer(pool, runner, store.cache(defer_writes=True))  # type: ignore[arg-type]
+    assert asyncio.run(run_scored(DatasetItem(id="a", text="Ada."))) == ("a", None)
+    assert pool.sent == [None]
+    store.close()
