@@ -34,9 +34,11 @@ def worker_count(config: RunConfig) -> int:
 async def arun(
     config: RunConfig, *, store: LocalStore, progress: ProgressHook | None
 ) -> RunOutcome:
-    pool = _start_pool(worker_count(config))  # their imports overlap the setup
+    count = worker_count(config)
+    pool = _start_pool(count)  # their imports overlap the setup
     try:
-        prep = prepare(config, store)
+        # with workers, they score (and import scipy if an item needs it), not the setup
+        prep = prepare(config, store, scores_here=pool is None)
     except BaseException:
         if pool is not None:
             pool.stop()

@@ -17,7 +17,7 @@ from extraction_eval.backends.local import LocalStore, RunRecord
 from extraction_eval.backends.local.locks import LockHolder, take_run_lock
 from extraction_eval.errors import InvalidValue, UsageError
 from extraction_eval.evaluators import ContextIndex, GoldView
-from extraction_eval.evaluators.stats.scipy_preload import preload_scoring
+from extraction_eval.evaluators.stats.scipy_preload import preload_intervals, preload_scoring
 from extraction_eval.evaluators.vote import trusted_gold
 from extraction_eval.experiments.budget import (
     Budget,
@@ -255,12 +255,16 @@ def plan(
     provider: Provider | None = None,
     dataset_schema: Schema | None = None,
     detect: bool = True,
+    scores_here: bool = True,
 ) -> PreparedRun:
     """Everything up to the run record: items, prompt, pipeline, what is still to run and its
     cost estimate. Refuses a bad setup; creates and changes nothing.
 
     ``detect``: settle the response format of an OpenAI-compatible server now (``auto`` probes
     it, ``llm/formats.py``); False (``--dry-run``) makes no call and records it as not probed.
+    ``scores_here``: this process scores the items, so it imports scipy's solver and sparse
+    matrices while the probe waits (False: worker processes score, and import them if an item
+    needs them; only what the run's intervals need is imported here).
 
     The items are never all held: what needs every item (the context index, the shard's
     fingerprint, the estimate, the gold-confidence count) reads them as a stream."""
@@ -376,7 +380,7 @@ def plan(
         check_estimate(config.max_cost, least, spent)
     # the probe asks as the items will be asked: the run's or dataset's schema, labels mapped
     asked = lambda: (asked_item(runner.view.item(i)) for i in read_items())  # noqa: E731
-    choice = _response_format(pipeline, asked, detect=probing)
+    choice = _response_format(pipeline, asked, detect=probing, preload=scores_here)
     if choice is not None:
         record["response_format"] = choice.used
         record["response_format_choice"] = choice.to_json()
@@ -442,10 +446,16 @@ def _will_probe(pipeline: object) -> bool:
 
 
 def _response_format(
-    pipeline: object, read_items: Callable[[], Iterator[DatasetItem]], *, detect: bool
+    pipeline: object,
+    read_items: Callable[[], Iterator[DatasetItem]],
+    *,
+    detect: bool,
+    preload: bool = True,
 ) -> FormatChoice | None:
     """How the run asks its server for JSON (None: not a model pipeline with the choice).
-    The first item's prompt and schema make the probe."""
+    The first item's prompt and schema make the probe; while it waits, scipy is imported:
+    what scoring needs (``preload``), else only what the run's intervals need (a run whose
+    workers score needs no solver here)."""
     resolve = getattr(pipeline, "resolve_format", None)
     provider = getattr(pipeline, "provider", None)
     if resolve is None or getattr(provider, "response_format", None) is None:
@@ -457,7 +467,8 @@ def _response_format(
         return None
     # while the probe waits for the server, this thread imports what scoring defers (scipy):
     # otherwise the first item needing the solver imports it in the loop, every call waiting
-    choice: FormatChoice | None = resolve(first, meanwhile=preload_scoring)
+    meanwhile = preload_scoring if preload else preload_intervals
+    choice: FormatChoice | None = resolve(first, meanwhile=meanwhile)
     return choice
 
 
@@ -473,8 +484,10 @@ def prepare(
     extra_record: dict[str, Any] | None = None,
     provider: Provider | None = None,
     dataset_schema: Schema | None = None,
+    scores_here: bool = True,
 ) -> PreparedRun:
-    """:func:`plan`, then the run record opened: the run as this invocation will run it."""
+    """:func:`plan`, then the run record opened: the run as this invocation will run it
+    (``scores_here``: see :func:`plan`)."""
     p = plan(
         config,
         store,
@@ -485,6 +498,7 @@ def prepare(
         extra_record=extra_record,
         provider=provider,
         dataset_schema=dataset_schema,
+        scores_here=scores_here,
     )
     config, record = p.config, p.record
     check_estimate(config.max_cost, p.estimate, p.spent)

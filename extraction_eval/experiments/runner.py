@@ -29,7 +29,7 @@ from extraction_eval.evaluators.limits import check_object_cap
 from extraction_eval.experiments.budget import CostEstimate
 from extraction_eval.experiments.interrupts import sigints, watching_sigint
 from extraction_eval.experiments.repair import (
-    clean_extraction,
+    clean_dumped,
     clean_texts,
     masked_score,
     repaired_score,
@@ -123,8 +123,9 @@ class ItemRunner:
                 raise  # a Ctrl-C at the terminal stops the run; a pipeline's own is its error
             return self._failed(item, exc, started)
         latency = (time.perf_counter() - started) * 1000
-        extraction, dirty = clean_extraction(out.extraction)
-        extraction, masked_output = extraction.redacted()  # a key a proxy or pipeline put in
+        extraction, dirty, dumped = clean_dumped(out.extraction)  # one JSON dump for both
+        # a key a proxy or pipeline put in
+        extraction, masked_output = extraction.redacted(text=dumped)
         raw = redact(out.raw) if out.raw else out.raw
         masked = [
             *(["output"] if masked_output else []),

@@ -54,6 +54,9 @@ class _NullGeneration:
 class NullTracer:
     """Records nothing."""
 
+    # callers may skip building what a generation would record (``pipeline/llm.py``)
+    records = False
+
     @contextmanager
     def generation(
         self,

@@ -87,6 +87,9 @@ class LLMPipeline:
         # The JSON schema depends only on the item schema: build and hash it once per schema.
         self._contracts: dict[_SchemaKey, tuple[dict[str, Any], str]] = {}
         self._tracer: CallTracer = self.tracer if self.tracer is not None else NullTracer()
+        # a tracer that records nothing (local mode) is handed no input or output: building
+        # them (the messages, a redacted copy of the answer dumped) was per-item work for none
+        self._records = getattr(self._tracer, "records", True) is not False
         self._pricer = Pricer.for_config(self.config)
         self._retry: RetryPolicy = (
             self.retry
@@ -244,7 +247,9 @@ class LLMPipeline:
                 name="extract",
                 model=self.config.model_name,
                 model_parameters={"temperature": self.config.temperature},
-                input=[{"role": m.role, "content": m.content} for m in request.messages],
+                input=[{"role": m.role, "content": m.content} for m in request.messages]
+                if self._records
+                else None,
                 prompt=self.prompt.client,
                 metadata={"item_id": item.id, "provider": self.provider.name},
             ) as generation,
@@ -264,7 +269,7 @@ class LLMPipeline:
                         message, raw=completion.text, attempts=0, usage=Usage(cost_usd=0.0)
                     )
                 generation.update(
-                    output=extraction.model_dump(),
+                    output=extraction.model_dump() if self._records else None,
                     metadata={"cache_hit": True} | ({"repairs": list(repairs)} if repairs else {}),
                 )
                 return self._output(completion, extraction, repairs, attempts=0, spent=None)
@@ -347,7 +352,7 @@ class LLMPipeline:
                 str(failure), raw=completion.text, attempts=attempts, usage=spent
             ) from None
         generation.update(
-            output=extraction.redacted()[0].model_dump(),
+            output=extraction.redacted()[0].model_dump() if self._records else None,
             usage_details=usage,
             cost_details=cost.details(),
             metadata={"attempts": attempts}

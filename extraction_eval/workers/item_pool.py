@@ -30,10 +30,10 @@ from extraction_eval.backends.local import SQLiteResponseCache
 from extraction_eval.backends.local.cache import CacheRow
 from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.evaluators import ItemScore
-from extraction_eval.experiments.runner import ItemRunner
+from extraction_eval.experiments.runner import ItemRunner, asked_item
 from extraction_eval.types import DatasetItem, ItemResult
 from extraction_eval.workers.child import last_error_line, start_python
-from extraction_eval.workers.item_worker import DONE, FAILED, LOST, READY, Job
+from extraction_eval.workers.item_worker import DONE, FAILED, LOST, READY, Job, Task
 
 Answer = tuple[ItemResult, ItemScore, list[CacheRow]]
 _CODE = (
@@ -100,12 +100,12 @@ class _Worker:
         while True:
             message = self._outbox.get() if held is _NOTHING else held
             held = _NOTHING
-            if isinstance(message, DatasetItem):
+            if isinstance(message, (DatasetItem, Task)):
                 batch = [message]
                 with contextlib.suppress(queue.Empty):
                     while True:
                         held = self._outbox.get_nowait()
-                        if not isinstance(held, DatasetItem):
+                        if not isinstance(held, (DatasetItem, Task)):
                             break  # a stop (or the job) goes after these items
                         batch.append(held)
                         held = _NOTHING
@@ -209,8 +209,9 @@ class ItemPool:
             return False
         return self.started or not self._workers_only
 
-    async def run(self, item: DatasetItem) -> Answer:
-        """``item`` run in the ready worker with the fewest items in flight."""
+    async def run(self, item: DatasetItem, task: Task | None = None) -> Answer:
+        """``item`` run in the ready worker with the fewest items in flight (sent as ``task``
+        when one is given: the item with what is known of its cached answer)."""
         alive = [w for w in self.workers if w.is_ready and w.dead is None]
         if not alive:
             reasons = "; ".join(sorted({w.dead or "" for w in self.workers}))
@@ -219,7 +220,7 @@ class ItemPool:
         assert self._loop is not None
         future: asyncio.Future[Answer] = self._loop.create_future()
         worker.pending[item.id] = future
-        worker.send(item)
+        worker.send(task if task is not None else item)
         try:
             return await future
         finally:
@@ -302,14 +303,27 @@ def remote_scorer(
     """``runner.run_scored`` through the pool: the worker's result and score, its cache
     writes held for the result's transaction; an item whose worker died is an error row.
     While no worker is ready (:meth:`ItemPool.runs_here`) ``runner`` runs it here: the
-    result is the same (a worker runs the same runner), so who ran an item does not show."""
+    result is the same (a worker runs the same runner), so who ran an item does not show.
+    What the cost estimate learned of the item's cache entry here goes with it (a
+    :class:`Task`): the worker does not read it again, and this process holds nothing of it."""
+    key_for = getattr(runner.pipeline, "key_for", None)
+
+    def task_for(item: DatasetItem) -> Task | None:
+        if cache is None or key_for is None:
+            return None
+        try:  # as the pipeline will look it up (the estimate did the same, so it cannot fail
+            key = key_for(asked_item(runner.view.item(item)))  # here: a bug is no lost item)
+        except Exception:
+            return None  # the worker looks it up itself (and makes the item's error row)
+        known, answer = cache.recall(key)
+        return Task(item, key, answer) if known else None
 
     async def run_scored(item: DatasetItem) -> tuple[ItemResult, ItemScore]:
         await pool.settle()
         if pool.runs_here():
             return await runner.run_scored(item)
         try:
-            result, scored, rows = await pool.run(item)
+            result, scored, rows = await pool.run(item, task_for(item))
         except WorkerDied as exc:
             return runner.failed(item, exc)
         if rows and cache is not None:

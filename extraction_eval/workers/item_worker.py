@@ -6,7 +6,8 @@ run's process is the one writer (results, cache, budget, progress, lock), as wit
 The parent side (start, send, receive, stop) is ``workers/item_pool.py``. The wire: pickles
 over the child's stdin and a private copy of its stdout (fd 1 itself then points at stderr,
 so a stray print of a user's pipeline cannot land among the pickles); stdin carries
-``sys.path``, then the :class:`Job`, then lists of items (``None``: stop); stdout carries
+``sys.path``, then the :class:`Job`, then lists of :class:`Task` (an item with what the run's
+process knows of its cached answer; a bare item: nothing known) (``None``: stop); stdout carries
 lists of messages (:data:`READY`, ``(DONE, item_id, result, score, cache_rows)``,
 ``(LOST, item_id, why)`` when a result cannot be sent or its run raised, ``(FAILED, why)``
 when the setup failed). Ctrl-C is the run's process's: this one ignores SIGINT and is
@@ -25,11 +26,12 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from extraction_eval.backends.local import LocalStore, SQLiteResponseCache
 from extraction_eval.errors import one_line
 from extraction_eval.experiments.runner import ItemRunner
+from extraction_eval.llm.base import Completion
 from extraction_eval.pipeline.base import PipelineConfig
 from extraction_eval.pipeline.factory import make_pipeline
 from extraction_eval.prompts.template import PromptTemplate
@@ -37,6 +39,17 @@ from extraction_eval.redact import register_secret
 from extraction_eval.types import DatasetItem
 
 READY, DONE, LOST, FAILED = "ready", "done", "lost", "failed"
+
+
+class Task(NamedTuple):
+    """An item for a worker, with what the run's cost estimate learned of its response-cache
+    entry (``SQLiteResponseCache.recall``): its key and answer (None: not cached). The worker
+    primes its cache with it, so the item's lookup reads nothing again (``key`` None:
+    nothing known, the worker's cache reads as usual)."""
+
+    item: DatasetItem
+    key: str | None = None
+    answer: Completion | None = None
 
 
 @dataclass(frozen=True)
@@ -149,9 +162,9 @@ def _setup(job: Job) -> tuple[ItemRunner, SQLiteResponseCache | None, LocalStore
     runner = ItemRunner(**(job.runner_fields | {"pipeline": pipeline}))
     cache = getattr(pipeline, "cache", None)
     cache = getattr(cache, "inner", cache)  # --refresh-cache wraps it (write-only)
-    from extraction_eval.evaluators.stats.scipy_preload import preload_scoring
-
-    preload_scoring()  # before the loop, as the run's process does while it probes
+    # scipy is not preloaded: the first item whose alignment needs the solver imports it (in
+    # this worker's loop, holding up only its own items); a run none of whose items needs it
+    # no longer pays for the import in every worker while the run's process runs items
     return runner, cache if isinstance(cache, SQLiteResponseCache) else None, store
 
 
@@ -161,22 +174,28 @@ async def _serve(runner: ItemRunner, cache: SQLiteResponseCache | None, source: 
     stop: asyncio.Future[None] = loop.create_future()
     tasks: set[asyncio.Task[None]] = set()
 
-    async def one(item: DatasetItem) -> None:
+    async def one(sent: Task) -> None:
+        item, key = sent.item, sent.key
+        if cache is not None and key is not None:
+            cache.prime(key, sent.answer)
         try:
             result, scored = await runner.run_scored(item)
             rows = cache.take(item.id) if cache is not None else []
         except Exception as exc:  # unanswered, the run would wait for it forever
             outbox.put((LOST, item.id, f"it failed in its worker: {one_line(exc, with_type=True)}"))
             return
+        finally:
+            if cache is not None and key is not None:  # not left behind, should the item's
+                cache.recall(key)  # lookup not have taken it
         outbox.put((DONE, item.id, result, scored, rows))
 
-    def start(items: list[DatasetItem] | None) -> None:
+    def start(items: list[Task | DatasetItem] | None) -> None:
         if items is None:
             if not stop.done():
                 stop.set_result(None)
             return
-        for item in items:
-            task = loop.create_task(one(item))
+        for sent in items:
+            task = loop.create_task(one(sent if isinstance(sent, Task) else Task(sent)))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 

@@ -123,11 +123,15 @@ def test_a_model_run_in_workers_fills_the_one_cache(monkeypatch: pytest.MonkeyPa
         calls = len(server.chat_requests)
         assert calls == 1 + 10  # the probe, then each item once (in a worker)
         again = run_experiment(config("in-one", 1), store=store)
+        # in workers again (every item in one): the answers the estimate read go with them
+        monkeypatch.setenv(WORKERS_ONLY_ENV, "1")
+        hits = run_experiment(config("hits-in-workers", 2), store=store)
         assert len(server.chat_requests) == calls
     assert first.summary.cache_hits == 0 and again.summary.cache_hits == 10
-    assert _export("in-workers").replace('"in-workers"', "N") == _export("in-one").replace(
-        '"in-one"', "N"
-    )
+    assert hits.summary.cache_hits == 10
+    one = _export("in-one").replace('"in-one"', "N")
+    assert _export("in-workers").replace('"in-workers"', "N") == one
+    assert _export("hits-in-workers").replace('"hits-in-workers"', "N") == one
 
 
 def _workers_of(home: Path) -> list[int]:

@@ -216,6 +216,25 @@ def test_tracer_gets_one_generation_with_input_usage_and_prompt_link() -> None:
     assert "level" not in gen.merged
 
 
+class SilentTracer(RecordingTracer):
+    """A tracer that says it records nothing (as ``NullTracer`` does)."""
+
+    records = False
+
+
+def test_a_tracer_that_records_nothing_is_handed_no_input_or_output() -> None:
+    """Local mode's tracer records nothing: the pipeline builds no messages list and no dump
+    of the answer for it (per-item work for nobody); the answer itself is unchanged, from
+    the server and from the cache."""
+    silent, cache = SilentTracer(), DictCache()
+    pipe, _ = pipeline({"default": {"json": ANSWER}}, tracer=silent, cache=cache)
+    fresh, cached = extract(pipe), extract(pipe)
+    assert cached.cache_hit and not fresh.cache_hit
+    assert fresh.extraction == cached.extraction and fresh.extraction.entities[0].name == "Ada"
+    assert [g.opened["input"] for g in silent.generations] == [None, None]
+    assert all("output" not in g.merged for g in silent.generations)
+
+
 def test_tracer_marks_failures_as_errors() -> None:
     tracer = RecordingTracer()
     pipe, _ = pipeline({"default": {"text": "nope"}}, tracer=tracer)

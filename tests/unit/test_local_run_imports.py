@@ -69,3 +69,46 @@ def test_a_run_setup_imports_scipy_while_its_format_probe_waits(tmp_path: Path) 
     assert before == []
     assert after == ["scipy.optimize", "scipy.sparse", "scipy.special"]
     assert threads == ["MainThread"]
+
+
+_NO_PRELOAD = (
+    "import json, sys\n"
+    "from dataclasses import replace\n"
+    "from tests.support.openai_server import LoopbackServer\n"
+    "from extraction_eval import PipelineConfig, RunConfig\n"
+    "from extraction_eval.backends.local import LocalStore\n"
+    "from extraction_eval.experiments import prepare\n"
+    "from extraction_eval.workers import item_worker\n"
+    "answer = {'entities': [], 'relationships': []}\n"
+    "server = LoopbackServer(latency_s=0.05, answer=lambda body: answer).start()\n"
+    "def scipy_loaded():\n"
+    "    return sorted(m for m in ('scipy.optimize', 'scipy.sparse', 'scipy.special')"
+    " if m in sys.modules)\n"
+    "config = RunConfig(dataset='extraction-eval', name='p', backend='local', limit=3,"
+    " pipeline=PipelineConfig(model='openai:m', base_url=server.url))\n"
+    "store = LocalStore()\n"
+    "planned = prepare.plan(config, store, scores_here=False)\n"
+    "choice = planned.record['response_format_choice']['how']\n"
+    "after_plan = scipy_loaded()\n"
+    "job = item_worker.job_for(planned.runner, store, config.pipeline)\n"
+    "item_worker._setup(job)\n"
+    "print(json.dumps([after_plan, scipy_loaded(), choice]))\n"
+)
+
+
+def test_with_workers_neither_the_setup_nor_a_worker_imports_the_solver_before_an_item(
+    tmp_path: Path,
+) -> None:
+    """With ``--workers`` the workers score: the run's setup (``scores_here=False``) imports
+    only what the run's intervals need at its end, and a worker's setup none of scipy; the
+    solver and sparse matrices are left to the first item whose alignment needs them (about
+    0.4 s of CPU per process, for nothing when no item does)."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {"EXTRACTION_EVAL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)}
+    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_PRELOAD], env=env, capture_output=True, text=True, check=True
+    )
+    after_plan, after_worker_setup, how = json.loads(done.stdout.strip().splitlines()[-1])
+    assert how == "detected"  # the server was probed (the preload used to run meanwhile)
+    assert after_plan == after_worker_setup == ["scipy.special"]

@@ -156,3 +156,31 @@ def test_run_outcome_repr_is_short_so_asyncio_run_does_not_print_every_result(
     assert reprs == 0
     assert len(text) < 300
     assert "'r'" in text and "300 results" in text
+
+
+def test_an_answer_is_dumped_once_for_the_surrogate_test_and_the_secret_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runner tests the answer for lone surrogates with its JSON dump and scans the same
+    text for secrets: one dump per answer, not one each (per-item CPU on every item). A
+    secret in the answer is still masked."""
+    from extraction_eval.redact import register_secret
+
+    dumps = []
+    real = Extraction.model_dump_json
+
+    def counted(self: Extraction, **kwargs: object) -> str:
+        dumps.append(1)
+        return real(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Extraction, "model_dump_json", counted)
+    _, results = _run(ScriptedPipeline({}), [_item(1)])
+    assert len(dumps) == 1 and results[0].output == GOLD
+
+    secret = "sk-runner-dump-once-" + "x" * 24
+    register_secret(secret)
+    leaky = Extraction(entities=[Entity(name=f"Ada {secret}", type="person")])
+    _, results = _run(ScriptedPipeline({"i2": leaky}), [_item(2)])
+    output = results[0].output
+    assert output is not None and secret not in output.entities[0].name
+    assert _score(results[0], "secret_masked") is True

@@ -138,6 +138,29 @@ class SQLiteResponseCache:
             self._found[key] = found
         return True
 
+    def recall(self, key: str) -> tuple[bool, Completion | None]:
+        """What ``contains`` learned of ``key``, taken as its ``get`` would take it: (True,
+        None) not cached, (True, answer) the answer it read, (False, None) nothing known.
+        ``--workers``: the run's process hands this to the worker that runs the item
+        (:meth:`prime`), so the item's cache is read once over all processes."""
+        if key in self._missing:
+            self._missing.discard(key)
+            return True, None
+        found = self._found.pop(key, None)
+        if found is not None:
+            _Held.give_back(self._held, len(found.text))
+            return True, found
+        return False, None
+
+    def prime(self, key: str, answer: Completion | None) -> None:
+        """Remember ``key`` as ``contains`` would have (``answer`` None: not cached), for the
+        key's next ``get``: a worker told by the run's process (:meth:`recall`). An answer past
+        ``HOLD_FOUND_CHARS`` is not held (its ``get`` reads it)."""
+        if answer is None:
+            self._missing.add(key)
+        elif key not in self._found and _Held.take(self._held, len(answer.text)):
+            self._found[key] = answer
+
     def put(self, key: str, completion: Completion) -> None:
         item_id = current_item_id.get() if self._defer else None
         if item_id is None:

@@ -22,3 +22,10 @@ def preload_scoring() -> None:
     import scipy.optimize
     import scipy.sparse
     import scipy.special  # noqa: F401
+
+
+def preload_intervals() -> None:
+    """Import what the run's confidence intervals import (``scipy.special``): every run
+    needs them at its end, also one whose workers score (and import the solver themselves
+    if an item needs it), where a late import would hold up the finished run."""
+    import scipy.special  # noqa: F401
