@@ -62,7 +62,7 @@ class _Worker:
     def __init__(self, index: int) -> None:
         self.index = index
         self.proc, self.errors = start_python(CODE)
-        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.pending: dict[str, DatasetItem] = {}  # sent in its share, not back yet
         self.ready: asyncio.Future[bool] | None = None
         self.finished: asyncio.Future[tuple[str | None, str | None]] | None = None
         self.dead: str | None = None
@@ -181,7 +181,7 @@ async def _drive(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: 
     scores.experiment_done(experiment_id, None)  # into the mirror before any item
     todo = list(prep.iter_todo())
     concurrency = prep.config.concurrency
-    tasks = []
+    state.expect(len(todo))
     driver.use(state.run_scored)
     sink = driver.scores
     driver.scores = _Posted(scores)  # the workers bound and posted each item's scores
@@ -191,9 +191,7 @@ async def _drive(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: 
             if not part:
                 _settle(worker.finished, (None, None))
                 continue
-            for item in part:
-                worker.pending[item.id] = loop.create_future()
-                tasks.append(loop.create_task(state.one(worker, item)))
+            worker.pending.update((item.id, item) for item in part)
             worker.ran = True
             worker.send(Share(
                 items=[(i, dataset.raw_by_id[i.id]) for i in part],
@@ -208,7 +206,7 @@ async def _drive(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: 
                 config_ids=dict(scores.config_ids),
                 ask_budget=prep.budget is not None,
             ))  # fmt: skip
-        await asyncio.gather(*tasks)
+        await state.all_recorded()
         ends = await asyncio.gather(*(w.finished for w in ready if w.finished is not None))
         scores.experiment_done(experiment_id, next((url for _, url in ends if url), None))
     finally:
@@ -217,8 +215,10 @@ async def _drive(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: 
 
 
 class _State:
-    """What the run's loop keeps about results that came back: each item's answer, until
-    the driver recorded it (a budget question waits for those: its answer counts them)."""
+    """What the run's loop keeps about the items out in the workers: each answer that came
+    back, recorded by the driver in a task of its own (created as it arrives, so a run holds
+    no task per item still out); a budget question waits until those are recorded (its answer
+    then counts them all)."""
 
     def __init__(self, driver: Driver, scores: LangfuseScores) -> None:
         self.driver = driver
@@ -229,24 +229,54 @@ class _State:
         self.cache = cache if isinstance(cache, SQLiteResponseCache) else None
         self.answers: dict[str, Any] = {}
         self.unrecorded: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._out = 0  # items not back and recorded (or held back) yet
+        self._done: asyncio.Future[None] | None = None
+        self._failure: BaseException | None = None
+
+    def expect(self, count: int) -> None:
+        self._out = count
+        self._done = asyncio.get_running_loop().create_future()
+        if count == 0:
+            self._done.set_result(None)
+
+    async def all_recorded(self) -> None:
+        """Every item back and recorded (or held back); a recording that raised, raised."""
+        assert self._done is not None
+        await self._done
+        if self._failure is not None:
+            raise self._failure
 
     async def run_scored(self, item: DatasetItem) -> Any:
         return self.answers.pop(item.id)
 
-    async def one(self, worker: _Worker, item: DatasetItem) -> None:
+    def arrived(self, item: DatasetItem, answer: Any) -> None:
+        """An item's result (or, from a worker that lost it, its error row) to record."""
+        self.answers[item.id] = answer
+        self.unrecorded.add(item.id)
+        task = asyncio.get_running_loop().create_task(self._record(item))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def lost(self, item: DatasetItem, why: str) -> None:
+        self.arrived(item, self.driver.prep.runner.failed(item, WorkerDied(why)))
+
+    def back(self) -> None:
+        """One item fewer out (recorded, or not run at the ceiling: no row)."""
+        self._out -= 1
+        if self._out <= 0 and self._done is not None:
+            _settle(self._done)
+
+    async def _record(self, item: DatasetItem) -> None:
         try:
-            answer = await worker.pending[item.id]
-        except WorkerDied as exc:
-            answer = self.driver.prep.runner.failed(item, exc)
-        try:
-            if answer is _HELD:
-                return
-            self.answers[item.id] = answer
             result = await self.driver.run_item(item)
             self.driver.record(result)
+        except Exception as exc:  # said by all_recorded; the other items go on
+            self._failure = self._failure or exc
         finally:
             self.unrecorded.discard(item.id)
-            worker.pending.pop(item.id, None)
+            self.answers.pop(item.id, None)
+            self.back()
 
     def answer(self, worker: _Worker, item_id: str) -> None:
         """``may_start`` once every result that came back before the question is recorded."""
@@ -266,7 +296,7 @@ def _read(worker: _Worker, loop: asyncio.AbstractEventLoop, state: _State) -> No
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.proc.wait(timeout=_STOP_WAIT_S)
             with contextlib.suppress(RuntimeError):  # the run's loop is closed
-                loop.call_soon_threadsafe(_died, worker, worker.why())
+                loop.call_soon_threadsafe(_died, worker, worker.why(), state)
             return
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(_deliver, worker, batch, state)
@@ -275,19 +305,21 @@ def _read(worker: _Worker, loop: asyncio.AbstractEventLoop, state: _State) -> No
 def _deliver(worker: _Worker, batch: list[Any], state: _State) -> None:
     for message in batch:
         kind = message[0]
-        if kind == DONE:
-            _, item_id, result, scored, rows, observation_id = message
-            if rows and state.cache is not None:
-                state.cache.hold(item_id, rows)
-            if result.trace_id and observation_id:
-                state.observations[result.trace_id] = observation_id
-            state.unrecorded.add(item_id)
-            _settle(worker.pending.get(item_id), (result, scored))
-        elif kind == HELD:
-            _settle(worker.pending.get(message[1]), _HELD)
-        elif kind == LOST:
-            state.unrecorded.add(message[1])
-            _settle(worker.pending.get(message[1]), error=WorkerDied(message[2]))
+        if kind in (DONE, HELD, LOST):
+            item = worker.pending.pop(message[1], None)
+            if item is None:
+                continue  # already turned into a row (cannot happen twice)
+            if kind == DONE:
+                _, item_id, result, scored, rows, observation_id = message
+                if rows and state.cache is not None:
+                    state.cache.hold(item_id, rows)
+                if result.trace_id and observation_id:
+                    state.observations[result.trace_id] = observation_id
+                state.arrived(item, (result, scored))
+            elif kind == HELD:
+                state.back()
+            else:
+                state.lost(item, message[2])
         elif kind == ASK:
             state.answer(worker, message[1])
         elif kind == READY:
@@ -302,14 +334,15 @@ def _deliver(worker: _Worker, batch: list[Any], state: _State) -> None:
             worker.dead = f"its experiment failed: {message[1]}"
 
 
-def _died(worker: _Worker, why: str) -> None:
+def _died(worker: _Worker, why: str, state: _State) -> None:
     if worker.finished is not None and worker.finished.done():
         return  # it finished its share, then exited: nothing lost
     worker.dead = worker.dead or why
     _settle(worker.ready, False)
     _settle(worker.finished, (None, None))
-    for future in list(worker.pending.values()):
-        _settle(future, error=WorkerDied(f"its worker process exited ({worker.dead})"))
+    lost, worker.pending = list(worker.pending.values()), {}
+    for item in lost:
+        state.lost(item, f"its worker process exited ({worker.dead})")
 
 
 def _settle(future: asyncio.Future[Any] | None, result: Any = None, *,
