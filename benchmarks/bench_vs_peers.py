@@ -283,11 +283,20 @@ def mode_b(args: argparse.Namespace, workers: int | None = None) -> dict[str, An
     """(b): LangFuse mode with ``--workers`` (the script's); (b1) with one process. CPU
     includes the worker processes (reaped at the run's end)."""
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments import langfuse_mode
+    from extraction_eval.experiments import langfuse_mode, langfuse_workers
     from extraction_eval.experiments.run import run_experiment
 
     config = _our_config(args, "langfuse", args.workers if workers is None else workers)
     verify = time_calls(langfuse_mode, "verify_in_langfuse")  # the read-back, with any re-post
+    started: list[float] = []  # when the items start: the first share sent, or the SDK called
+    for module, name in ((langfuse_workers, "Share"), (langfuse_mode, "_schedule")):
+        real = getattr(module, name)
+
+        def first(*a: Any, _real: Any = real, **k: Any) -> Any:
+            started.append(time.perf_counter())
+            return _real(*a, **k)
+
+        setattr(module, name, first)
     own = time.process_time()
     with Timed() as t:
         outcome = run_experiment(config, store=LocalStore(sample=False))
@@ -296,6 +305,7 @@ def mode_b(args: argparse.Namespace, workers: int | None = None) -> dict[str, An
         "wall": t.wall,
         "cpu": t.cpu,
         "workers_cpu": t.cpu - own,
+        "setup": started[0] - t.wall0 if started else None,
         "wall_no_readback": t.wall - verify[0],
         "readback": verify[0],
         "readback_cpu": verify[1],
@@ -674,6 +684,8 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
             f" ({_versus_ideal(f['wall_no_readback'], ideal)}); read-back {f['readback']:.2f}s"
             f" (cpu {f.get('readback_cpu', 0.0):.2f}s)"
         )
+        if f.get("setup") is not None:
+            extra += f", setup (to the first item) {f['setup']:.2f}s"
         if f.get("workers_cpu"):
             extra += f"; cpu of the worker processes {f['workers_cpu']:.2f}s"
     errors = "" if f.get("errors") is None else f" errors={f['errors']}"

@@ -69,11 +69,15 @@ def work() -> None:
     sys.stdout = sys.stderr
     outbox = Outbox(out)
     try:
-        job: Job = pickle.load(source)
+        # all before the job arrives, so it overlaps the run's own setup: the imports, the
+        # client (keys and server from the inherited environment), the scoring stack
         from extraction_eval.backends.langfuse import LangfuseTracer
+        from extraction_eval.evaluators.stats.scipy_preload import preload_scoring
         from extraction_eval.experiments.langfuse_mode import connect_for_run
 
-        lf, _ = connect_for_run()  # keys and server from the inherited environment
+        lf, _ = connect_for_run()
+        preload_scoring()
+        job: Job = pickle.load(source)
         runner, cache, store = set_up(job, LangfuseTracer(lf, error_level="WARNING"))
     except BaseException as exc:
         outbox.put((FAILED, one_line(exc, with_type=True)))
