@@ -36,6 +36,7 @@ from extraction_eval.types import DatasetItem
 from extraction_eval.workers.item_worker import FAILED, LOST, READY, Job, Outbox, set_up
 
 ASK, HELD, DONE, END, GONE = "ask", "held", "lf-done", "end", "gone"
+_TURN_WAIT_S = 1.0  # a stop waits this long at most for the loop's current step to end
 CODE = (
     "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer);"
     " from extraction_eval.workers.langfuse_worker import work; work()"
@@ -115,7 +116,7 @@ def _run_share(lf: Any, runner: Any, cache: Any, share: Share, source: IO[bytes]
     unfinished = len(share.items)
     sized: list[asyncio.AbstractEventLoop] = []
     threading.Thread(
-        target=_read_answers, args=(source, answers, lf, batches), daemon=True,
+        target=_read_answers, args=(source, answers, lf, batches, sized), daemon=True,
         name="worker-answers",
     ).start()  # fmt: skip
 
@@ -184,7 +185,7 @@ def _run_share(lf: Any, runner: Any, cache: Any, share: Share, source: IO[bytes]
 
 
 def _read_answers(source: IO[bytes], answers: dict[str, asyncio.Future[bool]], lf: Any,
-                  batches: Any) -> None:  # fmt: skip
+                  batches: Any, loops: list[asyncio.AbstractEventLoop]) -> None:  # fmt: skip
     """The run's answers to the budget questions, onto the SDK's loop. A stop (``None``)
     delivers what is queued and exits (the run was interrupted: the results it stored keep
     their traces); the run's process gone (end of input) exits at once."""
@@ -194,6 +195,12 @@ def _read_answers(source: IO[bytes], answers: dict[str, asyncio.Future[bool]], l
         except Exception:  # the run's process is gone (kill -9): nobody to deliver for
             os._exit(1)
         if message is None:
+            # one turn of the SDK's loop first: an item sent back ends its spans in the loop
+            # step that sent it, so every item the run stored has its spans queued
+            turned = threading.Event()
+            with contextlib.suppress(Exception):
+                loops[0].call_soon_threadsafe(turned.set)
+                turned.wait(_TURN_WAIT_S)
             with contextlib.suppress(Exception):
                 batches.close()
                 lf.flush()

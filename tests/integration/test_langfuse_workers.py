@@ -294,3 +294,48 @@ def test_workers_that_cannot_set_up_leave_the_items_to_the_run_process(
     assert "the items ran in this process" in result.stderr
     run, rows = mirror("fallback")
     assert run.status == "finished" and len(rows) == 3 and all(r.trace_id for r in rows)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_ctrl_c_stops_the_workers_keeps_what_they_sent_then_resume(
+    server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated_home: Path
+) -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it): the workers ignore
+    it, the run's process stops them (each delivers what it queued first), closes the run as
+    interrupted with its run scores, exits 130; every stored result's trace is in LangFuse;
+    ``--resume`` finishes the run into the same experiment."""
+    items = LocalStore().get_items(DATASET)[:20]
+    upload(server, items)
+    use_langfuse(server, monkeypatch, "workers-ctrl-c")
+    calls = tmp_path / "calls.log"
+    env = {**os.environ, "E2E_CALL_LOG": str(calls), "E2E_DELAY": "0.2", "PYTHONPATH": str(REPO)}
+    code = "from extraction_eval.cli import run_experiment_main; run_experiment_main()"
+    cmd = [sys.executable, "-c", code, "--name", "cc", "--concurrency", "2", "--workers", "2"]
+    cmd += ["--pipeline", "tests.support.pipelines:first_entity"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    store = LocalStore()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        run = store.get_run("cc", DATASET)
+        if run is not None and len(store.results(run.id)) >= 4:
+            break
+        time.sleep(0.05)
+    assert _workers_of(isolated_home), "the run has worker processes"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    assert b"Traceback" not in err
+    assert _workers_of(isolated_home) == []  # stopped with the run
+
+    run, done = mirror("cc")
+    assert run.status == "interrupted" and 4 <= len(done) < 20 and run.experiment_id
+    assert {r.trace_id for r in done} <= set(item_runs(server, run.experiment_id))
+    assert run_scores(server, run.experiment_id)["items"]["value"] == len(done)
+    monkeypatch.setenv("E2E_DELAY", "0")
+    resumed = run_cli("--name", "cc", "--pipeline", "tests.support.pipelines:first_entity",
+                      "--resume", "--workers", "2")  # fmt: skip
+    assert resumed.exit_code == 0, resumed.stderr
+    run, rows = mirror("cc")
+    assert run.status == "finished" and len(rows) == 20
+    assert run_scores(server, run.experiment_id or "")["items"]["value"] == 20
