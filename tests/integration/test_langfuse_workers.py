@@ -196,15 +196,19 @@ def test_workers_dying_differently_turn_their_items_into_rows_each_saying_why(
     run, rows = mirror("dying")
     assert run.status == "finished" and len(rows) == 8
     lost = {r.item_id: r.error or "" for r in rows if r.error is not None}
-    assert set(lost) == {i.id for i in items[4:]}
-    assert all("worker process exited" in e for e in lost.values())
-    assert {lost[items[4].id], lost[items[6].id]} == {lost[items[4].id]}
-    assert "out of memory" in lost[items[4].id] and "segfault" in lost[items[5].id]
+    # what each worker held from its fatal item on; an item it finished just before may be
+    # lost with it too (its answer still queued for the pipe when the process went)
+    assert {i.id for i in items[4:]} <= set(lost) <= {i.id for i in items[2:]}
+    for n, item in enumerate(items):
+        if item.id in lost:
+            assert "worker process exited" in lost[item.id]
+            reason = "out of memory" if n % 2 == 0 else "segfault"  # round-robin: whose
+            assert reason in lost[item.id], lost[item.id]
     assert all(r.trace_id for r in rows if r.error is None)
     # a worker that dies takes what it had not delivered yet with it (as kill -9 of one
     # process would): the read-back says what LangFuse lacks, the lost items first
     assert result.exit_code == 3 and "LangFuse is missing data from run 'dying'" in err, err
-    assert "missing 4 items without a trace" in err
+    assert f"missing {len(lost)} items without a trace" in err
 
 
 def _workers_of(home: Path) -> list[int]:
