@@ -4,7 +4,9 @@ SDK's ``run_experiment``, write one experiment whose items LangFuse lists on the
 
 from __future__ import annotations
 
+import os
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +22,11 @@ pytestmark = live_marks(300)
 NAME = "extraction-eval-live-workers"
 
 
-def test_two_workers_write_one_experiment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_workers_write_one_experiment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from extraction_eval.datasets.bundled import sample_items
     from extraction_eval.experiments.config import RunConfig
     from extraction_eval.experiments.run import run_experiment
+    from extraction_eval.pipeline.base import PipelineConfig
 
     monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", _PUBLIC_KEY)
     monkeypatch.setenv("LANGFUSE_SECRET_KEY", _SECRET_KEY)
@@ -34,9 +37,21 @@ def test_two_workers_write_one_experiment(monkeypatch: pytest.MonkeyPatch) -> No
     finally:
         close_client(client)
     name = f"live-workers-{uuid.uuid4().hex[:8]}"
+    pids = tmp_path / "pids.log"
+    monkeypatch.setenv("E2E_PID_LOG", str(pids))  # each item's "id pid" (which process ran it)
+    pipeline = PipelineConfig(pipeline="tests.support.pipelines:fails_two_ways")
     outcome = run_experiment(
-        RunConfig(dataset=NAME, name=name, backend="langfuse", concurrency=4, workers=2)
+        RunConfig(
+            dataset=NAME,
+            name=name,
+            backend="langfuse",
+            pipeline=pipeline,
+            concurrency=4,
+            workers=2,
+        )
     )
+    ran_in = {line.split()[1] for line in pids.read_text().splitlines()}
+    assert len(ran_in) == 2 and str(os.getpid()) not in ran_in  # both workers ran items
     assert outcome.summary.items == 8 and outcome.summary.missing == 0
     assert not [w for w in outcome.warnings if "worker process" in w], outcome.warnings
     assert outcome.langfuse_verified and "8 traces" in outcome.langfuse_verified
