@@ -328,7 +328,10 @@ def _deliver(worker: _Worker, batch: list[Any], state: _State) -> None:
         elif kind == FAILED:
             worker.dead = str(message[1])
             _settle(worker.ready, False)
-        elif kind == END:
+        elif kind == END:  # after every item it sent back (one pipe, in order)
+            for _ in worker.pending:  # items the SDK never gave the task: no row, as in
+                state.back()  # one process (the run's outcome names them)
+            worker.pending.clear()
             _settle(worker.finished, (message[1], message[2]))
         elif kind == GONE:
             worker.dead = f"its experiment failed: {message[1]}"
