@@ -141,8 +141,11 @@ def test_the_budget_holds_across_langfuse_workers(
     server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """One ceiling for the run, asked of the run's process before each item: $0.01 a call,
-    two in flight (one per worker), then one more per finished item below $0.025: four calls
-    whichever worker ran them, the other two items held back as WARNING traces, no row."""
+    two in flight (one per worker), then one more per result recorded while the spend is
+    below $0.025. Three or four calls (four when both first results are recorded before
+    either worker asks again, three when one worker's second call is back first; one process
+    has the same race), never more whichever worker asks; every item not run is a WARNING
+    trace and no row."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"default": {
         "json": {"entities": [], "relationships": []},
@@ -159,17 +162,18 @@ def test_the_budget_holds_across_langfuse_workers(
         "--max-cost", "0.025", "--concurrency", "2", "--workers", "2",
     )  # fmt: skip
     assert stopped.exit_code == 1, stopped.stderr
-    assert "stopped: budget" in stopped.stderr and "2 items not run" in stopped.stderr
-    assert len(read_fake_log(log)) == 4
+    calls = len(read_fake_log(log))
+    assert calls in (3, 4)
+    assert "stopped: budget" in stopped.stderr and f"{6 - calls} items not run" in stopped.stderr
     run, rows = mirror("capped")
-    assert run.status == "stopped: budget" and len(rows) == 4
-    assert run.summary is not None and run.summary["cost_usd"] == pytest.approx(0.04)
+    assert run.status == "stopped: budget" and len(rows) == calls
+    assert run.summary is not None and run.summary["cost_usd"] == pytest.approx(calls / 100)
     tasks = server.spans_named("experiment-item-task")
     held = [s for s in tasks if s["attributes"].get("langfuse.observation.level") == "WARNING"]
-    assert len(held) == 2
+    assert len(held) == 6 - calls
     # the items ran in the two workers (each process has its own OTel resource)
     assert len({s["resource"].get("service.instance.id") for s in tasks}) == 2
-    assert run_scores(server, run.experiment_id or "")["items"]["value"] == 4
+    assert run_scores(server, run.experiment_id or "")["items"]["value"] == calls
 
 
 def test_workers_dying_differently_turn_their_items_into_rows_each_saying_why(
