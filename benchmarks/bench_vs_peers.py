@@ -10,7 +10,10 @@
   (a1)                  the same with ``--workers 1`` (one process, one event loop);
   (b) our LangFuse mode ``run_experiment`` against a fake LangFuse server started afresh for
                         this one measurement (dataset uploaded first, not timed), with the
-                        read-back check; the figure without it is printed too;
+                        read-back check (the figure without it is printed too), ``--workers``
+                        W as (a): each worker process runs its share through the SDK's
+                        ``run_experiment``; CPU includes the worker processes;
+  (b1)                  the same with ``--workers 1`` (one process: the SDK's one loop);
   (c) the LangFuse SDK's own ``Langfuse.run_experiment`` on the same LangFuse dataset (also a
                         fresh fake server per measurement), an async task calling the model
                         through ``AsyncOpenAI`` (httpx, ``chat.completions.create``) and a
@@ -76,7 +79,8 @@ TIMEOUT_S = 60.0  # our default --timeout, used by every mode
 MODES = {
     "a": "ours, local, --workers W",
     "a1": "ours, local, --workers 1",
-    "b": "ours, LangFuse mode",
+    "b": "ours, LangFuse, --workers W",
+    "b1": "ours, LangFuse, --workers 1",
     "c": "LangFuse SDK run_experiment",
     "d": "bare, SDK defaults (httpx)",
     "e": "bare, our transport (fair)",
@@ -275,18 +279,33 @@ def mode_z(args: argparse.Namespace) -> dict[str, Any]:
     return mode_a(args, workers=1)
 
 
-def mode_b(args: argparse.Namespace) -> dict[str, Any]:
+def mode_b(args: argparse.Namespace, workers: int | None = None) -> dict[str, Any]:
+    """(b): LangFuse mode with ``--workers`` (the script's); (b1) with one process. CPU
+    includes the worker processes (reaped at the run's end)."""
     from extraction_eval.backends.local import LocalStore
-    from extraction_eval.experiments import langfuse_mode
+    from extraction_eval.experiments import langfuse_mode, langfuse_workers
     from extraction_eval.experiments.run import run_experiment
 
-    config = _our_config(args, "langfuse")
+    config = _our_config(args, "langfuse", args.workers if workers is None else workers)
     verify = time_calls(langfuse_mode, "verify_in_langfuse")  # the read-back, with any re-post
+    started: list[float] = []  # when the items start: the first share sent, or the SDK called
+    for module, name in ((langfuse_workers, "Share"), (langfuse_mode, "_schedule")):
+        real = getattr(module, name)
+
+        def first(*a: Any, _real: Any = real, **k: Any) -> Any:
+            started.append(time.perf_counter())
+            return _real(*a, **k)
+
+        setattr(module, name, first)
+    own = time.process_time()
     with Timed() as t:
         outcome = run_experiment(config, store=LocalStore(sample=False))
+    own = time.process_time() - own
     return {
         "wall": t.wall,
         "cpu": t.cpu,
+        "workers_cpu": t.cpu - own,
+        "setup": started[0] - t.wall0 if started else None,
         "wall_no_readback": t.wall - verify[0],
         "readback": verify[0],
         "readback_cpu": verify[1],
@@ -391,6 +410,7 @@ def worker(args: argparse.Namespace) -> None:
         "a": mode_a,
         "a1": lambda a: mode_a(a, workers=1),
         "b": mode_b,
+        "b1": lambda a: mode_b(a, workers=1),
         "c": mode_c,
         "d": mode_d,
         "e": lambda a: mode_d(a, floor="e"),
@@ -495,7 +515,7 @@ def _measure(
 ) -> dict[str, Any]:
     run_name = f"peers-{mode}-c{concurrency}-{run}-{latency}"
     public, secret = f"pk-lf-{run_name}", f"sk-lf-{run_name}"  # a fresh pair: a fresh client
-    langfuse = _langfuse_server(ctx, (public, secret)) if mode in ("b", "c") else None
+    langfuse = _langfuse_server(ctx, (public, secret)) if mode in ("b", "b1", "c") else None
     argv = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -664,6 +684,10 @@ def _print_row(mode: str, c: int, n: int, latency: float, f: dict[str, Any]) -> 
             f" ({_versus_ideal(f['wall_no_readback'], ideal)}); read-back {f['readback']:.2f}s"
             f" (cpu {f.get('readback_cpu', 0.0):.2f}s)"
         )
+        if f.get("setup") is not None:
+            extra += f", setup (to the first item) {f['setup']:.2f}s"
+        if f.get("workers_cpu"):
+            extra += f"; cpu of the worker processes {f['workers_cpu']:.2f}s"
     errors = "" if f.get("errors") is None else f" errors={f['errors']}"
     if f.get("cache_hits"):
         errors += f" cache_hits={f['cache_hits']} (not a fair run)"
@@ -689,6 +713,9 @@ def _print_ratios(
         ("a1", "e", None),
         ("a", "d", None),
         ("b", "e", "1.35 at 16, 1.6 at 64"),
+        ("b1", "e", None),
+        ("b", "b1", None),
+        ("b", "c", None),
         ("a", "c", "< 1"),
         ("z", "e", None),
     ]
@@ -700,15 +727,31 @@ def _print_ratios(
                 ys = [f["wall"] for f in table[(c, y)]]
                 ratio = min(xs) / min(ys)
                 parts.append(f"{x}/{y}={ratio:.2f}" + (f" (target {target})" if target else ""))
-        if "b" in modes and "e" in modes:
-            bs = [f["wall_no_readback"] for f in table[(c, "b")]]
-            es = [f["wall"] for f in table[(c, "e")]]
-            parts.append(f"b/e without read-back={min(bs) / min(es):.2f}")
+        for b in ("b", "b1"):
+            if b in modes and "e" in modes:
+                bs = [f["wall_no_readback"] for f in table[(c, b)]]
+                es = [f["wall"] for f in table[(c, "e")]]
+                parts.append(f"{b}/e without read-back={min(bs) / min(es):.2f}")
+        for x in ("b", "b1", "c"):  # LangFuse's own run_experiment is the CPU target
+            if x in modes:
+                cpu = min(f["cpu"] for f in table[(c, x)]) / ctx_items(table[(c, x)])
+                parts.append(f"cpu/item {x} {cpu * 1000:.1f} ms")
         if parts:
             best = " (best of each)" if any(len(v) > 1 for v in table.values()) else ""
             print(f"C={c}: " + "  ".join(parts) + best)
     if any(len(v) > 1 for v in table.values()):
         _print_medians(table, concurrencies, modes)
+
+
+MEDIAN_PAIRS = (
+    *(("a", "e"), ("a1", "e"), ("a", "d"), ("b", "e"), ("b1", "e"), ("b", "b1")),
+    *(("a", "c"), ("z", "e")),
+)
+
+
+def ctx_items(figures: list[dict[str, Any]]) -> int:
+    """The items a mode ran (for CPU per item), at least 1."""
+    return max(1, max(int(f.get("results") or 0) for f in figures))
 
 
 def _print_medians(
@@ -725,13 +768,11 @@ def _print_medians(
             no_rb = median(f["wall_no_readback"] for f in table[(c, "b")])
             cells.append(f"b without read-back {no_rb:.2f}s")
         ratios = [
-            f"{x}/{y}={wall[x] / wall[y]:.2f}"
-            for x, y in (("a", "e"), ("a1", "e"), ("a", "d"), ("b", "e"), ("a", "c"), ("z", "e"))
-            if x in modes and y in modes
+            f"{x}/{y}={wall[x] / wall[y]:.2f}" for x, y in MEDIAN_PAIRS if x in modes and y in modes
         ]
         ratios += [
             f"cpu {x}/{y}={cpu[x] / cpu[y]:.2f}"
-            for x, y in (("a", "e"), ("a", "d"))
+            for x, y in (("a", "e"), ("a", "d"), ("b", "c"), ("b1", "c"))
             if x in modes and y in modes
         ]
         if "b" in modes and "e" in modes:
@@ -753,10 +794,13 @@ def main() -> None:
         " at the highest concurrency: items/s",
     )
     parser.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="(a)'s --workers (default: cores)"
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="(a)'s and (b)'s --workers (default: cores)",
     )
     parser.add_argument("--concurrency", default="16,64", help="comma-separated")
-    parser.add_argument("--modes", default="d,e,a,a1,c,b", help="run order, comma-separated")
+    parser.add_argument("--modes", default="d,e,a,a1,c,b,b1", help="run order, comma-separated")
     parser.add_argument("--repeat", type=int, default=1, help="measure every mode this often")
     parser.add_argument(
         "--profile", metavar="DIR", help="cProfile every run into DIR/<run>.pstats (slower)"

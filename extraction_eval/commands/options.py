@@ -41,8 +41,9 @@ _TEMPERATURE = _option(
 )
 _CONCURRENCY = _option(help="Model calls in flight at once (a matrix: over all its cells).")
 _WORKERS = _option(
-    help="Item worker processes (local mode): each runs and scores its share of the items"
-    " on its own event loop; this process stores them. Results are the same as with 1."
+    help="Item worker processes: each runs and scores its share of the items on its own"
+    " event loop (LangFuse mode: through the SDK's run_experiment, into the run's one"
+    " experiment); this process stores them. Results are the same as with 1."
 )
 _LIMIT = _option(help="Run only the first N items.")
 _BASE_URL = _option(

@@ -40,13 +40,12 @@ from extraction_eval.backends.langfuse import (
     close_client,
     connect,
     fetch_prompt,
-    item_score_id,
     post_score,
     run_score_id,
     wire_json,
 )
 from extraction_eval.backends.langfuse.reads import bound_sdk_reads, bounded_reads
-from extraction_eval.backends.langfuse.score_batches import ScoreBatches, score_timestamp
+from extraction_eval.backends.langfuse.score_batches import ScoreBatches
 from extraction_eval.backends.langfuse.score_configs import ensure_score_configs
 from extraction_eval.backends.local import LocalStore
 from extraction_eval.errors import ExtractionEvalError, one_line
@@ -66,6 +65,11 @@ from extraction_eval.experiments.langfuse_verify import (
     unverified_line,
     verify_in_langfuse,
     verify_timeout_s,
+)
+from extraction_eval.experiments.langfuse_workers import (
+    LangfuseWorkers,
+    run_in_workers,
+    start_workers,
 )
 from extraction_eval.experiments.prepare import PreparedRun, plan, prepare, release_lock
 from extraction_eval.experiments.runner import RunOutcome
@@ -194,16 +198,16 @@ def run_langfuse(
     After the run: ``VerificationError`` when LangFuse lacks data (unless ``verify=False``).
     """
     timeout_s = verify_timeout_s() if config.verify else 0.0
-    lf, warnings = connect_for_run()  # keys, server and its version before anything is spent
-    if config.workers > 1:  # the SDK's run_experiment schedules: one process
-        warnings.append(
-            f"workers={config.workers} applies to local mode only; this LangFuse-mode run"
-            " runs its items in one process"
-        )
+    pool = start_workers(config)  # --workers: their imports overlap the setup
     try:
-        return _run(lf, config, store, progress, timeout_s, warnings)
+        lf, warnings = connect_for_run()  # keys, server, version before anything is spent
+        try:
+            return _run(lf, config, store, progress, timeout_s, warnings, pool)
+        finally:
+            close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
     finally:
-        close_client(lf)  # delivers queued spans and scores, also on Ctrl-C
+        if pool is not None:
+            pool.stop()
 
 
 def connect_for_run() -> tuple[Langfuse, list[str]]:
@@ -276,10 +280,11 @@ def _run(
     progress: ProgressHook | None,
     verify_timeout: float,
     warnings: Sequence[str] = (),
+    pool: LangfuseWorkers | None = None,
 ) -> RunOutcome:
     dataset = load_bounded(lf, config.dataset, config.dataset_version)
     prep = prepare_langfuse_run(lf, config, store, dataset, warnings=warnings)
-    return run_prepared(lf, prep, store, dataset, progress, verify_timeout)
+    return run_prepared(lf, prep, store, dataset, progress, verify_timeout, pool)
 
 
 def prepare_langfuse_run(
@@ -317,8 +322,10 @@ def run_prepared(
     dataset: RunDataset,
     progress: ProgressHook | None,
     verify_timeout: float,
+    pool: LangfuseWorkers | None = None,
 ) -> RunOutcome:
-    """A prepared run as an experiment: scheduled by the SDK, finalized, read back."""
+    """A prepared run as an experiment: scheduled by the SDK (in ``pool``'s worker processes
+    when given: ``langfuse_workers``), finalized, read back."""
     try:
         scores = LangfuseScores(lf, store, prep)
     except BaseException:
@@ -332,7 +339,11 @@ def run_prepared(
         with driver.running():
             if prep.todo_ids and prep.config.batch:
                 asyncio.run(answer_by_batch(prep, store))
-            if prep.todo_ids:
+            # in worker processes (--workers), else (or none could start) in this one
+            in_workers = bool(prep.todo_ids) and pool is not None
+            if in_workers and pool is not None:
+                in_workers = run_in_workers(lf, driver, scores, dataset, pool)
+            if prep.todo_ids and not in_workers:
                 _schedule(lf, driver, scores, dataset)
     finally:
         scores.close()  # the batches still queued, also on Ctrl-C
@@ -453,6 +464,10 @@ class LangfuseScores:
         self.config_ids: Mapping[str, str] = _score_configs(lf, prep) if prep.todo_ids else {}
         self.batches = ScoreBatches(lf, on_unconfirmed=score_delivery_log.add)
 
+    @property
+    def trace_url_prefix(self) -> str | None:
+        return self._trace_url_prefix  # worker processes make their items' trace URLs
+
     def bind(self, result: ItemResult) -> ItemResult:
         trace_id = self.lf.get_current_trace_id()
         if self.experiment_id is None:
@@ -467,16 +482,12 @@ class LangfuseScores:
         observation_id = self.lf.get_current_observation_id()  # the SDK's task span
         if result.trace_id and observation_id:
             self.observations[result.trace_id] = observation_id  # for a re-post
-        stamp = score_timestamp()  # the item's scores are made at one moment
-        for score in result.scores:
-            self.batches.add(
-                score,
-                trace_id=result.trace_id,
-                observation_id=observation_id,
-                score_id=item_score_id(result.trace_id, score) if result.trace_id else None,
-                config_id=self.config_ids.get(score.name),
-                timestamp=stamp,
-            )
+        self.batches.add_item(
+            result.scores,
+            trace_id=result.trace_id,
+            observation_id=observation_id,
+            config_ids=self.config_ids,
+        )
 
     def post_run(self, summary: RunSummary) -> None:
         if self.prep.config.shard is not None:

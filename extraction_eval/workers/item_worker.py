@@ -144,7 +144,9 @@ def _picklable(message: Any) -> Any:
     return message
 
 
-def _setup(job: Job) -> tuple[ItemRunner, SQLiteResponseCache | None, LocalStore | None]:
+def _setup(
+    job: Job, tracer: Any = None
+) -> tuple[ItemRunner, SQLiteResponseCache | None, LocalStore | None]:
     for secret in job.secrets:
         register_secret(secret)
     store = None
@@ -154,6 +156,7 @@ def _setup(job: Job) -> tuple[ItemRunner, SQLiteResponseCache | None, LocalStore
         job.pipeline,
         cache=store.cache(defer_writes=True) if store is not None else None,
         prompt=job.prompt,
+        tracer=tracer,  # LangFuse mode's workers: a generation per model call
     )
     provider = getattr(pipeline, "provider", None)
     if job.format_choice is not None and provider is not None:
@@ -247,3 +250,8 @@ def work() -> None:
         outbox.close()
         if store is not None:
             store.close()
+
+
+# for LangFuse mode's workers (``workers/langfuse_worker.py``): the same setup and wire
+set_up = _setup
+Outbox = _Outbox

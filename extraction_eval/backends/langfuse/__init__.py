@@ -52,7 +52,12 @@ from extraction_eval.backends.langfuse.readback import (
     verify_run,
     verify_timeout_s,
 )
-from extraction_eval.backends.langfuse.scores import item_score_id, post_score, run_score_id
+from extraction_eval.backends.langfuse.scores import (
+    experiment_id_for,
+    item_score_id,
+    post_score,
+    run_score_id,
+)
 from extraction_eval.backends.langfuse.tracer import LangfuseTracer, wire_json
 
 __all__ = [
@@ -76,6 +81,7 @@ __all__ = [
     "close_client",
     "connect",
     "ensure_chat_prompt",
+    "experiment_id_for",
     "fetch_prompt",
     "item_score_id",
     "langfuse_configured",

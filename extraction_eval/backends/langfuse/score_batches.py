@@ -26,7 +26,7 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,7 @@ from weakref import WeakKeyDictionary
 
 import httpx
 
-from extraction_eval.backends.langfuse.scores import post_score
+from extraction_eval.backends.langfuse.scores import item_score_id, post_score
 from extraction_eval.errors import one_line
 from extraction_eval.types import Score
 
@@ -166,6 +166,28 @@ class ScoreBatches:
     def direct(self) -> bool:
         """True while scores go straight to the server (False: the SDK's path)."""
         return self._target is not None
+
+    def add_item(
+        self,
+        scores: Iterable[Score],
+        *,
+        trace_id: str | None,
+        observation_id: str | None,
+        config_ids: Mapping[str, str],
+    ) -> None:
+        """An item's scores on its trace and task observation, with their deterministic ids
+        (a re-post replaces) and one timestamp (made at one moment); the one way a run's
+        process or a LangFuse-mode worker posts them."""
+        stamp = score_timestamp()
+        for score in scores:
+            self.add(
+                score,
+                trace_id=trace_id,
+                observation_id=observation_id,
+                score_id=item_score_id(trace_id, score) if trace_id else None,
+                config_id=config_ids.get(score.name),
+                timestamp=stamp,
+            )
 
     def add(
         self,
