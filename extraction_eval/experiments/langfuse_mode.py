@@ -283,7 +283,10 @@ def _run(
     pool: LangfuseWorkers | None = None,
 ) -> RunOutcome:
     dataset = load_bounded(lf, config.dataset, config.dataset_version)
-    prep = prepare_langfuse_run(lf, config, store, dataset, warnings=warnings)
+    # with workers the run's process scores no item (unless none starts): no solver import
+    prep = prepare_langfuse_run(
+        lf, config, store, dataset, warnings=warnings, scores_here=pool is None
+    )
     return run_prepared(lf, prep, store, dataset, progress, verify_timeout, pool)
 
 
@@ -295,9 +298,11 @@ def prepare_langfuse_run(
     *,
     extra_record: Mapping[str, Any] | None = None,
     warnings: Sequence[str] = (),
+    scores_here: bool = True,
 ) -> PreparedRun:
     """The run's prompt, pipeline and record on a loaded dataset (a matrix loads it once for
-    all its cells); nothing is sent to the model yet. ``warnings`` go into its summary."""
+    all its cells); nothing is sent to the model yet. ``warnings`` go into its summary;
+    ``scores_here``: see ``prepare.plan``."""
     warnings = list(warnings)
     prompt = _prompt(lf, config, warnings)
     prep = prepare(
@@ -310,6 +315,7 @@ def prepare_langfuse_run(
         backend="langfuse",
         extra_record={"langfuse_dataset_id": dataset.langfuse_id, **(extra_record or {})},
         dataset_schema=dataset.schema,
+        scores_here=scores_here,
     )
     prep.warnings.extend(warnings)
     return prep

@@ -70,14 +70,14 @@ def work() -> None:
     sys.stdout = sys.stderr
     outbox = Outbox(out)
     try:
-        # all before the job arrives, so it overlaps the run's own setup: the imports, the
-        # client (keys and server from the inherited environment), the scoring stack
+        # all before the job arrives, so it overlaps the run's own setup: the imports and the
+        # client (keys and server from the inherited environment); scipy's solver is not
+        # preloaded, as in local mode's workers (workers/item_worker.py: the first item
+        # whose alignment needs it imports it)
         from extraction_eval.backends.langfuse import LangfuseTracer
-        from extraction_eval.evaluators.stats.scipy_preload import preload_scoring
         from extraction_eval.experiments.langfuse_mode import connect_for_run
 
         lf, _ = connect_for_run()
-        preload_scoring()
         job: Job = pickle.load(source)
         runner, cache, store = set_up(job, LangfuseTracer(lf, error_level="WARNING"))
     except BaseException as exc:
