@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import pickle
-import subprocess
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,14 @@ from extraction_eval.experiments.config import RunConfig
 from extraction_eval.experiments.driver import Driver
 from extraction_eval.experiments.summary import RunSummary
 from extraction_eval.types import DatasetItem, ItemResult
-from extraction_eval.workers.child import last_error_line, start_python
+from extraction_eval.workers.child import (
+    await_setup,
+    exit_reason,
+    reap,
+    relay,
+    settle,
+    start_python,
+)
 from extraction_eval.workers.item_pool import WorkerDied, start_timeout
 from extraction_eval.workers.item_worker import FAILED, LOST, READY, job_for
 from extraction_eval.workers.langfuse_worker import ASK, CODE, DONE, END, GONE, HELD, Share
@@ -80,10 +87,7 @@ class _Worker:
             stdin.flush()
 
     def why(self) -> str:
-        line = last_error_line(self.errors)
-        status = self.proc.poll()
-        said = f"exit status {status}" if status is not None else "its output ended"
-        return f"{said}: {line}" if line else said
+        return exit_reason(self.proc, self.errors)
 
 
 class LangfuseWorkers:
@@ -92,7 +96,7 @@ class LangfuseWorkers:
     def __init__(self, count: int) -> None:
         self.workers: list[_Worker] = []
         self.warnings: list[str] = []
-        self._timeout = start_timeout()  # a bad value: refused before any process starts
+        self.start_timeout = start_timeout()  # a bad value: refused before any process starts
         self._stopped = False
         try:
             for i in range(count):
@@ -113,11 +117,7 @@ class LangfuseWorkers:
                 self.warnings.append(f"worker process {worker.index + 1} {what} ({worker.dead})")
             worker.send(None)
         for worker in self.workers:
-            try:
-                worker.proc.wait(timeout=_STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                worker.proc.kill()
-                worker.proc.wait()
+            reap(worker.proc, _STOP_WAIT_S)
             for stream in (worker.proc.stdin, worker.proc.stdout):
                 if stream is not None:
                     with contextlib.suppress(OSError):
@@ -163,17 +163,15 @@ async def _drive(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: 
     for worker in pool.workers:
         worker.ready = loop.create_future()
         worker.finished = loop.create_future()
-        threading.Thread(
-            target=_read, args=(worker, loop, state), daemon=True, name="lf-pool-reader"
-        ).start()
+        relay(
+            worker.proc,
+            loop,
+            functools.partial(_deliver, worker, state=state),
+            functools.partial(_exited, worker, state),
+            _STOP_WAIT_S,
+        )
         worker.send(job)
-    waiting = [w.ready for w in pool.workers if w.ready is not None]
-    await asyncio.wait(waiting, timeout=pool._timeout)
-    for worker in pool.workers:
-        if worker.ready is not None and not worker.ready.done():
-            worker.dead = f"it was not set up after {pool._timeout:g} s, so it was stopped"
-            with contextlib.suppress(OSError):
-                worker.proc.kill()
+    await await_setup(pool.workers, pool.start_timeout)
     ready = [w for w in pool.workers if w.set_up and w.dead is None]
     if not ready:
         prep.warnings.append("no worker process could start: the items ran in this process")
@@ -189,7 +187,7 @@ async def _drive(lf: Langfuse, driver: Driver, scores: LangfuseScores, dataset: 
         for n, worker in enumerate(ready):
             part = todo[n :: len(ready)]
             if not part:
-                _settle(worker.finished, (None, None))
+                settle(worker.finished, (None, None))
                 continue
             worker.pending.update((item.id, item) for item in part)
             worker.ran = True
@@ -265,7 +263,7 @@ class _State:
         """One item fewer out (recorded, or not run at the ceiling: no row)."""
         self._out -= 1
         if self._out <= 0 and self._done is not None:
-            _settle(self._done)
+            settle(self._done)
 
     async def _record(self, item: DatasetItem) -> None:
         try:
@@ -284,22 +282,6 @@ class _State:
             asyncio.get_running_loop().call_soon(self.answer, worker, item_id)
             return
         worker.send((item_id, self.driver.may_start()))
-
-
-def _read(worker: _Worker, loop: asyncio.AbstractEventLoop, state: _State) -> None:
-    stdout = worker.proc.stdout
-    assert stdout is not None
-    while True:
-        try:
-            batch = pickle.load(stdout)
-        except Exception:  # its output ended: it exited (or was stopped)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.proc.wait(timeout=_STOP_WAIT_S)
-            with contextlib.suppress(RuntimeError):  # the run's loop is closed
-                loop.call_soon_threadsafe(_died, worker, worker.why(), state)
-            return
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_deliver, worker, batch, state)
 
 
 def _deliver(worker: _Worker, batch: list[Any], state: _State) -> None:
@@ -324,38 +306,32 @@ def _deliver(worker: _Worker, batch: list[Any], state: _State) -> None:
             state.answer(worker, message[1])
         elif kind == READY:
             worker.set_up = True
-            _settle(worker.ready, True)
+            settle(worker.ready, True)
         elif kind == FAILED:
             worker.dead = str(message[1])
-            _settle(worker.ready, False)
+            settle(worker.ready, False)
         elif kind == END:  # after every item it sent back (one pipe, in order)
             for _ in worker.pending:  # items the SDK never gave the task: no row, as in
                 state.back()  # one process (the run's outcome names them)
             worker.pending.clear()
-            _settle(worker.finished, (message[1], message[2]))
+            settle(worker.finished, (message[1], message[2]))
         elif kind == GONE:
             worker.dead = f"its experiment failed: {message[1]}"
+
+
+def _exited(worker: _Worker, state: _State) -> None:
+    _died(worker, worker.why(), state)
 
 
 def _died(worker: _Worker, why: str, state: _State) -> None:
     if worker.finished is not None and worker.finished.done():
         return  # it finished its share, then exited: nothing lost
     worker.dead = worker.dead or why
-    _settle(worker.ready, False)
-    _settle(worker.finished, (None, None))
+    settle(worker.ready, False)
+    settle(worker.finished, (None, None))
     lost, worker.pending = list(worker.pending.values()), {}
     for item in lost:
         state.lost(item, f"its worker process exited ({worker.dead})")
-
-
-def _settle(future: asyncio.Future[Any] | None, result: Any = None, *,
-            error: BaseException | None = None) -> None:  # fmt: skip
-    if future is None or future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
 
 
 class _Posted:

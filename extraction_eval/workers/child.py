@@ -6,10 +6,15 @@ line never carries a secret, whichever worker it was.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import pickle
 import subprocess
 import sys
 import tempfile
-from typing import IO
+import threading
+from collections.abc import Callable, Sequence
+from typing import IO, Any
 
 
 def start_python(code: str) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
@@ -43,3 +48,78 @@ def last_error_line(errors: IO[bytes]) -> str | None:
         return None
     lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
     return redact(lines[-1])[:300] if lines else None
+
+
+def exit_reason(proc: subprocess.Popen[bytes], errors: IO[bytes]) -> str:
+    """Why a worker stopped answering, in one line: the last line it wrote to stderr, else
+    its exit status (or that its output ended while it still runs)."""
+    line = last_error_line(errors)
+    status = proc.poll()
+    said = f"exit status {status}" if status is not None else "its output ended"
+    return f"{said}: {line}" if line else said
+
+
+def reap(proc: subprocess.Popen[bytes], wait_s: float) -> None:
+    """Wait up to ``wait_s`` for a worker told to stop, then kill it: no orphan stays."""
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def settle(
+    future: asyncio.Future[Any] | None, result: Any = None, *, error: BaseException | None = None
+) -> None:
+    """Resolve ``future`` unless it is gone or already resolved (a worker's answer can race
+    its death: the first word counts)."""
+    if future is None or future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def relay(
+    proc: subprocess.Popen[bytes],
+    loop: asyncio.AbstractEventLoop,
+    deliver: Callable[[list[Any]], None],
+    died: Callable[[], None],
+    wait_s: float,
+) -> None:
+    """Start a reader thread: each batch of pickled messages from the worker's stdout onto
+    ``loop`` (``deliver``), then, when its output ends (it exited or was stopped; waited for
+    up to ``wait_s`` so its status is known), ``died`` once. A closed loop: nobody to tell."""
+
+    def read() -> None:
+        stdout = proc.stdout
+        assert stdout is not None
+        while True:
+            try:
+                batch = pickle.load(stdout)
+            except Exception:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=wait_s)
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(died)
+                return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(deliver, batch)
+
+    threading.Thread(target=read, daemon=True, name="pool-reader").start()
+
+
+async def await_setup(workers: Sequence[Any], limit: float) -> None:
+    """Wait until every worker (``.ready`` future, ``.dead``, ``.proc``) is set up or failed,
+    at most ``limit`` seconds; one still not ready is killed and marked dead with why (a
+    setup that hangs would otherwise hang the run before any item)."""
+    waiting = [w.ready for w in workers if w.ready is not None]
+    if waiting:
+        await asyncio.wait(waiting, timeout=limit)
+    for worker in workers:
+        if worker.ready is not None and not worker.ready.done():
+            worker.dead = f"it was not set up after {limit:g} s, so it was stopped"
+            settle(worker.ready, False)
+            with contextlib.suppress(OSError):
+                worker.proc.kill()

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import pickle
 import queue
-import subprocess
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -32,7 +32,14 @@ from extraction_eval.errors import BackendError, ConfigError
 from extraction_eval.evaluators import ItemScore
 from extraction_eval.experiments.runner import ItemRunner, asked_item
 from extraction_eval.types import DatasetItem, ItemResult
-from extraction_eval.workers.child import last_error_line, start_python
+from extraction_eval.workers.child import (
+    await_setup,
+    exit_reason,
+    reap,
+    relay,
+    settle,
+    start_python,
+)
 from extraction_eval.workers.item_worker import DONE, FAILED, LOST, READY, Job, Task
 
 Answer = tuple[ItemResult, ItemScore, list[CacheRow]]
@@ -126,10 +133,7 @@ class _Worker:
 
     def why(self) -> str:
         """Why it exited, in one line: the last line it wrote to stderr, else its status."""
-        line = last_error_line(self.errors)
-        status = self.proc.poll()
-        said = f"exit status {status}" if status is not None else "its output ended"
-        return f"{said}: {line}" if line else said
+        return exit_reason(self.proc, self.errors)
 
     def close(self) -> None:
         """Let go of its pipes and kept stderr, once it exited. Its stdin too: the writer
@@ -169,20 +173,15 @@ class ItemPool:
         loop = self._loop = asyncio.get_running_loop()
         for worker in self.workers:
             worker.ready = loop.create_future()
-            threading.Thread(
-                target=self._read, args=(worker, loop), daemon=True, name="pool-reader"
-            ).start()
+            relay(
+                worker.proc,
+                loop,
+                functools.partial(self._deliver, worker),
+                functools.partial(self._exited, worker),
+                _STOP_WAIT_S,
+            )
             worker.send(job)
-        waiting = [w.ready for w in self.workers if w.ready is not None]
-        limit = self._start_timeout
-        _, late = await asyncio.wait(waiting, timeout=limit)
-        if late:
-            for worker in self.workers:
-                if worker.ready is not None and not worker.ready.done():
-                    worker.dead = f"it was not set up after {limit:g} s, so it was stopped"
-                    _settle(worker.ready, result=False)
-                    with contextlib.suppress(OSError):
-                        worker.proc.kill()
+        await await_setup(self.workers, self._start_timeout)
         self.started = True
         return any(w.is_ready for w in self.workers)
 
@@ -226,42 +225,30 @@ class ItemPool:
         finally:
             worker.pending.pop(item.id, None)
 
-    def _read(self, worker: _Worker, loop: asyncio.AbstractEventLoop) -> None:
-        stdout = worker.proc.stdout
-        assert stdout is not None
-        while True:
-            try:
-                batch = pickle.load(stdout)
-            except Exception:  # its output ended: it exited (or was stopped)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    worker.proc.wait(timeout=_STOP_WAIT_S)
-                with contextlib.suppress(RuntimeError):  # the run's loop is closed
-                    loop.call_soon_threadsafe(self._died, worker, worker.why())
-                return
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._deliver, worker, batch)
-
     def _deliver(self, worker: _Worker, batch: list[Any]) -> None:
         for message in batch:
             kind = message[0]
             if kind == DONE:
                 _, item_id, result, scored, rows = message
-                _settle(worker.pending.get(item_id), result=(result, scored, rows))
+                settle(worker.pending.get(item_id), result=(result, scored, rows))
             elif kind == LOST:
                 _, item_id, why = message
-                _settle(worker.pending.get(item_id), error=WorkerDied(why))
+                settle(worker.pending.get(item_id), error=WorkerDied(why))
             elif kind == READY and worker.ready is not None:
                 worker.set_up = True
-                _settle(worker.ready, result=True)
+                settle(worker.ready, result=True)
             elif kind == FAILED:
                 worker.dead = str(message[1])
-                _settle(worker.ready, result=False)
+                settle(worker.ready, result=False)
+
+    def _exited(self, worker: _Worker) -> None:
+        self._died(worker, worker.why())
 
     def _died(self, worker: _Worker, why: str) -> None:
         worker.dead = worker.dead or why
-        _settle(worker.ready, result=False)
+        settle(worker.ready, result=False)
         for future in list(worker.pending.values()):
-            _settle(future, error=WorkerDied(f"its worker process exited ({worker.dead})"))
+            settle(future, error=WorkerDied(f"its worker process exited ({worker.dead})"))
 
     def stop(self) -> None:
         """Tell every worker to stop, wait a little, kill what is left; no orphan stays.
@@ -278,23 +265,8 @@ class ItemPool:
                 self.warnings.append(f"worker process {worker.index + 1} {what} ({worker.dead})")
             worker.send(None)
         for worker in self.workers:
-            try:
-                worker.proc.wait(timeout=_STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                worker.proc.kill()
-                worker.proc.wait()
+            reap(worker.proc, _STOP_WAIT_S)
             worker.close()
-
-
-def _settle(
-    future: asyncio.Future[Any] | None, *, result: Any = None, error: BaseException | None = None
-) -> None:
-    if future is None or future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
 
 
 def remote_scorer(

@@ -225,15 +225,21 @@ async def _serve(runner: ItemRunner, cache: SQLiteResponseCache | None, source: 
             await aclose()
 
 
+def open_wire() -> tuple[IO[bytes], _Outbox]:
+    """A worker's pipes to the run's process: stdin to read, a private copy of stdout to
+    write (fd 1 then points at stderr, so a stray print of a user's pipeline cannot land
+    among the pickles). Ctrl-C is the run's: it stops the worker, which ignores SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return sys.stdin.buffer, _Outbox(out)
+
+
 def work() -> None:
     """The worker's entry (after ``sys.path`` was read): the job, then items until told to
     stop or the run's process is gone."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's: it stops us
-    source = sys.stdin.buffer
-    out = os.fdopen(os.dup(1), "wb")  # the wire; fd 1 becomes stderr (stray prints)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    outbox = _Outbox(out)
+    source, outbox = open_wire()
     try:
         job = pickle.load(source)
         runner, cache, store = _setup(job)

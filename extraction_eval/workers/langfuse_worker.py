@@ -23,8 +23,6 @@ import asyncio
 import contextlib
 import os
 import pickle
-import signal
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,7 +31,15 @@ from typing import IO, Any
 
 from extraction_eval.errors import one_line
 from extraction_eval.types import DatasetItem
-from extraction_eval.workers.item_worker import FAILED, LOST, READY, Job, Outbox, set_up
+from extraction_eval.workers.item_worker import (
+    FAILED,
+    LOST,
+    READY,
+    Job,
+    Outbox,
+    open_wire,
+    set_up,
+)
 
 ASK, HELD, DONE, END, GONE = "ask", "held", "lf-done", "end", "gone"
 _TURN_WAIT_S = 1.0  # a stop waits this long at most for the loop's current step to end
@@ -63,12 +69,7 @@ class Share:
 def work() -> None:
     """The worker's entry (after ``sys.path`` was read): the job (set up, say so), then the
     share, run to its end; a stop or the run's process gone ends it early."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's: it stops us
-    source = sys.stdin.buffer
-    out = os.fdopen(os.dup(1), "wb")  # the wire; fd 1 becomes stderr (stray prints)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    outbox = Outbox(out)
+    source, outbox = open_wire()
     try:
         # all before the job arrives, so it overlaps the run's own setup: the imports and the
         # client (keys and server from the inherited environment); scipy's solver is not
