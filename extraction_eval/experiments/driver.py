@@ -179,6 +179,16 @@ class _Fold:
         return (i for i in self.prep.iter_items() if i.id not in self.ids)
 
 
+def size_thread_pool(loop: asyncio.AbstractEventLoop, concurrency: int) -> None:
+    """``loop``'s default executor as wide as ``concurrency`` + 4 (the SDK's own calls in
+    threads) when that is more than asyncio's default (see ``Driver._size_thread_pool``)."""
+    workers = concurrency + 4
+    if workers > min(32, (os.cpu_count() or 1) + 4):
+        loop.set_default_executor(
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extraction-eval")
+        )
+
+
 class Driver:
     """One run's per-item steps and its close; the scheduler of a mode calls them. It needs
     of the store only what a :class:`~extraction_eval.backends.base.ResultStore` offers."""
@@ -335,11 +345,7 @@ class Driver:
         if self._sized_loop is loop:
             return
         self._sized_loop = loop
-        workers = self.prep.config.concurrency + 4  # + the SDK's own calls in threads
-        if workers > min(32, (os.cpu_count() or 1) + 4):
-            loop.set_default_executor(
-                ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extraction-eval")
-            )
+        size_thread_pool(loop, self.prep.config.concurrency)
 
     # the run ----------------------------------------------------------------------------------
 

@@ -24,13 +24,13 @@ import contextlib
 import os
 import pickle
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
 
 from extraction_eval.errors import one_line
 from extraction_eval.types import DatasetItem
+from extraction_eval.workers.child import settle
 from extraction_eval.workers.item_worker import (
     FAILED,
     LOST,
@@ -207,23 +207,16 @@ def _read_answers(source: IO[bytes], answers: dict[str, asyncio.Future[bool]], l
         future = answers.get(item_id)
         if future is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed
-                future.get_loop().call_soon_threadsafe(_settle, future, bool(allowed))
-
-
-def _settle(future: asyncio.Future[bool], value: bool) -> None:
-    if not future.done():
-        future.set_result(value)
+                future.get_loop().call_soon_threadsafe(settle, future, bool(allowed))
 
 
 def _size_thread_pool(sized: list[asyncio.AbstractEventLoop], concurrency: int) -> None:
     """The SDK's loop gets a thread pool as wide as the worker's concurrency (as the run's
     process gives its loop: ``Driver._size_thread_pool``), before any thread work."""
+    from extraction_eval.experiments.driver import size_thread_pool
+
     loop = asyncio.get_running_loop()
     if sized and sized[0] is loop:
         return
     sized[:] = [loop]
-    workers = concurrency + 4
-    if workers > min(32, (os.cpu_count() or 1) + 4):
-        loop.set_default_executor(
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extraction-eval")
-        )
+    size_thread_pool(loop, concurrency)
