@@ -227,6 +227,7 @@ class _State:
         self.cache = cache if isinstance(cache, SQLiteResponseCache) else None
         self.answers: dict[str, Any] = {}
         self.unrecorded: set[str] = set()
+        self._questions: list[tuple[_Worker, str]] = []  # budget questions waiting for those
         self._tasks: set[asyncio.Task[None]] = set()
         self._out = 0  # items not back and recorded (or held back) yet
         self._done: asyncio.Future[None] | None = None
@@ -275,11 +276,16 @@ class _State:
             self.unrecorded.discard(item.id)
             self.answers.pop(item.id, None)
             self.back()
+            if not self.unrecorded:
+                questions, self._questions = self._questions, []
+                for worker, item_id in questions:
+                    self.answer(worker, item_id)
 
     def answer(self, worker: _Worker, item_id: str) -> None:
-        """``may_start`` once every result that came back before the question is recorded."""
+        """``may_start`` once every result that came back before the question is recorded
+        (held until the last of them is: ``_record`` answers it then)."""
         if self.unrecorded:
-            asyncio.get_running_loop().call_soon(self.answer, worker, item_id)
+            self._questions.append((worker, item_id))
             return
         worker.send((item_id, self.driver.may_start()))
 
