@@ -455,6 +455,9 @@ class FakeLangfuse(QueueRoutes):
         self._keys: dict[str, str] = dict(keys or {})
         self._lock = threading.RLock()
         self._state = _State()
+        # item listings by query, sorted, until an item changes: a page is then a slice, not
+        # a walk of every item's history (a 100k-item dataset is read in 1,000 pages)
+        self._listings: dict[tuple[str | None, ...], list[dict[str, Any]]] = {}
         self._queues = QueueState()
         self.requests: list[RecordedRequest] = []
         self._faults: list[_Fault] = []
@@ -982,6 +985,7 @@ class FakeLangfuse(QueueRoutes):
             "mediaReferences": [],
         }
         self._state.items.setdefault(item_id, []).append((now, snapshot))
+        self._listings.clear()
         return 200, dict(snapshot)
 
     def _list_items(self, req: _Request) -> tuple[int, Any]:
@@ -990,6 +994,17 @@ class FakeLangfuse(QueueRoutes):
         at = parse_ts(version) if version else None
         trace = _first(req.query, "sourceTraceId")
         observation = _first(req.query, "sourceObservationId")
+        if name is not None and name not in self._state.datasets:
+            return 404, {"message": f"Dataset {name} not found"}
+        key = (name, version, trace, observation)
+        rows = self._listings.get(key)
+        if rows is None:
+            rows = self._listings[key] = self._listing(name, at, trace, observation)
+        page, meta = _paginate(rows, req.query)
+        return 200, {"data": page, "meta": meta}
+
+    def _listing(self, name: str | None, at: datetime | None, trace: str | None,
+                 observation: str | None) -> list[dict[str, Any]]:  # fmt: skip
         rows = []
         for item_id in self._state.items:
             item = self._item_at(item_id, at)
@@ -1002,11 +1017,8 @@ class FakeLangfuse(QueueRoutes):
             if observation is not None and item["sourceObservationId"] != observation:
                 continue
             rows.append(item)
-        if name is not None and name not in self._state.datasets:
-            return 404, {"message": f"Dataset {name} not found"}
         rows.sort(key=lambda i: (i["createdAt"], i["id"]), reverse=True)
-        page, meta = _paginate(rows, req.query)
-        return 200, {"data": page, "meta": meta}
+        return rows
 
     def _get_item(self, req: _Request) -> tuple[int, Any]:
         item = self._item_at(req.params[0], None)
@@ -1019,6 +1031,7 @@ class FakeLangfuse(QueueRoutes):
         if item is None:
             return 404, {"message": "Dataset item not found"}
         self._state.items[req.params[0]].append((_now(), None))
+        self._listings.clear()
         return 200, {"message": "Dataset item deleted successfully"}
 
     # scores
