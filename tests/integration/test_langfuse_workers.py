@@ -231,6 +231,28 @@ def _workers_of(home: Path) -> list[int]:
     return found
 
 
+def _started_mid_run(
+    name: str, calls: Path, home: Path
+) -> tuple[subprocess.Popen[bytes], dict[str, str], list[str]]:
+    """``run-experiment --workers 2`` in a process group of its own (a slow pipeline), once it
+    stored 4 results with its workers running; its environment and command, for the resume."""
+    env = {**os.environ, "E2E_CALL_LOG": str(calls), "E2E_DELAY": "0.2", "PYTHONPATH": str(REPO)}
+    code = "from extraction_eval.cli import run_experiment_main; run_experiment_main()"
+    cmd = [sys.executable, "-c", code, "--name", name, "--concurrency", "2", "--workers", "2"]
+    cmd += ["--pipeline", "tests.support.pipelines:first_entity"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    store = LocalStore()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        run = store.get_run(name, DATASET)
+        if run is not None and len(store.results(run.id)) >= 4:
+            break
+        time.sleep(0.05)
+    assert _workers_of(home), "the run has worker processes"
+    return proc, env, cmd
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
 def test_sigkill_mid_run_then_resume_with_langfuse_workers(
     server: FakeLangfuse, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated_home: Path
@@ -240,21 +262,7 @@ def test_sigkill_mid_run_then_resume_with_langfuse_workers(
     items = LocalStore().get_items(DATASET)[:20]
     upload(server, items)
     use_langfuse(server, monkeypatch, "workers-kill")
-    calls = tmp_path / "calls.log"
-    env = {**os.environ, "E2E_CALL_LOG": str(calls), "E2E_DELAY": "0.2", "PYTHONPATH": str(REPO)}
-    code = "from extraction_eval.cli import run_experiment_main; run_experiment_main()"
-    cmd = [sys.executable, "-c", code, "--name", "killed", "--concurrency", "2", "--workers", "2"]
-    cmd += ["--pipeline", "tests.support.pipelines:first_entity"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
-    store = LocalStore()
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and proc.poll() is None:
-        run = store.get_run("killed", DATASET)
-        if run is not None and len(store.results(run.id)) >= 4:
-            break
-        time.sleep(0.05)
-    assert _workers_of(isolated_home), "the run has worker processes"
+    proc, env, cmd = _started_mid_run("killed", tmp_path / "calls.log", isolated_home)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert proc.stderr is not None
@@ -315,21 +323,7 @@ def test_ctrl_c_stops_the_workers_keeps_what_they_sent_then_resume(
     items = LocalStore().get_items(DATASET)[:20]
     upload(server, items)
     use_langfuse(server, monkeypatch, "workers-ctrl-c")
-    calls = tmp_path / "calls.log"
-    env = {**os.environ, "E2E_CALL_LOG": str(calls), "E2E_DELAY": "0.2", "PYTHONPATH": str(REPO)}
-    code = "from extraction_eval.cli import run_experiment_main; run_experiment_main()"
-    cmd = [sys.executable, "-c", code, "--name", "cc", "--concurrency", "2", "--workers", "2"]
-    cmd += ["--pipeline", "tests.support.pipelines:first_entity"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
-    store = LocalStore()
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and proc.poll() is None:
-        run = store.get_run("cc", DATASET)
-        if run is not None and len(store.results(run.id)) >= 4:
-            break
-        time.sleep(0.05)
-    assert _workers_of(isolated_home), "the run has worker processes"
+    proc, _, _ = _started_mid_run("cc", tmp_path / "calls.log", isolated_home)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
